@@ -1,0 +1,101 @@
+"""Named workload sizes: `tiny` proves the pipeline on a CPU in seconds, `gpu` is big enough
+that a modern GPU is compute-bound, which is where AMP speedups can show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Model shape, task, optimiser settings and the harness's default step counts.
+
+    steps is the standalone training length; bench_warmup/bench_steps/bench_repeats/
+    bench_sync_steps are what the dynamic harness uses unless told otherwise.
+    """
+
+    name: str
+    description: str
+    vocab_size: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+    mlp_ratio: int
+    seq_len: int
+    batch_size: int
+    period: int
+    learning_rate: float
+    weight_decay: float
+    max_grad_norm: float
+    steps: int
+    log_interval: int
+    train_batches: int
+    eval_batches: int
+    num_workers: int
+    bench_warmup: int
+    bench_steps: int
+    bench_repeats: int
+    bench_sync_steps: int
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.batch_size * self.seq_len
+
+
+PRESETS: dict[str, Preset] = {
+    "tiny": Preset(
+        name="tiny",
+        description="2-layer, d=32 decoder LM on a period-8 copy task; CPU, seconds",
+        vocab_size=32,
+        d_model=32,
+        n_layers=2,
+        n_heads=4,
+        mlp_ratio=4,
+        seq_len=32,
+        batch_size=32,
+        period=8,
+        learning_rate=1e-2,
+        weight_decay=0.0,
+        max_grad_norm=1.0,
+        steps=100,
+        log_interval=20,
+        train_batches=512,
+        eval_batches=4,
+        num_workers=1,
+        bench_warmup=40,
+        bench_steps=10,
+        bench_repeats=5,
+        bench_sync_steps=3,
+    ),
+    "gpu": Preset(
+        name="gpu",
+        description="8-layer, d=1024 decoder LM (~110M parameters), 16 x 1024 tokens per step",
+        vocab_size=8192,
+        d_model=1024,
+        n_layers=8,
+        n_heads=16,
+        mlp_ratio=4,
+        seq_len=1024,
+        batch_size=16,
+        period=64,
+        learning_rate=3e-4,
+        weight_decay=0.1,
+        max_grad_norm=1.0,
+        steps=300,
+        log_interval=50,
+        train_batches=4096,
+        eval_batches=8,
+        num_workers=4,
+        bench_warmup=20,
+        bench_steps=20,
+        bench_repeats=5,
+        bench_sync_steps=3,
+    ),
+}
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r} (expected one of {', '.join(PRESETS)})") from None

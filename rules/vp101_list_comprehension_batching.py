@@ -1,0 +1,113 @@
+"""VP101 list-comprehension-batching: building a batch element by element in Python."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.names import keyword_arg, positional_arg
+from verifier.static.rule import Invalid, Rule
+from verifier.static.walk import iter_descendants
+
+_JOINS = frozenset(
+    {"torch.stack", "torch.cat", "torch.concat", "torch.concatenate", "torch.vstack", "torch.hstack"}
+)
+
+
+class ListComprehensionBatching(Rule):
+    code = "VP101"
+    name = "list-comprehension-batching"
+    category = Category.DATA
+    severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
+    summary = (
+        "Finds `torch.stack/cat([x[i] for i in idx])`: a batch gathered one element at a time "
+        "in a Python comprehension."
+    )
+    why = (
+        "Each element is a separate indexing op that allocates a small tensor, then the join copies "
+        "them all again: O(batch) Python-level ops and launches per step where one gather does it."
+    )
+    example = """\
+ix = torch.randint(len(data) - block, (batch_size,))
+x = torch.stack([data[i : i + block] for i in ix])
+"""
+    use_instead = """\
+ix = torch.randint(len(data) - block, (batch_size,))
+x = data[ix[:, None] + torch.arange(block)]
+"""
+    fix = "Index once: `x[idx]` or `x.index_select(0, idx)`; for windows `x[idx[:, None] + torch.arange(n)]`; or let a DataLoader batch."
+    references = (
+        "https://pytorch.org/docs/stable/generated/torch.index_select.html",
+        "https://pytorch.org/docs/stable/data.html",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.context.imports.call_name(node)
+        if qualified not in _JOINS:
+            return
+        arg = positional_arg(node, 0) or keyword_arg(node, "tensors")
+        if arg is None or not isinstance(arg.value, (cst.ListComp, cst.GeneratorExp)):
+            return
+        comprehension = arg.value
+        target = comprehension.for_in.target
+        if not isinstance(target, cst.Name) or comprehension.for_in.inner_for_in is not None:
+            return
+        element = comprehension.elt
+        if not isinstance(element, cst.Subscript) or not _uses(element.slice, target.value):
+            return
+        window = any(isinstance(s.slice, cst.Slice) for s in element.slice)
+        source = self.context.code_for(element.value)
+        how = f"`{source}[idx[:, None] + torch.arange(n)]`" if window else f"`{source}[idx]`"
+        self.report(
+            node,
+            f"`{qualified.rsplit('.', 1)[-1]}` over a comprehension indexes `{source}` once per element; gather with {how}",
+        )
+
+    VALID = (
+        """\
+import torch
+x = data[ix]
+y = torch.stack([a, b])
+""",
+        """\
+import torch
+for x, y in loader:
+    parts = torch.cat([head(x) for head in heads])
+    parts.sum().backward()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+import torch
+
+def get_batch(data, ix, block):
+    return torch.stack([data[i : i + block] for i in ix])
+
+for step in range(max_steps):
+    x = get_batch(train_data, torch.randint(100, (8,)), 64)
+    model(x).sum().backward()
+""",
+            line=4,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+import torch as t
+for epoch in range(3):
+    pool = t.cat([features[i] for i in keep])
+    for xb in loader:
+        model(xb).sum().backward()
+""",
+            line=3,
+            severity=Severity.LOW,
+        ),
+    )
+
+
+def _uses(slices, name: str) -> bool:
+    for element in slices:
+        for node in (element.slice, *iter_descendants(element.slice)):
+            if isinstance(node, cst.Name) and node.value == name:
+                return True
+    return False

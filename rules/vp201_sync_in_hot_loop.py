@@ -1,0 +1,134 @@
+"""VP201 sync-in-hot-loop: a host-device synchronisation inside the per-step loop."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.rule import Invalid, Rule
+from verifier.static.scaler import is_finite_guard
+from verifier.static.syncs import Sync, sync_of_call, sync_of_fstring, sync_of_test
+
+
+class SyncInHotLoop(Rule):
+    code = "VP201"
+    name = "sync-in-hot-loop"
+    category = Category.SYNC
+    severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None)
+    summary = (
+        "Finds reads of tensor values on the host inside the per-step loop: `.item()`, `.cpu()`, "
+        "`.numpy()`, `.tolist()`, `float/int/bool(tensor)`, printing or formatting a tensor, "
+        "and `if tensor:` tests."
+    )
+    why = (
+        "CUDA work is queued asynchronously. Reading a value on the host makes the CPU wait until "
+        "the queue drains, so the next step cannot be queued while the GPU works: every step pays "
+        "a pipeline bubble. Once per epoch this costs nothing measurable; once per step it does."
+    )
+    example = """\
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    running += loss.item()
+"""
+    use_instead = """\
+running = torch.zeros((), device=device)
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    running += loss.detach()
+print(running.item() / len(loader))
+"""
+    fix = "Accumulate on the device (`total += loss.detach()`) and read once per log interval or epoch."
+    references = (
+        "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+        "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._report(sync_of_call(node, self.context.facts, self.context.imports))
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        self._report(sync_of_fstring(node, self.context.facts))
+
+    def visit_If(self, node: cst.If) -> None:
+        # An isfinite() guard around scaler.step is VP305's finding; one line, one finding.
+        if not is_finite_guard(node, self.context):
+            self._report(sync_of_test(node.test, self.context.facts))
+
+    def visit_While(self, node: cst.While) -> None:
+        self._report(sync_of_test(node.test, self.context.facts))
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._report(sync_of_test(node.test, self.context.facts))
+
+    def _report(self, sync: Sync | None) -> None:
+        if sync is None:
+            return
+        subject = self.context.code_for(sync.subject)
+        self.report(
+            sync.node,
+            f"`{sync.how}` of `{subject}` in the per-step loop waits for the device every step",
+        )
+
+    VALID = (
+        """\
+import torch
+for epoch in range(10):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+print(loss.item())
+""",
+        """\
+import torch
+total = torch.zeros(())
+for x, y in train_loader:
+    loss = model(x).sum()
+    loss.backward()
+    total += loss.detach()
+""",
+        """\
+for name in ["a", "b"]:
+    value = float(name_to_value[name])
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    print(loss.item())
+""",
+            line=4,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+def read(loss):
+    return loss.item()
+
+for step in range(num_steps):
+    loss = model(batch).sum()
+    loss.backward()
+    total = read(loss)
+""",
+            line=2,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+import torch
+for batch in batches:
+    loss = torch.nn.functional.mse_loss(model(batch), batch)
+    if torch.isnan(loss):
+        break
+""",
+            line=4,
+            severity=Severity.MEDIUM,
+        ),
+    )

@@ -1,0 +1,131 @@
+"""VP202 repeated-item: the same value synced to the host twice in one scope."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.names import dotted_name, root_name
+from verifier.static.rule import Invalid, Rule
+from verifier.static.syncs import sync_of_call
+
+
+class RepeatedSync(Rule):
+    code = "VP202"
+    name = "repeated-item"
+    category = Category.SYNC
+    severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=Severity.LOW)
+    summary = (
+        "Finds the same expression read on the host more than once in one scope "
+        "(`loss.item()` twice, `.item()` then `float(loss)`) with no reassignment in between."
+    )
+    why = (
+        "Each read is a device-to-host copy and a synchronisation. The first read already drained "
+        "the queue; the second costs another round trip for a value the code already has."
+    )
+    example = """\
+loss = criterion(model(x), y)
+if loss.item() > best:
+    best = loss.item()
+"""
+    use_instead = """\
+loss = criterion(model(x), y)
+loss_value = loss.item()
+if loss_value > best:
+    best = loss_value
+"""
+    fix = "Read the value once into a local (`value = loss.item()`) and reuse it."
+    references = ("https://pytorch.org/docs/stable/generated/torch.Tensor.item.html",)
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # One map per scope: source of the synced expression -> how it was first read.
+        self._seen: list[dict[str, str]] = [{}]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._seen.append({})
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._seen.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        sync = sync_of_call(node, self.context.facts, self.context.imports)
+        if sync is None or not sync.is_explicit_read:
+            return
+        subject = self.context.code_for(sync.subject)
+        seen = self._seen[-1]
+        if subject in seen:
+            self.report(
+                node,
+                f"`{subject}` is read on the host again with `{sync.how}` "
+                f"(already read with `{seen[subject]}` in this scope, unchanged since)",
+            )
+        else:
+            seen[subject] = sync.how
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._forget(target.target)
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        self._forget(node.target)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._forget(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._forget(node.target)
+
+    def _forget(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._forget(element.value)
+            return
+        name = dotted_name(target) or root_name(target)
+        if name is None:
+            return
+        seen = self._seen[-1]
+        for subject in [s for s in seen if s == name or s.startswith((name + ".", name + "[", name + "("))]:
+            del seen[subject]
+
+    VALID = (
+        """\
+loss = model(x).sum()
+value = loss.item()
+print(value, value * 2)
+""",
+        """\
+for x in loader:
+    loss = model(x).sum()
+    print(loss.item())
+""",
+        """\
+loss = model(x).sum()
+a = loss.item()
+loss = model(y).sum()
+b = loss.item()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    if loss.item() < best:
+        best = loss.item()
+""",
+            line=5,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+import torch
+loss = torch.ones(())
+print(loss.item())
+log(float(loss))
+""",
+            line=4,
+            severity=Severity.LOW,
+        ),
+    )

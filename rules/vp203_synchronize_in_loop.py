@@ -1,0 +1,134 @@
+"""VP203 synchronize-in-loop: `torch.cuda.synchronize()` every iteration."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.heat import Where
+from verifier.static.names import method_name
+from verifier.static.rule import Invalid, Rule
+
+_SYNCHRONIZE = frozenset(
+    {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"}
+)
+_HOST_TIMERS = frozenset(
+    {"time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic",
+     "time.monotonic_ns", "timeit.default_timer"}
+)
+_TIMING = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
+
+
+class SynchronizeInLoop(Rule):
+    code = "VP203"
+    name = "synchronize-in-loop"
+    category = Category.SYNC
+    severity = SeverityByHeat(step=Severity.HIGH, epoch=Severity.MEDIUM, once=None)
+    summary = (
+        "Finds `torch.cuda.synchronize()` (and stream/event `.synchronize()`) inside loops; when it "
+        "brackets a host timer it is reported as a timing pattern."
+    )
+    why = (
+        "`synchronize()` blocks the host until every queued kernel finished. In a training loop it "
+        "removes all overlap between CPU and GPU on every step. In a benchmark loop it measures the "
+        "host's view (launch latency plus the sync) rather than device time."
+    )
+    example = """\
+for _ in range(iters):
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    model(x)
+    torch.cuda.synchronize()
+    times.append(time.perf_counter() - start)
+"""
+    use_instead = """\
+start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+start.record()
+for _ in range(iters):
+    model(x)
+end.record()
+torch.cuda.synchronize()
+per_iter_ms = start.elapsed_time(end) / iters
+"""
+    fix = "Remove the per-iteration synchronize; to time, record CUDA events and synchronize once after the loop."
+    references = (
+        "https://pytorch.org/docs/stable/generated/torch.cuda.synchronize.html",
+        "https://pytorch.org/docs/stable/generated/torch.cuda.Event.html",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # Per function scope: the synchronize calls met, and whether a host timer is read.
+        self._scopes: list[tuple[list[tuple[cst.Call, Where]], list[bool]]] = [([], [False])]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.append(([], [False]))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._flush()
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._flush()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.context.imports.call_name(node)
+        calls, timed = self._scopes[-1]
+        if qualified in _HOST_TIMERS:
+            timed[0] = True
+        elif qualified in _SYNCHRONIZE or (qualified is None and method_name(node) == "synchronize" and not node.args):
+            calls.append((node, self.context.heat.where()))
+
+    def _flush(self) -> None:
+        calls, timed = self._scopes.pop()
+        for call, where in calls:
+            if timed[0]:
+                self.report(
+                    call,
+                    "`synchronize()` brackets a host timer in a loop: it times launch plus sync on the "
+                    "host and stalls the queue every iteration; time with CUDA events instead",
+                    where=where,
+                    severity=_TIMING,
+                    fix="Record `torch.cuda.Event(enable_timing=True)` around the loop and synchronize once.",
+                )
+            else:
+                self.report(call, "`synchronize()` in a loop blocks the host on every iteration", where=where)
+
+    VALID = (
+        """\
+import torch
+for x, y in loader:
+    loss = model(x).sum()
+    loss.backward()
+torch.cuda.synchronize()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+import torch
+for x, y in loader:
+    loss = model(x).sum()
+    loss.backward()
+    torch.cuda.synchronize()
+""",
+            line=5,
+            severity=Severity.HIGH,
+        ),
+        Invalid(
+            """\
+import time
+from torch.cuda import synchronize
+
+def benchmark(fn, x, iters=100):
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        fn(x)
+        synchronize()
+        times.append(time.perf_counter() - start)
+    return times
+""",
+            line=9,
+            severity=Severity.LOW,
+        ),
+    )

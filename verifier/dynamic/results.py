@@ -1,0 +1,344 @@
+"""What the dynamic harness measured: the contract between the harness and the reports.
+
+Every class is a frozen dataclass and `to_dict()` gives a JSON-ready dict with stable keys
+(`SCHEMA_VERSION` bumps when a key changes meaning or disappears). A figure that was not
+measured is `None` and, where it matters, a sibling field says why; renderers must show
+`None` as "not measured", never as zero or as passed.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+MODES = ("fp32", "fp16", "bf16")
+"""Precision modes in display order: the FP32 baseline first, then the AMP modes."""
+
+
+class VerdictStatus(str, enum.Enum):
+    """PASS and MISS need a measured value; NOT_EVALUATED always carries a reason."""
+
+    PASS = "PASS"
+    MISS = "MISS"
+    NOT_EVALUATED = "NOT_EVALUATED"
+
+
+@dataclass(frozen=True)
+class UtilizationSummary:
+    """NVML samples taken by a background thread while the timed steps ran.
+
+    Fields are None when the driver does not report that counter (e.g. power on some
+    boards). `samples` is how many readings the means and maxima are computed from.
+    """
+
+    samples: int
+    interval_s: float
+    gpu_util_percent_mean: float | None = None
+    gpu_util_percent_max: float | None = None
+    memory_util_percent_mean: float | None = None
+    memory_used_bytes_max: int | None = None
+    power_watts_mean: float | None = None
+    power_watts_max: float | None = None
+    sm_clock_mhz_mean: float | None = None
+
+
+@dataclass(frozen=True)
+class ClockFacts:
+    """Clocks read once from NVML (MHz): current and maximum SM and memory clocks."""
+
+    sm_mhz: int | None = None
+    sm_max_mhz: int | None = None
+    memory_mhz: int | None = None
+    memory_max_mhz: int | None = None
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """The machine the figures come from.
+
+    backend: "cuda" or "cpu"; speed and memory targets are judged on "cuda" only.
+    name: GPU name (NVML or torch) or the CPU model / platform string.
+    driver: NVIDIA driver version, None on CPU or without NVML.
+    total_memory_bytes: device memory (GPU) or physical memory (CPU), None if unknown.
+    torch_version / cuda_version: the runtime used; cuda_version is None on CPU builds.
+    compute_capability: "9.0" style string on CUDA, None on CPU.
+    cpu_threads: torch intra-op threads used for the run.
+    nvml: "available" or the reason NVML facts are missing (e.g. "no NVIDIA driver").
+    clocks: NVML clock readings, None without NVML.
+    utilization: sampled during the timed steps of all modes, None without NVML.
+    """
+
+    backend: str
+    name: str
+    driver: str | None = None
+    total_memory_bytes: int | None = None
+    torch_version: str = ""
+    cuda_version: str | None = None
+    compute_capability: str | None = None
+    cpu_threads: int | None = None
+    nvml: str = "not queried"
+    clocks: ClockFacts | None = None
+    utilization: UtilizationSummary | None = None
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """Time per training step in milliseconds, from `repeats` timed runs of `steps` steps.
+
+    Each sample is one repeat's total time divided by its step count, so a sample already
+    averages over steps; the median and spread are taken across repeats. The interquartile
+    range (q1..q3) is the spread to print; min/max are kept for baselines.
+    """
+
+    median_ms: float
+    q1_ms: float
+    q3_ms: float
+    min_ms: float
+    max_ms: float
+    samples_ms: tuple[float, ...] = ()
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.q3_ms - self.q1_ms
+
+
+@dataclass(frozen=True)
+class SyncSite:
+    """One place in user code that forced host-device syncs while counting.
+
+    location: "path:line" of the first frame outside torch; kind: the operation seen
+    ("item", "__bool__", "cuda.synchronize", ...); count: over all counted steps.
+    """
+
+    location: str
+    kind: str
+    count: int
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    """One precision mode's figures. `error` set means the mode failed and figures are None.
+
+    mode: "fp32", "fp16" or "bf16"; dtype: the autocast dtype ("float32" for no autocast).
+    grad_scaler: True when the mode trains with `torch.amp.GradScaler` (fp16).
+    step_time: None when the mode failed before timing finished.
+    tokens_per_second: tokens per step divided by the median step time.
+    peak_memory_bytes: see memory_method for exactly what the number is; None if not measured.
+    memory_method: how peak_memory_bytes was measured, and what it leaves out.
+    process_rss_peak_bytes: process resident-set high-water mark (CPU runs); it is not a
+        tensor peak: it includes the interpreter, libraries and every earlier mode.
+    eval_loss: mean cross-entropy on held-out batches after training, in the mode's precision.
+    accuracy: next-token accuracy on the same held-out batches (0..1).
+    user_syncs_per_step: host-device syncs per step attributed to user code (untimed pass).
+    library_syncs_per_step: syncs issued inside torch itself (not the user's to fix).
+    sync_sites: where the user syncs came from.
+    sync_method: how syncs were counted, or why they were not.
+    train_loss_first / train_loss_last: mean training loss over the first and last log interval,
+        read once each from an on-device sum.
+    flops_per_step: model FLOPs per training step (forward + backward), None if unknown.
+    achieved_tflops: flops_per_step / median step time, in TFLOP/s.
+    mfu: achieved / peak dense throughput of the device for this dtype (0..1), None if unknown.
+    mfu_note: why mfu is None, or which peak figure it used.
+    error: why the mode failed ("CUDA out of memory: ...", "loss became NaN at step 12").
+    """
+
+    mode: str
+    dtype: str
+    grad_scaler: bool = False
+    step_time: StepTiming | None = None
+    tokens_per_second: float | None = None
+    peak_memory_bytes: int | None = None
+    memory_method: str = ""
+    process_rss_peak_bytes: int | None = None
+    eval_loss: float | None = None
+    accuracy: float | None = None
+    user_syncs_per_step: float | None = None
+    library_syncs_per_step: float | None = None
+    sync_sites: tuple[SyncSite, ...] = ()
+    sync_method: str = ""
+    train_loss_first: float | None = None
+    train_loss_last: float | None = None
+    flops_per_step: float | None = None
+    achieved_tflops: float | None = None
+    mfu: float | None = None
+    mfu_note: str = ""
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One target judged against a measurement.
+
+    name: "speedup", "memory_reduction" or "accuracy_degradation".
+    mode: the AMP mode judged against the FP32 baseline ("fp16" or "bf16").
+    label: the human wording ("AMP speedup over FP32 (bf16)").
+    comparison: ">=" or "<=": how measured must relate to target to pass.
+    target: the threshold; unit: "x" for ratios, "fraction" for 0..1 quantities.
+    measured: the measured value, or None when it could not be measured.
+    status: PASS/MISS only with a measured value; NOT_EVALUATED always has a reason.
+    reason: one sentence: why it passed/missed, or why it was not evaluated.
+    """
+
+    name: str
+    mode: str
+    label: str
+    comparison: str
+    target: float
+    unit: str
+    measured: float | None
+    status: VerdictStatus
+    reason: str
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Targets from the users' requirements; overridable from `[tool.verify-perf]`."""
+
+    min_speedup: float = 1.5
+    min_memory_reduction: float = 0.40
+    max_accuracy_degradation: float = 0.01
+
+
+@dataclass(frozen=True)
+class Method:
+    """How the figures were taken, so a report can state its method next to each figure.
+
+    timer: "cuda-events" or "perf_counter"; warmup_steps: untimed steps per mode before timing;
+    steps: timed steps per repeat; repeats: timed repeats per mode; sync_steps: steps of the
+    separate, untimed sync-counting pass; eval_batches: held-out batches for loss/accuracy;
+    seed: the seed every mode starts from (same weights, same data order);
+    overhead_probe: how the harness decided whether the workload is overhead-bound;
+    notes: anything else a reader needs (e.g. torch.compile on, threads used).
+    """
+
+    timer: str
+    warmup_steps: int
+    steps: int
+    repeats: int
+    sync_steps: int
+    eval_batches: int
+    seed: int
+    overhead_probe: str = ""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What ran: the bundled reference preset or a user entry point.
+
+    source: "preset" or "entry"; name: the preset name or "package.module:function";
+    parameters: trainable parameter count when known; tokens_per_step: tokens (or samples,
+    for non-token workloads) one step consumes; description: one line a reader understands;
+    compiled: whether torch.compile was used; ddp_world_size: 1 unless run under torchrun.
+    """
+
+    source: str
+    name: str
+    parameters: int | None = None
+    tokens_per_step: int | None = None
+    description: str = ""
+    compiled: bool = False
+    ddp_world_size: int = 1
+
+
+@dataclass(frozen=True)
+class DynamicResult:
+    """Everything one harness run produced. `error` set means nothing could be measured.
+
+    overhead_bound: True when the FP32 step leaves the device mostly idle (launch or
+    host bound), False when it does not, None when not probed (e.g. on CPU);
+    overhead_note says what the probe saw. chart_path is the PNG written next to the
+    report, or None with chart_note saying why not.
+    """
+
+    workload: Workload
+    device: DeviceFacts
+    method: Method
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    modes: tuple[ModeResult, ...] = ()
+    verdicts: tuple[Verdict, ...] = ()
+    overhead_bound: bool | None = None
+    overhead_note: str = ""
+    chart_path: str | None = None
+    chart_note: str = ""
+    error: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def mode(self, name: str) -> ModeResult | None:
+        return next((m for m in self.modes if m.mode == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DynamicResult:
+        """Rebuild a result from `to_dict()` output (used for `--baseline` comparisons)."""
+        return _build(cls, data)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if hasattr(value, "__dataclass_fields__"):
+        data = {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
+        if isinstance(value, StepTiming):
+            data["iqr_ms"] = value.iqr_ms
+        return data
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+_NESTED = {
+    "device": DeviceFacts,
+    "clocks": ClockFacts,
+    "utilization": UtilizationSummary,
+    "workload": Workload,
+    "method": Method,
+    "thresholds": Thresholds,
+    "step_time": StepTiming,
+}
+_SEQUENCES = {"modes": ModeResult, "verdicts": Verdict, "sync_sites": SyncSite}
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    known = {f.name for f in fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known:
+            continue
+        if value is not None and key in _NESTED:
+            value = _build(_NESTED[key], value)
+        elif key in _SEQUENCES:
+            value = tuple(_build(_SEQUENCES[key], item) for item in value)
+        elif key == "status":
+            value = VerdictStatus(value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+__all__ = [
+    "MODES",
+    "SCHEMA_VERSION",
+    "ClockFacts",
+    "DeviceFacts",
+    "DynamicResult",
+    "Method",
+    "ModeResult",
+    "StepTiming",
+    "SyncSite",
+    "Thresholds",
+    "UtilizationSummary",
+    "Verdict",
+    "VerdictStatus",
+    "Workload",
+]

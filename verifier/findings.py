@@ -1,0 +1,91 @@
+"""The vocabulary every stage shares: severities, heat, categories and the Finding itself."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+
+
+class Severity(enum.IntEnum):
+    """Ordered so that `max()` and comparisons read naturally (CRITICAL is the highest)."""
+
+    INFO = 0
+    LOW = 1
+    MEDIUM = 2
+    HIGH = 3
+    CRITICAL = 4
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            names = ", ".join(s.name for s in cls)
+            raise ValueError(f"unknown severity {text!r} (expected one of {names})") from None
+
+
+class Heat(enum.IntEnum):
+    """How often a statement runs: once per run, once per epoch, once per batch/step."""
+
+    ONCE = 0
+    EPOCH = 1
+    STEP = 2
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class Category(str, enum.Enum):
+    """Report sections; the value is the heading users read."""
+
+    MEMORY = "Memory management"
+    SYNC = "Host-device synchronization"
+    DATA = "Data loading"
+    AMP = "Mixed precision (AMP)"
+    ALGORITHMIC = "Algorithmic complexity"
+    GPU = "GPU utilization"
+    CONCURRENCY = "Concurrency"
+    ANALYSIS = "Analysis"
+
+
+@dataclass(frozen=True)
+class SeverityByHeat:
+    """A rule's default severity at each heat; None means "not reported at that heat"."""
+
+    step: Severity | None
+    epoch: Severity | None
+    once: Severity | None
+
+    def at(self, heat: Heat) -> Severity | None:
+        return {Heat.STEP: self.step, Heat.EPOCH: self.epoch, Heat.ONCE: self.once}[heat]
+
+    @classmethod
+    def always(cls, severity: Severity) -> SeverityByHeat:
+        return cls(severity, severity, severity)
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One reported problem at a place in a file. Sorted by path, position, then code."""
+
+    path: str
+    line: int
+    column: int
+    code: str
+    end_line: int = 0
+    end_column: int = 0
+    name: str = field(default="", compare=False)
+    severity: Severity = field(default=Severity.INFO, compare=False)
+    category: Category = field(default=Category.ANALYSIS, compare=False)
+    heat: Heat = field(default=Heat.ONCE, compare=False)
+    message: str = field(default="", compare=False)
+    source: str = field(default="", compare=False)
+    fix: str = field(default="", compare=False)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["severity"] = self.severity.name
+        data["category"] = self.category.value
+        data["heat"] = self.heat.label
+        return data

@@ -1,0 +1,1 @@
+"""Turning an analysis into a decision and into output formats."""

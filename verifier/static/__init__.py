@@ -1,0 +1,1 @@
+"""The static analyzer: discovery, parsing, heat, type facts, suppression and the engine."""

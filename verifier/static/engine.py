@@ -1,0 +1,263 @@
+"""The static engine: one parse, one walk feeding the heat model and every rule, then findings.
+
+Per file: read and decode, parse with libcst, walk once (imports, heat, type facts and all
+rule visitors share the walk), resolve heat, turn candidates into findings (severity by heat,
+config overrides, suppression comments), and resolve positions only when something remains.
+A file that cannot be read, decoded or parsed yields one VP900 finding; the run goes on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from verifier.config import Settings
+from verifier.findings import Category, Finding, Heat, Severity
+from verifier.static.context import ModuleContext
+from verifier.static.discovery import discover
+from verifier.static.facts import NameFacts
+from verifier.static.heat import HeatModel
+from verifier.static.names import ImportTable
+from verifier.static.rule import Candidate, Rule
+from verifier.static.source import Source, UnreadableSource, read_source
+from verifier.static.suppression import is_suppressed
+from verifier.static.walk import walk
+
+UNANALYSABLE = "VP900"
+_MAX_SNIPPET_LINES = 12
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding]
+    seconds: float = 0.0
+    internal_error: str | None = None
+
+
+@dataclass
+class AnalysisResult:
+    files: list[FileResult] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return sorted(f for result in self.files for f in result.findings)
+
+    @property
+    def internal_errors(self) -> list[FileResult]:
+        return [r for r in self.files if r.internal_error]
+
+
+def analyze_paths(
+    paths: Iterable[str],
+    settings: Settings,
+    on_file: Callable[[FileResult], None] | None = None,
+) -> AnalysisResult:
+    """Analyse every Python file under `paths`. Raises UsageError for bad paths."""
+    rules = settings.selected_rules()
+    result = AnalysisResult()
+    for path in discover(paths, settings.exclude):
+        file_result = analyze_file(path, rules, settings)
+        result.files.append(file_result)
+        if on_file is not None:
+            on_file(file_result)
+    return result
+
+
+def analyze_file(path: str, rules: Sequence[type[Rule]], settings: Settings) -> FileResult:
+    started = time.perf_counter()
+    try:
+        source = read_source(path)
+        findings = analyze_source(path, source, rules, settings)
+        error = None
+    except UnreadableSource as problem:
+        findings, error = [_unanalysable(path, str(problem), problem.line)], None
+    except Exception as crash:  # a bug in verify-perf must not take the whole run down
+        message = f"internal error while analysing: {type(crash).__name__}: {crash}"
+        findings, error = [_unanalysable(path, message, 1)], message
+    if not any(rule.code == UNANALYSABLE for rule in rules):
+        findings = [f for f in findings if f.code != UNANALYSABLE]
+    return FileResult(path, findings, time.perf_counter() - started, error)
+
+
+def analyze_source(
+    path: str, source: Source, rules: Sequence[type[Rule]], settings: Settings
+) -> list[Finding]:
+    """Analyse decoded source. Raises UnreadableSource when it does not parse."""
+    try:
+        module = cst.parse_module(source.text)
+    except cst.ParserSyntaxError as error:
+        raise UnreadableSource(f"syntax error: {error.message}", error.raw_line) from None
+    except RecursionError:
+        raise UnreadableSource("too deeply nested for the parser") from None
+
+    imports = ImportTable()
+    heat = HeatModel(imports)
+    facts = NameFacts(imports)
+    context = ModuleContext(path, module, imports, heat, facts)
+    visitors, leavers = _dispatch_tables([rule(context) for rule in rules])
+    _walk_module(module, heat, facts, imports, visitors, leavers)
+    heat.resolve()
+    if not context.candidates:
+        return []
+    return _to_findings(path, source, module, context.candidates, heat, settings)
+
+
+def _dispatch_tables(rules: list[Rule]) -> tuple[dict[type, list[Callable]], dict[type, list[Callable]]]:
+    visitors: dict[type, list[Callable]] = {}
+    leavers: dict[type, list[Callable]] = {}
+    for rule in rules:
+        for attribute in dir(type(rule)):
+            prefix, _, node_name = attribute.partition("_")
+            if prefix not in ("visit", "leave") or not node_name:
+                continue
+            node_type = getattr(cst, node_name, None)
+            if not isinstance(node_type, type):
+                raise TypeError(f"{type(rule).__name__}.{attribute}: no libcst node {node_name}")
+            table = visitors if prefix == "visit" else leavers
+            table.setdefault(node_type, []).append(getattr(rule, attribute))
+    return visitors, leavers
+
+
+def _walk_module(module, heat, facts, imports, visitors, leavers) -> None:
+    def enter(node: cst.CSTNode) -> None:
+        kind = type(node)
+        if kind is cst.Call:
+            heat.on_call(node)
+        elif kind is cst.FunctionDef:
+            heat.enter_function(node)
+            facts.enter_function()
+        elif kind is cst.For:
+            heat.enter_loop(node)
+            _bind_unknown(facts, node.target)
+        elif kind is cst.While:
+            heat.enter_loop(node)
+        elif kind is cst.ClassDef:
+            heat.enter_class(node)
+            facts.enter_class()
+        elif kind is cst.Import or kind is cst.ImportFrom:
+            imports.add(node)
+        for visit in visitors.get(kind, ()):
+            visit(node)
+
+    def leave(node: cst.CSTNode) -> None:
+        kind = type(node)
+        for leave_rule in leavers.get(kind, ()):
+            leave_rule(node)
+        if kind is cst.Assign:
+            targets = [t.target for t in node.targets]
+            for target in targets:
+                _bind(facts, target, node.value)
+            heat.on_assign(targets, node.value)
+        elif kind is cst.AnnAssign:
+            if node.value is not None:
+                _bind(facts, node.target, node.value)
+        elif kind is cst.AugAssign:
+            facts.bind(node.target, cst.BinaryOperation(node.target, cst.Add(), node.value))
+        elif kind is cst.FunctionDef:
+            heat.leave_function()
+            facts.leave_function()
+        elif kind is cst.For or kind is cst.While:
+            heat.leave_loop()
+        elif kind is cst.ClassDef:
+            heat.leave_class()
+            facts.leave_class()
+        elif kind is cst.WithItem and node.asname is not None:
+            _bind_unknown(facts, node.asname.name)
+
+    walk(module, enter, leave)
+
+
+def _bind(facts: NameFacts, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        _bind_unknown(facts, target)
+    else:
+        facts.bind(target, value)
+
+
+def _bind_unknown(facts: NameFacts, target: cst.BaseExpression) -> None:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            _bind_unknown(facts, element.value)
+    elif isinstance(target, cst.StarredElement):
+        _bind_unknown(facts, target.value)
+    else:
+        facts.bind(target, None)
+
+
+def _to_findings(
+    path: str,
+    source: Source,
+    module: cst.Module,
+    candidates: list[Candidate],
+    heat: HeatModel,
+    settings: Settings,
+) -> list[Finding]:
+    ignored_here = settings.ignored_in_file(path)
+    kept: list[tuple[Candidate, Heat, Severity]] = []
+    for candidate in candidates:
+        rule = candidate.rule
+        if _matches(rule.code, rule.name, ignored_here):
+            continue
+        where_heat = heat.heat_of(candidate.where)
+        severity = candidate.severity.at(where_heat)
+        if severity is None:
+            continue
+        severity = settings.severity.get(rule.code, severity)
+        kept.append((candidate, where_heat, severity))
+    if not kept:
+        return []
+
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    lines = source.lines()
+    findings: set[Finding] = set()
+    for candidate, where_heat, severity in kept:
+        rule = candidate.rule
+        span = positions[candidate.node]
+        start, end = span.start, span.end
+        if is_suppressed(lines, start.line, end.line, rule.code, rule.name):
+            continue
+        snippet_end = min(end.line, start.line + _MAX_SNIPPET_LINES - 1)
+        findings.add(
+            Finding(
+                path=path,
+                line=start.line,
+                column=start.column + 1,
+                code=rule.code,
+                end_line=end.line,
+                end_column=end.column + 1,
+                name=rule.name,
+                severity=severity,
+                category=rule.category,
+                heat=where_heat,
+                message=candidate.message,
+                source="\n".join(lines[start.line - 1 : snippet_end]),
+                fix=candidate.fix,
+            )
+        )
+    return sorted(findings)
+
+
+def _matches(code: str, name: str, selectors: set[str]) -> bool:
+    return any(code.startswith(s) or name.upper() == s for s in selectors)
+
+
+def _unanalysable(path: str, message: str, line: int) -> Finding:
+    return Finding(
+        path=path,
+        line=max(line, 1),
+        column=1,
+        code=UNANALYSABLE,
+        end_line=max(line, 1),
+        end_column=1,
+        name="unanalysable-file",
+        severity=Severity.INFO,
+        category=Category.ANALYSIS,
+        heat=Heat.ONCE,
+        message=message,
+        fix="Fix the file so that Python can parse it, or exclude it.",
+    )

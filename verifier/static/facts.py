@@ -1,0 +1,181 @@
+"""Light type facts: which names hold a tensor, a GradScaler, an optimizer, a DataLoader.
+
+Learned from assignments in walk order, scoped per function (with `self.x` kept per class).
+When a value's kind cannot be known statically the answer is None and rules stay silent:
+a false alarm costs more than a missed one in a merge gate.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import libcst as cst
+
+from verifier.static.heat import is_model_name
+from verifier.static.names import ImportTable, dotted_name, method_name, receiver, terminal_name
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"
+    NUMBER = "number"
+    SCALER = "scaler"
+    OPTIMIZER = "optimizer"
+    SCHEDULER = "scheduler"
+    DATALOADER = "dataloader"
+    MODULE = "module"
+    OTHER = "other"
+
+
+_NON_TENSOR_TORCH_PREFIXES = (
+    "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.", "torch.profiler.",
+    "torch.jit.", "torch.compile", "torch.device", "torch.no_grad", "torch.inference_mode",
+    "torch.enable_grad", "torch.set_", "torch.get_", "torch.is_", "torch.manual_seed",
+    "torch.autocast", "torch.amp.", "torch.save", "torch.load", "torch.finfo", "torch.iinfo",
+    "torch.Size", "torch.Generator", "torch.use_deterministic", "torch.hub.", "torch.onnx.",
+    "torch.library.", "torch.fx.", "torch.export.", "torch.overrides.", "torch.testing.",
+    "torch.multiprocessing.", "torch.optim.", "torch.nn.", "torch.random.", "torch.compiler.",
+)
+_TENSOR_METHODS = frozenset(
+    {
+        "sum", "mean", "max", "min", "norm", "detach", "abs", "std", "var", "argmax", "argmin",
+        "float", "half", "bfloat16", "double", "long", "int", "bool", "clone", "exp", "log",
+        "sqrt", "pow", "square", "to", "cuda", "view", "reshape", "flatten", "squeeze",
+        "unsqueeze", "softmax", "log_softmax", "sigmoid", "tanh", "relu", "eq", "ne", "gt",
+        "lt", "ge", "le", "any", "all", "isfinite", "isnan", "isinf", "prod", "cumsum",
+        "contiguous", "t", "transpose", "permute", "masked_fill", "clamp", "add", "sub", "mul",
+        "div", "matmul", "type_as", "expand", "repeat", "gather", "index_select", "count_nonzero",
+    }
+)
+_TENSOR_ATTRIBUTES = frozenset({"grad", "data", "loss", "logits", "T", "mT"})
+_NUMBER_METHODS = frozenset({"item", "tolist"})
+_NUMBER_BUILTINS = frozenset({"float", "int", "len", "round", "abs", "sum", "min", "max"})
+
+
+class NameFacts:
+    def __init__(self, imports: ImportTable) -> None:
+        self._imports = imports
+        self._scopes: list[dict[str, Kind]] = [{}]
+        self._class_scopes: list[dict[str, Kind]] = []
+
+    def enter_function(self) -> None:
+        self._scopes.append({})
+
+    def leave_function(self) -> None:
+        self._scopes.pop()
+
+    def enter_class(self) -> None:
+        self._class_scopes.append({})
+
+    def leave_class(self) -> None:
+        self._class_scopes.pop()
+
+    def bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        kind = self.kind_of(value) if value is not None else None
+        name = dotted_name(target)
+        if name is None:
+            return
+        if name.startswith("self.") and self._class_scopes:
+            scope = self._class_scopes[-1]
+        else:
+            scope = self._scopes[-1]
+        if kind is None:
+            scope.pop(name, None)
+        else:
+            scope[name] = kind
+
+    def lookup(self, name: str) -> Kind | None:
+        if name.startswith("self.") and self._class_scopes:
+            return self._class_scopes[-1].get(name)
+        for scope in reversed(self._scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def kind_of(self, node: cst.BaseExpression) -> Kind | None:
+        if isinstance(node, (cst.Integer, cst.Float)):
+            return Kind.NUMBER
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = dotted_name(node)
+            known = self.lookup(name) if name else None
+            if known is not None:
+                return known
+            if isinstance(node, cst.Attribute) and node.attr.value in _TENSOR_ATTRIBUTES:
+                return Kind.TENSOR
+            return None
+        if isinstance(node, cst.Call):
+            return self._kind_of_call(node)
+        if isinstance(node, cst.Subscript):
+            return Kind.TENSOR if self.kind_of(node.value) is Kind.TENSOR else None
+        if isinstance(node, cst.BinaryOperation):
+            return _combine(self.kind_of(node.left), self.kind_of(node.right))
+        if isinstance(node, cst.UnaryOperation):
+            return self.kind_of(node.expression)
+        if isinstance(node, cst.Comparison):
+            kinds = [self.kind_of(node.left)] + [self.kind_of(c.comparator) for c in node.comparisons]
+            return Kind.TENSOR if Kind.TENSOR in kinds else None
+        return None
+
+    def is_tensor(self, node: cst.BaseExpression) -> bool:
+        return self.kind_of(node) is Kind.TENSOR
+
+    def is_scaler(self, node: cst.BaseExpression | None) -> bool:
+        if node is None:
+            return False
+        kind = self.kind_of(node)
+        if kind is not None:
+            return kind is Kind.SCALER
+        name = terminal_name(node)
+        return bool(name) and "scaler" in name.lower()
+
+    def is_optimizer(self, node: cst.BaseExpression | None) -> bool:
+        if node is None:
+            return False
+        kind = self.kind_of(node)
+        if kind is not None:
+            return kind is Kind.OPTIMIZER
+        name = terminal_name(node)
+        return bool(name) and ("optim" in name.lower() or name.lower() in {"opt", "opt_g", "opt_d"})
+
+    def _kind_of_call(self, call: cst.Call) -> Kind | None:
+        qualified = self._imports.call_name(call) or ""
+        last = qualified.rsplit(".", 1)[-1]
+        if last == "GradScaler":
+            return Kind.SCALER
+        if last == "DataLoader":
+            return Kind.DATALOADER
+        if qualified.startswith("torch.optim.lr_scheduler."):
+            return Kind.SCHEDULER
+        if qualified.startswith("torch.optim.") and last[:1].isupper():
+            return Kind.OPTIMIZER
+        if qualified.startswith("torch.nn.") and last[:1].isupper():
+            return Kind.MODULE
+        if qualified.startswith("torch.") and not qualified.startswith(_NON_TENSOR_TORCH_PREFIXES):
+            return Kind.TENSOR
+        if qualified.startswith("torch.nn.functional."):
+            return Kind.TENSOR
+        method = method_name(call)
+        if method is not None:
+            owner = receiver(call)
+            if method in _NUMBER_METHODS:
+                return Kind.NUMBER
+            if method == "scale" and self.is_scaler(owner):
+                return Kind.TENSOR
+            if method in _TENSOR_METHODS and owner is not None and self.kind_of(owner) is Kind.TENSOR:
+                return Kind.TENSOR
+        func_name = dotted_name(call.func)
+        if func_name in _NUMBER_BUILTINS and not qualified:
+            return Kind.NUMBER
+        callee = terminal_name(call.func)
+        if is_model_name(callee) or (func_name and self.lookup(func_name) is Kind.MODULE):
+            return Kind.TENSOR
+        if callee and ("criterion" in callee.lower() or "loss" in callee.lower()):
+            return Kind.TENSOR
+        return None
+
+
+def _combine(left: Kind | None, right: Kind | None) -> Kind | None:
+    if Kind.TENSOR in (left, right):
+        return Kind.TENSOR
+    if left is Kind.NUMBER and right is Kind.NUMBER:
+        return Kind.NUMBER
+    return None

@@ -1,0 +1,332 @@
+"""The hot-path model: how often each statement runs (once, per epoch, per step).
+
+Built during the engine's single walk: it records functions, loops, call sites and training
+signals as they are met, then `resolve()` classifies loops and propagates heat through calls.
+Rules never re-derive loop structure; they capture `where()` and ask `heat_of(where)` later.
+
+A loop is a *step* loop when it iterates a data source (a DataLoader, `*loader*`, `batches`,
+a `range` of steps/iterations) or its body, directly or through called functions, trains
+(`.backward()`, `optimizer.step()`, `scaler.step()`, `zero_grad()`, a model forward) without
+containing another step loop; in a timing/benchmark function the innermost loop doing tensor
+work is a step loop too. A loop that contains a step loop is an *epoch* loop. Other loops add
+no heat. A function is as hot as its hottest call site; calls resolve by plain name and by
+`self.method` within the analysed module.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from verifier.findings import Heat
+from verifier.static.names import ImportTable, dotted_name, method_name, receiver, terminal_name
+from verifier.static.walk import iter_descendants
+
+_MODEL_NAMES = frozenset(
+    {"model", "net", "network", "module", "encoder", "decoder", "backbone", "policy",
+     "generator", "discriminator", "critic", "actor", "forward"}
+)
+_DATA_SOURCE = re.compile(r"loader|batches|batch_iter|data_iter", re.IGNORECASE)
+_STEP_COUNT = re.compile(r"step|iter|batch", re.IGNORECASE)
+_TIMING_FUNCTION = re.compile(r"bench|timing|timeit|profil|measure|latency|throughput", re.IGNORECASE)
+_TIMING_CALLS = frozenset(
+    {"time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic",
+     "time.monotonic_ns", "timeit.default_timer", "torch.cuda.Event"}
+)
+
+
+def is_model_name(name: str | None) -> bool:
+    if not name:
+        return False
+    lowered = name.lower()
+    return lowered in _MODEL_NAMES or lowered.endswith(("model", "_net", "_module"))
+
+
+def is_optimizer_name(name: str | None) -> bool:
+    return bool(name) and ("optim" in name.lower() or name.lower() in {"opt", "opt_g", "opt_d"})
+
+
+def is_scaler_name(name: str | None) -> bool:
+    return bool(name) and "scaler" in name.lower()
+
+
+@dataclass(eq=False)
+class CallSite:
+    callee: str
+    where: Where
+
+
+@dataclass(eq=False)
+class LoopInfo:
+    node: cst.CSTNode
+    parent: LoopInfo | None
+    data_source: bool = False
+    trains: bool = False
+    tensor_work: bool = False
+    has_nested_loop: bool = False
+    calls: list[CallSite] = field(default_factory=list)
+    nested: list[LoopInfo] = field(default_factory=list)
+    is_step: bool = False
+    is_epoch: bool = False
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    key: str
+    node: cst.FunctionDef
+    params: frozenset[str]
+    timing: bool = False
+    trains: bool = False
+    loops: list[LoopInfo] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+    trains_transitively: bool = False
+    has_step_loop: bool = False
+    heat: Heat = Heat.ONCE
+
+
+@dataclass(frozen=True, eq=False)
+class Where:
+    """The enclosing function and loops of a node, captured when a rule sees it."""
+
+    function: FunctionInfo | None
+    loops: tuple[LoopInfo, ...]
+
+    @property
+    def innermost_loop(self) -> LoopInfo | None:
+        return self.loops[-1] if self.loops else None
+
+
+_MODULE_LEVEL = Where(None, ())
+
+
+class HeatModel:
+    def __init__(self, imports: ImportTable) -> None:
+        self._imports = imports
+        self._functions: dict[str, list[FunctionInfo]] = {}
+        self._all_functions: list[FunctionInfo] = []
+        self._module_loops: list[LoopInfo] = []
+        self._module_calls: list[CallSite] = []
+        self._function_stack: list[FunctionInfo] = []
+        self._loop_stack: list[list[LoopInfo]] = [[]]
+        self._class_stack: list[str] = []
+        self._dataloader_names: set[str] = set()
+
+    # ----- recording, called by the engine in walk order -----
+
+    def where(self) -> Where:
+        function = self._function_stack[-1] if self._function_stack else None
+        loops = self._loop_stack[-1]
+        if function is None and not loops:
+            return _MODULE_LEVEL
+        return Where(function, tuple(loops))
+
+    def enter_class(self, node: cst.ClassDef) -> None:
+        self._class_stack.append(node.name.value)
+
+    def leave_class(self) -> None:
+        self._class_stack.pop()
+
+    def enter_function(self, node: cst.FunctionDef) -> None:
+        name = node.name.value
+        # A method's key is `Class.method` so that `self.method()` finds it.
+        key = f"{self._class_stack[-1]}.{name}" if self._class_stack and not self._function_stack else name
+        params = frozenset(p.name.value for p in _all_params(node.params))
+        info = FunctionInfo(key, node, params, timing=bool(_TIMING_FUNCTION.search(name)))
+        self._functions.setdefault(key, []).append(info)
+        self._all_functions.append(info)
+        self._function_stack.append(info)
+        self._loop_stack.append([])
+
+    def leave_function(self) -> None:
+        self._function_stack.pop()
+        self._loop_stack.pop()
+
+    def enter_loop(self, node: cst.For | cst.While) -> None:
+        loops = self._loop_stack[-1]
+        parent = loops[-1] if loops else None
+        info = LoopInfo(node, parent, data_source=self._is_data_source(node))
+        if parent is not None:
+            parent.nested.append(info)
+            for outer in loops:
+                outer.has_nested_loop = True
+        if self._function_stack:
+            self._function_stack[-1].loops.append(info)
+        else:
+            self._module_loops.append(info)
+        loops.append(info)
+
+    def leave_loop(self) -> None:
+        self._loop_stack[-1].pop()
+
+    def on_assign(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        if isinstance(value, cst.Call):
+            qualified = self._imports.call_name(value) or ""
+            if qualified.endswith("DataLoader"):
+                for target in targets:
+                    name = dotted_name(target)
+                    if name:
+                        self._dataloader_names.add(name)
+
+    def on_call(self, call: cst.Call) -> None:
+        qualified = self._imports.call_name(call)
+        function = self._function_stack[-1] if self._function_stack else None
+        loops = self._loop_stack[-1]
+        if qualified in _TIMING_CALLS and function is not None:
+            function.timing = True
+        if self._is_training_signal(call, qualified):
+            for loop in loops:
+                loop.trains = True
+            if function is not None:
+                function.trains = True
+        if loops and self._is_tensor_work(call, qualified, function):
+            for loop in loops:
+                loop.tensor_work = True
+        callee = self._callee_key(call)
+        if callee is not None:
+            site = CallSite(callee, self.where())
+            if function is not None:
+                function.calls.append(site)
+            else:
+                self._module_calls.append(site)
+            for loop in loops:
+                loop.calls.append(site)
+
+    # ----- classification -----
+
+    def _is_data_source(self, node: cst.For | cst.While) -> bool:
+        source = node.iter if isinstance(node, cst.For) else node.test
+        for name in _identifiers(source):
+            if _DATA_SOURCE.search(name) or name in self._dataloader_names:
+                return True
+        if isinstance(node, cst.While):
+            return any(_STEP_COUNT.search(n) for n in _identifiers(source))
+        if isinstance(source, cst.Call) and dotted_name(source.func) == "range":
+            return any(_STEP_COUNT.search(n) for a in source.args for n in _identifiers(a.value))
+        return False
+
+    def _is_training_signal(self, call: cst.Call, qualified: str | None) -> bool:
+        method = method_name(call)
+        if method in {"backward", "zero_grad"}:
+            return True
+        if method == "step":
+            owner = terminal_name(receiver(call))
+            return is_optimizer_name(owner) or is_scaler_name(owner)
+        if qualified == "torch.autograd.backward":
+            return True
+        return is_model_name(terminal_name(call.func))
+
+    def _is_tensor_work(self, call: cst.Call, qualified: str | None, function: FunctionInfo | None) -> bool:
+        if qualified is not None and qualified.startswith("torch."):
+            return True
+        if is_model_name(terminal_name(call.func)):
+            return True
+        return function is not None and isinstance(call.func, cst.Name) and call.func.value in function.params
+
+    def _callee_key(self, call: cst.Call) -> str | None:
+        func = call.func
+        if isinstance(func, cst.Name):
+            return func.value
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and self._class_stack
+        ):
+            return f"{self._class_stack[-1]}.{func.attr.value}"
+        return None
+
+    # ----- resolution -----
+
+    def resolve(self) -> None:
+        """Classify every loop and propagate heat through call sites, to a fixed point."""
+        functions = self._all_functions
+        changed = True
+        while changed:
+            changed = False
+            for fn in functions:
+                trains = fn.trains or any(self._callee_trains(site) for site in fn.calls)
+                if trains != fn.trains_transitively:
+                    fn.trains_transitively, changed = trains, True
+
+        all_loops = self._module_loops + [loop for fn in functions for loop in fn.loops]
+        timing_loops = {id(loop) for fn in functions if fn.timing for loop in fn.loops}
+        for _ in range(len(functions) + 2):
+            changed = False
+            for loop in _innermost_first(all_loops):
+                self._classify(loop, id(loop) in timing_loops)
+            for fn in functions:
+                has_step = any(loop.is_step for loop in fn.loops) or any(
+                    self._callee_has_step_loop(site) for site in fn.calls
+                )
+                if has_step != fn.has_step_loop:
+                    fn.has_step_loop, changed = has_step, True
+            if not changed:
+                break
+
+        callers_by_key: dict[str, list[CallSite]] = {}
+        for site in self._module_calls + [site for fn in functions for site in fn.calls]:
+            callers_by_key.setdefault(site.callee, []).append(site)
+        changed = True
+        while changed:
+            changed = False
+            for fn in functions:
+                callers = callers_by_key.get(fn.key, ())
+                heat = max((self.heat_of(site.where) for site in callers), default=Heat.ONCE)
+                if heat > fn.heat:
+                    fn.heat, changed = heat, True
+
+    def _classify(self, loop: LoopInfo, in_timing_function: bool) -> None:
+        contains_step = any(_any_step(nested) for nested in loop.nested) or any(
+            self._callee_has_step_loop(site) for site in loop.calls
+        )
+        trains = loop.trains or any(self._callee_trains(site) for site in loop.calls)
+        timing_step = in_timing_function and loop.tensor_work and not loop.has_nested_loop
+        loop.is_step = loop.data_source or timing_step or (trains and not contains_step)
+        loop.is_epoch = not loop.is_step and contains_step
+
+    def _callee_trains(self, site: CallSite) -> bool:
+        return any(fn.trains_transitively for fn in self._functions.get(site.callee, ()))
+
+    def _callee_has_step_loop(self, site: CallSite) -> bool:
+        return any(fn.has_step_loop for fn in self._functions.get(site.callee, ()))
+
+    # ----- queries -----
+
+    def heat_of(self, where: Where) -> Heat:
+        heat = where.function.heat if where.function is not None else Heat.ONCE
+        for loop in where.loops:
+            if loop.is_step:
+                return Heat.STEP
+            if loop.is_epoch:
+                heat = max(heat, Heat.EPOCH)
+        return heat
+
+
+def _any_step(loop: LoopInfo) -> bool:
+    return loop.is_step or any(_any_step(nested) for nested in loop.nested)
+
+
+def _innermost_first(loops: list[LoopInfo]) -> list[LoopInfo]:
+    def depth(loop: LoopInfo) -> int:
+        d = 0
+        while loop.parent is not None:
+            loop, d = loop.parent, d + 1
+        return d
+
+    return sorted(loops, key=depth, reverse=True)
+
+
+def _identifiers(node: cst.CSTNode) -> list[str]:
+    names = [node.value] if isinstance(node, cst.Name) else []
+    names += [n.value for n in iter_descendants(node) if isinstance(n, cst.Name)]
+    return names
+
+
+def _all_params(params: cst.Parameters) -> list[cst.Param]:
+    found = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            found.append(star)
+    return found

@@ -1,0 +1,136 @@
+"""Names as the code means them: the module's imports, dotted spellings and call arguments.
+
+Rules compare qualified names (`torch.cuda.synchronize`), never the spelling of a call, so
+`import torch as t; t.cuda.synchronize()` and `from torch.cuda import synchronize` match the
+same rule. A light import table is enough for that and far cheaper than full scope analysis.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def dotted_name(node: cst.CSTNode) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None (calls and subscripts break the chain)."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _module_name(node: cst.BaseExpression) -> str:
+    name = dotted_name(node)
+    return name or ""
+
+
+class ImportTable:
+    """Maps local names bound by import statements to the qualified names they stand for."""
+
+    def __init__(self) -> None:
+        self._aliases: dict[str, str] = {}
+
+    def add(self, statement: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(statement, cst.Import):
+            for alias in statement.names:
+                full = _module_name(alias.name)
+                if alias.asname is not None:
+                    self._aliases[dotted_name(alias.asname.name) or full] = full
+                else:
+                    # `import torch.nn` binds `torch`; later `torch.nn.X` resolves through it.
+                    head = full.split(".", 1)[0]
+                    self._aliases[head] = head
+            return
+        base = "." * len(statement.relative) + (_module_name(statement.module) if statement.module else "")
+        if isinstance(statement.names, cst.ImportStar):
+            return
+        for alias in statement.names:
+            name = _module_name(alias.name)
+            local = dotted_name(alias.asname.name) if alias.asname is not None else name
+            if local:
+                self._aliases[local] = base + name if base.endswith(".") else f"{base}.{name}"
+
+    def qualify(self, dotted: str) -> str | None:
+        """The qualified name of a dotted spelling, or None when its head was not imported."""
+        head, _, rest = dotted.partition(".")
+        target = self._aliases.get(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def qualified_name(self, node: cst.CSTNode) -> str | None:
+        dotted = dotted_name(node)
+        return self.qualify(dotted) if dotted else None
+
+    def call_name(self, call: cst.Call) -> str | None:
+        """Qualified name of the called function, e.g. `torch.stack` for `t.stack(...)`."""
+        return self.qualified_name(call.func)
+
+    def imports_module(self, prefix: str) -> bool:
+        return any(t == prefix or t.startswith(prefix + ".") for t in self._aliases.values())
+
+
+def method_name(call: cst.Call) -> str | None:
+    """`item` for `x.item()`; None when the call is not a method call."""
+    if isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    return None
+
+
+def receiver(call: cst.Call) -> cst.BaseExpression | None:
+    """`x` in `x.item()`."""
+    if isinstance(call.func, cst.Attribute):
+        return call.func.value
+    return None
+
+
+def terminal_name(node: cst.CSTNode) -> str | None:
+    """The last identifier of a reference: `optimizer` for `self.optimizer`, `opt` for `opt`."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None
+
+
+def root_name(node: cst.CSTNode) -> str | None:
+    """The first identifier of an expression: `loss` for `loss.detach().item()`."""
+    while True:
+        if isinstance(node, cst.Name):
+            return node.value
+        if isinstance(node, cst.Attribute):
+            node = node.value
+        elif isinstance(node, cst.Call):
+            node = node.func
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            return None
+
+
+def keyword_arg(call: cst.Call, keyword: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg
+    return None
+
+
+def positional_arg(call: cst.Call, index: int) -> cst.Arg | None:
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[index] if index < len(positional) else None
+
+
+def has_star_args(call: cst.Call) -> bool:
+    """`f(*a)` / `f(**kw)`: an argument we cannot see statically; rules stay silent then."""
+    return any(a.star for a in call.args)
+
+
+def is_true(node: cst.CSTNode | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def is_false(node: cst.CSTNode | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"

@@ -1,0 +1,80 @@
+"""The shape every rule shares: metadata, a visitor over the engine's single walk, examples.
+
+A rule subclasses `Rule`, declares `visit_<Node>` / `leave_<Node>` methods for the libcst node
+types it cares about, and calls `self.report(node, message)`. Heat, severity, suppression
+comments and positions are applied centrally by the engine after the walk, so rules never
+deal with loops, comments or line numbers themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+
+if TYPE_CHECKING:
+    from verifier.static.context import ModuleContext
+    from verifier.static.heat import Where
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An example that must produce exactly one finding of the rule at `line` (1-based)."""
+
+    code: str
+    line: int
+    severity: Severity
+
+
+@dataclass(eq=False)
+class Candidate:
+    """A finding before the heat is known; the engine turns it into a `Finding` or drops it."""
+
+    rule: type[Rule]
+    node: cst.CSTNode
+    where: Where
+    message: str
+    severity: SeverityByHeat
+    fix: str
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    category: ClassVar[Category]
+    severity: ClassVar[SeverityByHeat]
+    summary: ClassVar[str]
+    why: ClassVar[str]
+    example: ClassVar[str]
+    use_instead: ClassVar[str]
+    fix: ClassVar[str]
+    references: ClassVar[tuple[str, ...]] = ()
+    VALID: ClassVar[tuple[str, ...]] = ()
+    INVALID: ClassVar[tuple[Invalid, ...]] = ()
+
+    def __init__(self, context: ModuleContext) -> None:
+        self.context = context
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        where: Where | None = None,
+        severity: SeverityByHeat | None = None,
+        fix: str | None = None,
+    ) -> None:
+        """Report `node`. Pass `where` when reporting later than the node was visited."""
+        self.context.candidates.append(
+            Candidate(
+                rule=type(self),
+                node=node,
+                where=where if where is not None else self.context.heat.where(),
+                message=message,
+                severity=severity or self.severity,
+                fix=fix if fix is not None else self.fix,
+            )
+        )

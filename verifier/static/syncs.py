@@ -1,0 +1,81 @@
+"""Where code forces the host to wait for the device: shared by the sync rules (VP201, VP202)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from verifier.static.facts import Kind, NameFacts
+from verifier.static.heat import is_model_name
+from verifier.static.names import ImportTable, dotted_name, keyword_arg, method_name, positional_arg, receiver, terminal_name
+
+# Methods that copy a tensor's value to the host and so wait for every queued kernel.
+SYNC_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
+CONVERSIONS = frozenset({"float", "int", "bool"})
+_TEXT_BUILTINS = frozenset({"print", "str", "repr", "format"})
+
+
+@dataclass(frozen=True)
+class Sync:
+    node: cst.CSTNode
+    subject: cst.BaseExpression
+    how: str
+
+    @property
+    def is_explicit_read(self) -> bool:
+        """A read of a value into Python (`.item()`, `float(t)`), as opposed to printing it."""
+        return self.how.startswith(".") or self.how.endswith("()") and self.how[:-2] in CONVERSIONS
+
+
+def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync | None:
+    method = method_name(call)
+    owner = receiver(call)
+    if method in SYNC_METHODS and owner is not None and not call.args:
+        if method == "cpu" and (is_model_name(terminal_name(owner)) or facts.kind_of(owner) is Kind.MODULE):
+            return None
+        if facts.kind_of(owner) in (Kind.NUMBER, Kind.MODULE, Kind.OTHER):
+            return None
+        return Sync(call, owner, f".{method}()")
+    if method == "to" and owner is not None and _moves_to_cpu(call, imports):
+        return Sync(call, owner, '.to("cpu")')
+    func = dotted_name(call.func)
+    if func in CONVERSIONS and imports.qualify(func) is None and len(call.args) == 1:
+        subject = call.args[0].value
+        if facts.is_tensor(subject):
+            return Sync(call, subject, f"{func}()")
+    if func in _TEXT_BUILTINS and imports.qualify(func) is None:
+        for arg in call.args:
+            if arg.keyword is None and facts.is_tensor(arg.value):
+                return Sync(call, arg.value, f"{func}()")
+    return None
+
+
+def sync_of_test(test: cst.BaseExpression, facts: NameFacts) -> Sync | None:
+    """`if t:` / `while t.any():` / `assert t` convert a tensor to bool on the host."""
+    if isinstance(test, cst.BooleanOperation):
+        return sync_of_test(test.left, facts) or sync_of_test(test.right, facts)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return sync_of_test(test.expression, facts)
+    if facts.is_tensor(test):
+        return Sync(test, test, "bool()")
+    return None
+
+
+def sync_of_fstring(part: cst.FormattedStringExpression, facts: NameFacts) -> Sync | None:
+    if facts.is_tensor(part.expression):
+        return Sync(part, part.expression, "f-string")
+    return None
+
+
+def _moves_to_cpu(call: cst.Call, imports: ImportTable) -> bool:
+    arg = keyword_arg(call, "device") or positional_arg(call, 0)
+    if arg is None:
+        return False
+    value = arg.value
+    if isinstance(value, cst.SimpleString):
+        return value.evaluated_value == "cpu"
+    if isinstance(value, cst.Call) and imports.call_name(value) == "torch.device":
+        first = positional_arg(value, 0)
+        return first is not None and isinstance(first.value, cst.SimpleString) and first.value.evaluated_value == "cpu"
+    return False

@@ -1,0 +1,111 @@
+"""A read-only walk over a libcst tree.
+
+libcst's own `visit()` rebuilds every node on the way back up, which costs as much as parsing;
+reading the dataclass fields directly visits the same nodes in source order without copying.
+Whitespace and punctuation fields are skipped: no rule looks at them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+
+import libcst as cst
+
+_SKIPPED_FIELDS = frozenset(
+    {
+        "asynchronous", "colon", "comma", "comment", "conversion", "default_indent",
+        "default_newline", "dot", "empty_lines", "encoding", "equal", "first_colon", "footer",
+        "has_trailing_newline", "header", "indent", "keyword", "lbrace", "lbracket",
+        "leading_lines", "leading_whitespace", "lines_after_decorators", "lpar", "newline",
+        "operator", "posonly_ind", "rbrace", "rbracket", "relative", "rpar", "second_colon",
+        "semicolon", "separator", "star", "trailing_comma", "trailing_whitespace",
+    }
+)
+
+# Fields visited in evaluation order where it differs from declaration order: a value is
+# read before its target is bound, and decorators run before the body they decorate.
+_FIELD_ORDER = {
+    cst.Assign: ("value", "targets"),
+    cst.AugAssign: ("value", "target"),
+    cst.AnnAssign: ("value", "annotation", "target"),
+    cst.FunctionDef: ("decorators", "params", "returns", "name", "body"),
+    cst.ClassDef: ("decorators", "bases", "keywords", "name", "body"),
+    cst.IfExp: ("test", "body", "orelse"),
+    cst.ListComp: ("for_in", "elt"),
+    cst.SetComp: ("for_in", "elt"),
+    cst.GeneratorExp: ("for_in", "elt"),
+    cst.DictComp: ("for_in", "key", "value"),
+}
+
+_fields_cache: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(node_type: type) -> tuple[str, ...]:
+    """The names of the fields of `node_type` that can hold child nodes worth visiting."""
+    names = _fields_cache.get(node_type)
+    if names is None:
+        declared = [
+            f.name
+            for f in dataclasses.fields(node_type)
+            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+        ]
+        order = _FIELD_ORDER.get(node_type)
+        if order:
+            declared = [n for n in order if n in declared] + [n for n in declared if n not in order]
+        names = _fields_cache[node_type] = tuple(declared)
+    return names
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Direct children of `node` in evaluation order."""
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def walk(
+    node: cst.CSTNode,
+    enter: Callable[[cst.CSTNode], bool | None],
+    leave: Callable[[cst.CSTNode], None],
+) -> None:
+    """Depth-first walk calling `enter` then `leave`; `enter` returning False skips the children.
+
+    Iterative, so deeply nested expressions cannot exhaust the Python stack.
+    """
+    stack: list[tuple[cst.CSTNode, Iterator[cst.CSTNode] | None]] = [(node, None)]
+    while stack:
+        current, pending = stack[-1]
+        if pending is None:
+            if enter(current) is False:
+                stack.pop()
+                leave(current)
+                continue
+            pending = children(current)
+            stack[-1] = (current, pending)
+        child = next(pending, None)
+        if child is None:
+            stack.pop()
+            leave(current)
+        else:
+            stack.append((child, None))
+
+
+def iter_descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below `node` (not `node` itself), pre-order, without recursion."""
+    stack = [iter([node])]
+    first = True
+    while stack:
+        current = next(stack[-1], None)
+        if current is None:
+            stack.pop()
+            continue
+        if not first:
+            yield current
+        first = False
+        stack.append(children(current))
