@@ -8,6 +8,7 @@ A file that cannot be read, decoded or parsed yields one VP900 finding; the run 
 
 from __future__ import annotations
 
+import ast
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -91,7 +92,7 @@ def analyze_source(
     try:
         module = cst.parse_module(source.text)
     except cst.ParserSyntaxError as error:
-        raise UnreadableSource(f"syntax error: {error.message}", error.raw_line) from None
+        raise _syntax_error(source.text, error) from None
     except RecursionError:
         raise UnreadableSource("too deeply nested for the parser") from None
 
@@ -105,6 +106,17 @@ def analyze_source(
     if not context.candidates:
         return []
     return _to_findings(path, source, module, context.candidates, heat, settings)
+
+
+def _syntax_error(text: str, error: cst.ParserSyntaxError) -> UnreadableSource:
+    """Python's own compiler names the line and the problem more precisely than libcst does."""
+    try:
+        ast.parse(text)
+    except SyntaxError as python_error:
+        return UnreadableSource(f"syntax error: {python_error.msg}", python_error.lineno or 1)
+    except (ValueError, RecursionError, MemoryError) as python_error:
+        return UnreadableSource(f"syntax error: {python_error}", 1)
+    return UnreadableSource(f"libcst cannot parse this file: {error.message}", error.raw_line)
 
 
 def _dispatch_tables(rules: list[Rule]) -> tuple[dict[type, list[Callable]], dict[type, list[Callable]]]:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from verifier.static.names import method_name, receiver
+from verifier.static.heat import Where
+from verifier.static.names import dotted_name, method_name, receiver, terminal_name
+from verifier.static.rule import Rule
 from verifier.static.walk import iter_descendants
 
 if TYPE_CHECKING:
@@ -61,3 +64,137 @@ def is_finite_guard(node: cst.If, context: ModuleContext) -> bool:
     function = context.heat.where().function
     scope = function.node if function is not None else context.module
     return leaves_early and calls_scaler_step(scope, context.facts)
+
+
+def uses_scaler(node: cst.CSTNode, facts: NameFacts) -> bool:
+    return any(
+        isinstance(child, cst.Call) and scaler_method(child, facts) is not None
+        for child in (node, *iter_descendants(node))
+    )
+
+
+def scaler_free_branch(node: cst.If, facts: NameFacts) -> cst.CSTNode | None:
+    """The branch of an `if scaler: ... else: ...` that deliberately trains without the scaler.
+
+    `if use_amp: scaler.scale(loss).backward() else: loss.backward()` is correct code: calls in
+    the scaler-free branch never run together with the scaler, so AMP rules leave them alone.
+    """
+    if node.orelse is None:
+        return None
+    body_uses, else_uses = uses_scaler(node.body, facts), uses_scaler(node.orelse, facts)
+    if body_uses and not else_uses:
+        return node.orelse
+    if else_uses and not body_uses:
+        return node.body
+    return None
+
+
+@dataclass(eq=False)
+class ScalerCall:
+    method: str
+    scaler: str
+    call: cst.Call
+    where: Where
+
+
+@dataclass(eq=False)
+class AmpScope:
+    """What one training scope does with its GradScaler and optimizers, in walk order.
+
+    Methods of a class share one scope: Lightning-style code scales in one method and steps
+    in another.
+    """
+
+    node: cst.CSTNode
+    scaler_calls: list[ScalerCall] = field(default_factory=list)
+    optimizer_steps: list[tuple[cst.Call, Where]] = field(default_factory=list)
+    backwards: list[tuple[cst.Call, Where, bool]] = field(default_factory=list)
+    clips: list[tuple[cst.Call, Where, bool]] = field(default_factory=list)
+    exempt: set[int] = field(default_factory=set)
+    scaled_names: set[str] = field(default_factory=set)
+
+    def calls_of(self, method: str) -> list[ScalerCall]:
+        return [c for c in self.scaler_calls if c.method == method]
+
+    @property
+    def scales_loss(self) -> bool:
+        return bool(self.calls_of("scale"))
+
+    @property
+    def steps_with_scaler(self) -> bool:
+        return bool(self.calls_of("step"))
+
+
+_CLIPS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_grad_value"})
+
+
+class AmpScopeRule(Rule):
+    """Base for the GradScaler rules: collects each scope's AMP calls and checks it on exit."""
+
+    def __init__(self, context: ModuleContext) -> None:
+        super().__init__(context)
+        self._scopes: list[AmpScope] = [AmpScope(context.module)]
+        self._kinds: list[str] = ["module"]
+
+    def check(self, scope: AmpScope) -> None:
+        raise NotImplementedError
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._kinds.append("class")
+        self._scopes.append(AmpScope(node))
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._kinds.pop()
+        self.check(self._scopes.pop())
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        is_method = self._kinds[-1] == "class"
+        self._kinds.append("method" if is_method else "function")
+        if not is_method:
+            self._scopes.append(AmpScope(node))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._kinds.pop() == "function":
+            self.check(self._scopes.pop())
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self.check(self._scopes.pop())
+
+    def visit_If(self, node: cst.If) -> None:
+        branch = scaler_free_branch(node, self.context.facts)
+        if branch is not None:
+            self._scopes[-1].exempt.update(id(n) for n in iter_descendants(branch))
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call) and scaler_method(node.value, self.context.facts) == "scale":
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name:
+                    self._scopes[-1].scaled_names.add(name)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        scope = self._scopes[-1]
+        facts = self.context.facts
+        where = self.context.heat.where()
+        method = scaler_method(node, facts)
+        if method is not None:
+            scope.scaler_calls.append(ScalerCall(method, self.context.code_for(receiver(node)), node, where))
+            return
+        name = method_name(node)
+        if name == "step" and not node.args and facts.is_optimizer(receiver(node)):
+            scope.optimizer_steps.append((node, where))
+        elif name == "backward" or self.context.imports.call_name(node) == "torch.autograd.backward":
+            scope.backwards.append((node, where, self._is_scaled(node, scope)))
+        elif (name or terminal_name(node.func)) in _CLIPS:
+            scope.clips.append((node, where, bool(scope.calls_of("unscale_"))))
+
+    def _is_scaled(self, call: cst.Call, scope: AmpScope) -> bool:
+        target = receiver(call) if method_name(call) == "backward" else (call.args[0].value if call.args else None)
+        if target is None:
+            return False
+        for part in (target, *iter_descendants(target)):
+            if isinstance(part, cst.Call) and scaler_method(part, self.context.facts) == "scale":
+                return True
+            if dotted_name(part) in scope.scaled_names:
+                return True
+        return False

@@ -1,0 +1,118 @@
+"""VP304 scaler-step-without-update: `scaler.step` and `scaler.update` must pair in each step."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.rule import Invalid
+from verifier.static.scaler import AmpScope, AmpScopeRule, ScalerCall
+
+
+class StepWithoutUpdate(AmpScopeRule):
+    code = "VP304"
+    name = "scaler-step-without-update"
+    category = Category.AMP
+    severity = SeverityByHeat.always(Severity.HIGH)
+    summary = (
+        "Finds `scaler.step()` with no `scaler.update()` in the same step (same loop), and "
+        "`scaler.update()` with no `step()` or `unscale_()` before it."
+    )
+    why = (
+        "`update()` adjusts the scale after each step: without it the scale never backs off after "
+        "an overflow (every later step is skipped) or never grows. A second `step()` before "
+        "`update()` raises, and `update()` with no recorded inf checks raises "
+        "\"No inf checks were recorded prior to update.\""
+    )
+    example = """\
+for x, y in loader:
+    scaler.scale(loss_fn(model(x), y)).backward()
+    scaler.step(optimizer)
+scaler.update()
+"""
+    use_instead = """\
+for x, y in loader:
+    scaler.scale(loss_fn(model(x), y)).backward()
+    scaler.step(optimizer)
+    scaler.update()
+"""
+    fix = "Call `scaler.update()` once per optimizer step, right after `scaler.step(optimizer)`."
+    references = ("https://pytorch.org/docs/stable/amp.html#torch.amp.GradScaler.update",)
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._scopes_seen: list[AmpScope] = []
+
+    def check(self, scope: AmpScope) -> None:
+        # Decided at the end of the module: a helper that only steps may be paired elsewhere.
+        self._scopes_seen.append(scope)
+        if isinstance(scope.node, cst.Module):
+            self._decide()
+
+    def _decide(self) -> None:
+        updated_anywhere = {c.scaler for s in self._scopes_seen for c in s.calls_of("update")}
+        prepared_anywhere = {
+            c.scaler for s in self._scopes_seen for c in s.scaler_calls if c.method in ("step", "unscale_")
+        }
+        for scope in self._scopes_seen:
+            updates = scope.calls_of("update")
+            for step in scope.calls_of("step"):
+                same_loop = [u for u in updates if u.scaler == step.scaler and _same_loop(u, step)]
+                if same_loop:
+                    continue
+                if not any(u.scaler == step.scaler for u in updates) and step.scaler in updated_anywhere:
+                    continue
+                self._report(step, f"`{step.scaler}.step()` has no `{step.scaler}.update()` in the same step")
+            for update in updates:
+                if update.scaler not in prepared_anywhere:
+                    self._report(update, f"`{update.scaler}.update()` without `step()` or `unscale_()` before it raises at run time")
+
+    def _report(self, call: ScalerCall, message: str) -> None:
+        self.report(call.call, message, where=call.where)
+
+    VALID = (
+        """\
+for i, (x, y) in enumerate(loader):
+    scaler.scale(criterion(model(x), y) / 4).backward()
+    if (i + 1) % 4 == 0:
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+""",
+        """\
+def optimizer_step(scaler, optimizer):
+    scaler.step(optimizer)
+
+for x, y in loader:
+    scaler.scale(criterion(model(x), y)).backward()
+    optimizer_step(scaler, optimizer)
+    scaler.update()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+for epoch in range(10):
+    for x, y in loader:
+        scaler.scale(criterion(model(x), y)).backward()
+        scaler.step(optimizer)
+    scaler.update()
+""",
+            line=4,
+            severity=Severity.HIGH,
+        ),
+        Invalid(
+            """\
+for x, y in loader:
+    criterion(model(x), y).backward()
+    optimizer.step()
+    scaler.update()
+""",
+            line=4,
+            severity=Severity.HIGH,
+        ),
+    )
+
+
+def _same_loop(a: ScalerCall, b: ScalerCall) -> bool:
+    return a.where.innermost_loop is b.where.innermost_loop
