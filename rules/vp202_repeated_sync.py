@@ -52,16 +52,19 @@ if loss_value > best:
         sync = sync_of_call(node, self.context.facts, self.context.imports)
         if sync is None or not sync.is_explicit_read:
             return
+        # A read inside a loop and one after it are different executions, not a repeat.
+        loop = self.context.heat.where().innermost_loop
         subject = self.context.code_for(sync.subject)
+        key = f"{id(loop)}:{subject}"
         seen = self._seen[-1]
-        if subject in seen:
+        if key in seen:
             self.report(
                 node,
                 f"`{subject}` is read on the host again with `{sync.how}` "
-                f"(already read with `{seen[subject]}` in this scope, unchanged since)",
+                f"(already read with `{seen[key]}` in this scope, unchanged since)",
             )
         else:
-            seen[subject] = sync.how
+            seen[key] = sync.how
 
     def leave_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -85,8 +88,10 @@ if loss_value > best:
         if name is None:
             return
         seen = self._seen[-1]
-        for subject in [s for s in seen if s == name or s.startswith((name + ".", name + "[", name + "("))]:
-            del seen[subject]
+        for key in list(seen):
+            subject = key.partition(":")[2]
+            if subject == name or subject.startswith((name + ".", name + "[", name + "(")):
+                del seen[key]
 
     VALID = (
         """\
@@ -104,6 +109,13 @@ loss = model(x).sum()
 a = loss.item()
 loss = model(y).sum()
 b = loss.item()
+""",
+        """\
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    print(loss.item())
+print("final", loss.item())
 """,
     )
     INVALID = (
