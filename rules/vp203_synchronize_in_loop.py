@@ -6,7 +6,7 @@ import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.heat import Where
-from verifier.static.names import method_name
+from verifier.static.names import method_name, receiver, terminal_name
 from verifier.static.rule import Invalid, Rule
 
 _SYNCHRONIZE = frozenset(
@@ -75,8 +75,18 @@ per_iter_ms = start.elapsed_time(end) / iters
         calls, timed = self._scopes[-1]
         if qualified in _HOST_TIMERS:
             timed[0] = True
-        elif qualified in _SYNCHRONIZE or (qualified is None and method_name(node) == "synchronize" and not node.args):
+        elif qualified in _SYNCHRONIZE or self._is_stream_or_event_sync(node):
             calls.append((node, self.context.heat.where()))
+
+    def _is_stream_or_event_sync(self, node: cst.Call) -> bool:
+        """`torch.cuda.current_stream().synchronize()`, `stream.synchronize()`, `event.synchronize()`."""
+        if method_name(node) != "synchronize" or node.args:
+            return False
+        owner = receiver(node)
+        if isinstance(owner, cst.Call):
+            return (self.context.imports.call_name(owner) or "").startswith("torch.")
+        name = (terminal_name(owner) or "").lower()
+        return "stream" in name or "event" in name
 
     def _flush(self) -> None:
         calls, timed = self._scopes.pop()

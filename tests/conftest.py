@@ -1,0 +1,27 @@
+"""Shared helpers: run the engine on a snippet or a file the way the CLI does."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from verifier.config import Settings
+from verifier.static.engine import analyze_paths
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture
+def analyse(tmp_path):
+    """Analyse a dedented snippet written to a file; returns [(code, line, severity name)]."""
+
+    def run(code: str, name: str = "train.py", **settings) -> list[tuple[str, int, str]]:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(code), encoding="utf-8")
+        result = analyze_paths([str(path)], Settings(**settings))
+        return [(f.code, f.line, f.severity.name) for f in result.findings]
+
+    return run

@@ -1,0 +1,69 @@
+"""The engine on odd input: unanalysable files become VP900 and the run goes on."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from verifier.config import Settings
+from verifier.static.engine import analyze_paths
+
+SYNC_LOOP = "for x in loader:\n    model(x).sum().backward()\n    print(x.sum().item())\n"
+
+
+def test_syntax_error_invalid_utf8_and_empty_file(tmp_path):
+    (tmp_path / "broken.py").write_text("import torch\n\ndef train(:\n    pass\n")
+    (tmp_path / "latin.py").write_bytes(b"x = 1\nname = '\xff\xfe caf\xe9'\n")
+    (tmp_path / "empty.py").write_bytes(b"")
+    (tmp_path / "train.py").write_text(SYNC_LOOP)
+    result = analyze_paths([str(tmp_path)], Settings())
+    rows = [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name) for f in result.findings]
+    assert rows == [
+        ("broken.py", "VP900", 3, "INFO"),
+        ("latin.py", "VP900", 2, "INFO"),
+        ("train.py", "VP201", 3, "MEDIUM"),
+    ]
+    assert len(result.files) == 4
+    assert result.internal_errors == []
+    messages = {f.path.rsplit("/", 1)[-1]: f.message for f in result.findings if f.code == "VP900"}
+    assert messages["broken.py"].startswith("syntax error")
+    assert messages["latin.py"].startswith("cannot decode file as utf-8")
+
+
+def test_declared_encoding_bom_and_crlf_are_read_like_python(tmp_path):
+    (tmp_path / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\r\nname = '\xe9'\r\n" + SYNC_LOOP.replace("\n", "\r\n").encode())
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + SYNC_LOOP.encode())
+    result = analyze_paths([str(tmp_path)], Settings())
+    assert [(f.path.rsplit("/", 1)[-1], f.code, f.line) for f in result.findings] == [
+        ("bom.py", "VP201", 3),
+        ("latin.py", "VP201", 5),
+    ]
+
+
+def test_select_and_ignore(tmp_path):
+    (tmp_path / "train.py").write_text("import torch\n" + SYNC_LOOP + "    torch.cuda.synchronize()\n")
+
+    def codes(**settings):
+        return [f.code for f in analyze_paths([str(tmp_path)], Settings(**settings)).findings]
+
+    assert codes() == ["VP201", "VP203"]
+    assert codes(select=("VP2",), ignore=("synchronize-in-loop",)) == ["VP201"]
+    assert codes(select=("VP203",)) == ["VP203"]
+
+
+def test_analysing_never_imports_or_executes_the_code(tmp_path):
+    marker = tmp_path / "marker"
+    target = tmp_path / "project"
+    target.mkdir()
+    (target / "train.py").write_text(f"open({str(marker)!r}, 'w').write('imported')\nimport torch\n" + SYNC_LOOP)
+    (target / "conftest.py").write_text(f"open({str(marker)!r}, 'w').write('imported')\n")
+    probe = (
+        "import sys\n"
+        "from verifier.cli import main\n"
+        f"code = main([{str(target)!r}])\n"
+        "print(code, 'torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.stdout.strip().splitlines()[-1] == "0 False"
+    assert "VP201" in done.stdout
+    assert not marker.exists()

@@ -1,0 +1,165 @@
+"""The hot-path model on its own: which loops are step/epoch, and heat through calls."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from verifier.findings import Heat
+from verifier.static.heat import HeatModel
+from verifier.static.names import ImportTable
+from verifier.static.walk import walk
+
+
+def heat_of_marked_lines(code: str) -> dict[str, Heat]:
+    """Heat of every `mark("label")` call in the snippet, keyed by label."""
+    module = cst.parse_module(textwrap.dedent(code))
+    imports = ImportTable()
+    heat = HeatModel(imports)
+    marks: list[tuple[str, object]] = []
+
+    def enter(node):
+        if isinstance(node, cst.Call):
+            heat.on_call(node)
+            if isinstance(node.func, cst.Name) and node.func.value == "mark":
+                marks.append((node.args[0].value.evaluated_value, heat.where()))
+        elif isinstance(node, cst.FunctionDef):
+            heat.enter_function(node)
+        elif isinstance(node, (cst.For, cst.While)):
+            heat.enter_loop(node)
+        elif isinstance(node, cst.ClassDef):
+            heat.enter_class(node)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            imports.add(node)
+
+    def leave(node):
+        if isinstance(node, cst.FunctionDef):
+            heat.leave_function()
+        elif isinstance(node, (cst.For, cst.While)):
+            heat.leave_loop()
+        elif isinstance(node, cst.ClassDef):
+            heat.leave_class()
+        elif isinstance(node, cst.Assign):
+            heat.on_assign([t.target for t in node.targets], node.value)
+
+    walk(module, enter, leave)
+    heat.resolve()
+    return {label: heat.heat_of(where) for label, where in marks}
+
+
+def test_epoch_and_step_loops_from_data_source_and_training_signals():
+    heats = heat_of_marked_lines(
+        """
+        mark("before")
+        for epoch in range(10):
+            mark("epoch")
+            for x, y in train_loader:
+                loss = model(x)
+                loss.backward()
+                mark("step")
+            mark("end of epoch")
+        mark("after")
+        """
+    )
+    assert heats == {
+        "before": Heat.ONCE, "epoch": Heat.EPOCH, "step": Heat.STEP,
+        "end of epoch": Heat.EPOCH, "after": Heat.ONCE,
+    }
+
+
+def test_function_called_from_a_step_loop_is_step_code():
+    heats = heat_of_marked_lines(
+        """
+        def read(loss):
+            mark("helper")
+            return loss
+
+        def log_epoch():
+            mark("epoch helper")
+
+        for epoch in range(3):
+            for batch in batches:
+                optimizer.zero_grad()
+                read(model(batch))
+            log_epoch()
+        """
+    )
+    assert heats == {"helper": Heat.STEP, "epoch helper": Heat.EPOCH}
+
+
+def test_self_method_called_per_batch_is_step_code():
+    heats = heat_of_marked_lines(
+        """
+        class Trainer:
+            def fit(self):
+                for epoch in range(self.epochs):
+                    self.train_epoch()
+
+            def train_epoch(self):
+                for batch in self.loader:
+                    self.training_step(batch)
+                mark("per epoch")
+
+            def training_step(self, batch):
+                mark("per step")
+                self.model(batch).mean().backward()
+        """
+    )
+    assert heats == {"per epoch": Heat.EPOCH, "per step": Heat.STEP}
+
+
+def test_range_of_steps_and_while_loops_with_backward_are_step_loops():
+    heats = heat_of_marked_lines(
+        """
+        for it in range(max_iters):
+            mark("range of steps")
+        step = 0
+        while step < total:
+            model(batch).sum().backward()
+            mark("while trains")
+            step += 1
+        for name in names:
+            mark("plain loop")
+        """
+    )
+    assert heats == {"range of steps": Heat.STEP, "while trains": Heat.STEP, "plain loop": Heat.ONCE}
+
+
+def test_innermost_tensor_loop_of_a_benchmark_function_is_step_code():
+    heats = heat_of_marked_lines(
+        """
+        import time
+        import torch
+
+        def measure(fn, x, repeats, iters):
+            for r in range(repeats):
+                mark("outer")
+                for _ in range(iters):
+                    fn(x)
+                    mark("inner")
+
+        def report(rows):
+            for row in rows:
+                torch.tensor(row)
+                mark("not a benchmark")
+        """
+    )
+    assert heats == {"outer": Heat.EPOCH, "inner": Heat.STEP, "not a benchmark": Heat.ONCE}
+
+
+def test_heat_propagates_through_recursion_without_looping_forever():
+    heats = heat_of_marked_lines(
+        """
+        def a(n):
+            mark("a")
+            return b(n - 1)
+
+        def b(n):
+            return a(n) if n else 0
+
+        for batch in loader:
+            a(3)
+        """
+    )
+    assert heats == {"a": Heat.STEP}

@@ -1,0 +1,66 @@
+"""The bundled examples, end to end through the command line: the exact findings and exit codes."""
+
+from __future__ import annotations
+
+import json
+
+from pathlib import Path
+from verifier.cli import main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+BAD = str(EXAMPLES / "bad_train.py")
+GOOD = str(EXAMPLES / "good_train.py")
+
+EXPECTED_BAD = [
+    ("VP101", 21, "MEDIUM", "step"),  # torch.stack over a comprehension in get_batch (called per step)
+    ("VP101", 22, "MEDIUM", "step"),
+    ("VP201", 39, "MEDIUM", "step"),  # `return loss.item()` in a helper the step loop calls
+    ("VP302", 52, "HIGH", "step"),  # clip_grad_norm_ before scaler.unscale_
+    ("VP305", 53, "LOW", "step"),  # if torch.isfinite(norm): scaler.step(...)
+    ("VP201", 58, "MEDIUM", "step"),  # if loss.item() < 1.0
+    ("VP201", 59, "MEDIUM", "step"),  # f-string with loss.item()
+    ("VP202", 59, "MEDIUM", "step"),  # second read of the same loss
+    ("VP203", 60, "HIGH", "step"),  # torch.cuda.synchronize() every step
+    ("VP301", 71, "CRITICAL", "step"),  # head_optimizer.step() bypasses head_scaler
+    ("VP304", 72, "HIGH", "step"),  # head_scaler.update() with no step/unscale_
+    ("VP303", 82, "HIGH", "step"),  # loss.backward() on an unscaled loss
+    ("VP304", 83, "HIGH", "step"),  # warmup_scaler.step() updated only per epoch
+    ("VP203", 92, "LOW", "step"),  # synchronize bracketing perf_counter: timing pattern
+    ("VP203", 95, "LOW", "step"),
+]
+
+
+def run_json(capsys, *args) -> tuple[int, dict]:
+    code = main([*args, "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_bad_example_reports_every_planted_anti_pattern(capsys):
+    code, report = run_json(capsys, BAD)
+    assert code == 1
+    assert [(f["code"], f["line"], f["severity"], f["heat"]) for f in report["findings"]] == EXPECTED_BAD
+    assert report["decision"]["status"] == "BLOCK"
+    assert report["counts"] == {"CRITICAL": 1, "HIGH": 5, "MEDIUM": 6, "LOW": 3, "INFO": 0}
+
+
+def test_final_item_after_the_loop_is_not_flagged(capsys):
+    _, report = run_json(capsys, BAD)
+    assert 62 not in [f["line"] for f in report["findings"]]
+
+
+def test_corrected_twin_has_nothing_above_info(capsys):
+    code, report = run_json(capsys, GOOD)
+    assert code == 0
+    assert [f for f in report["findings"] if f["severity"] != "INFO"] == []
+    assert report["decision"] == {"status": "PASS", "reasons": []}
+
+
+def test_text_output_lines_and_summary(capsys):
+    assert main([BAD, "--select", "VP301,VP203"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        f"{BAD}:60:5: VP203 [HIGH] `synchronize()` in a loop blocks the host on every iteration"
+    )
+    assert lines[1].startswith(f"{BAD}:71:9: VP301 [CRITICAL] `head_optimizer.step()` bypasses")
+    assert lines[-2] == "Found 4 findings in 1 file (1 CRITICAL, 1 HIGH, 2 LOW)."
+    assert lines[-1] == "Decision: BLOCK: 2 blocking findings"
