@@ -47,6 +47,17 @@ print(running.item() / len(loader))
         "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # Inside `raise ...(f"{t}")` the sync only happens on the error path.
+        self._raising = 0
+
+    def visit_Raise(self, node: cst.Raise) -> None:
+        self._raising += 1
+
+    def leave_Raise(self, node: cst.Raise) -> None:
+        self._raising -= 1
+
     def visit_Call(self, node: cst.Call) -> None:
         self._report(sync_of_call(node, self.context.facts, self.context.imports))
 
@@ -65,7 +76,7 @@ print(running.item() / len(loader))
         self._report(sync_of_test(node.test, self.context.facts))
 
     def _report(self, sync: Sync | None) -> None:
-        if sync is None:
+        if sync is None or self._raising:
             return
         subject = self.context.code_for(sync.subject)
         self.report(
@@ -94,6 +105,17 @@ for x, y in train_loader:
         """\
 for name in ["a", "b"]:
     value = float(name_to_value[name])
+""",
+        """\
+import torch
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    if loss is None:
+        continue
+    if strict:
+        raise FloatingPointError(f"loss became {loss}")
+    remote_module.cpu()
 """,
     )
     INVALID = (
@@ -127,6 +149,16 @@ for batch in batches:
     loss = torch.nn.functional.mse_loss(model(batch), batch)
     if torch.isnan(loss):
         break
+""",
+            line=4,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+for x, y in loader:
+    out = model(x)
+    out.sum().backward()
+    predictions.append(out.argmax(-1).cpu().numpy())
 """,
             line=4,
             severity=Severity.MEDIUM,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.names import dotted_name, root_name
 from verifier.static.rule import Invalid, Rule
 from verifier.static.syncs import sync_of_call
+from verifier.static.walk import iter_descendants
 
 
 class RepeatedSync(Rule):
@@ -42,8 +45,29 @@ if loss_value > best:
         # One map per scope: source of the synced expression -> how it was first read.
         self._seen: list[dict[str, str]] = [{}]
 
+        # Reads in one branch of an `if` never run together with reads in the other branch.
+        self._before_branch: dict[int, dict[str, str]] = {}
+        self._before_if: list[dict[str, str]] = []
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._seen.append({})
+
+    def visit_If(self, node: cst.If) -> None:
+        self._enter_branch(node)
+        self._before_if.append(dict(self._seen[-1]))
+        if node.orelse is not None:
+            self._before_branch[id(node.orelse)] = self._before_if[-1]
+
+    def leave_If(self, node: cst.If) -> None:
+        self._seen[-1] = self._before_if.pop()
+
+    def visit_Else(self, node: cst.Else) -> None:
+        self._enter_branch(node)
+
+    def _enter_branch(self, node: cst.CSTNode) -> None:
+        before = self._before_branch.pop(id(node), None)
+        if before is not None:
+            self._seen[-1] = dict(before)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._seen.pop()
@@ -54,6 +78,8 @@ if loss_value > best:
             return
         # A read inside a loop and one after it are different executions, not a repeat.
         loop = self.context.heat.where().innermost_loop
+        if _makes_fresh_values(sync.subject):
+            return
         subject = self.context.code_for(sync.subject)
         key = f"{id(loop)}:{subject}"
         seen = self._seen[-1]
@@ -79,6 +105,9 @@ if loss_value > best:
     def visit_For(self, node: cst.For) -> None:
         self._forget(node.target)
 
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._forget(node.target)
+
     def _forget(self, target: cst.BaseExpression) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
@@ -88,9 +117,9 @@ if loss_value > best:
         if name is None:
             return
         seen = self._seen[-1]
+        mention = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
         for key in list(seen):
-            subject = key.partition(":")[2]
-            if subject == name or subject.startswith((name + ".", name + "[", name + "(")):
+            if mention.search(key.partition(":")[2]):
                 del seen[key]
 
     VALID = (
@@ -117,6 +146,17 @@ for x in loader:
     print(loss.item())
 print("final", loss.item())
 """,
+        """\
+def summarise(value):
+    if value.dim() == 0:
+        return value.item()
+    else:
+        return value.tolist()
+""",
+        """\
+seeds = [int(s[i]) for i in range(3)]
+offsets = [int(s[i]) for i in range(3, 6)]
+""",
     )
     INVALID = (
         Invalid(
@@ -140,4 +180,12 @@ log(float(loss))
             line=4,
             severity=Severity.LOW,
         ),
+    )
+
+
+def _makes_fresh_values(subject: cst.BaseExpression) -> bool:
+    """`make_input().item()` twice reads two different values: only plain data paths repeat."""
+    return any(
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
+        for node in (subject, *iter_descendants(subject))
     )

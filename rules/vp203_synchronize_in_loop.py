@@ -12,9 +12,9 @@ from verifier.static.rule import Invalid, Rule
 _SYNCHRONIZE = frozenset(
     {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"}
 )
-_HOST_TIMERS = frozenset(
+_TIMERS = frozenset(
     {"time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic",
-     "time.monotonic_ns", "timeit.default_timer"}
+     "time.monotonic_ns", "timeit.default_timer", "torch.cuda.Event"}
 )
 _TIMING = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
 
@@ -73,7 +73,7 @@ per_iter_ms = start.elapsed_time(end) / iters
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.context.imports.call_name(node)
         calls, timed = self._scopes[-1]
-        if qualified in _HOST_TIMERS:
+        if qualified in _TIMERS:
             timed[0] = True
         elif qualified in _SYNCHRONIZE or self._is_stream_or_event_sync(node):
             calls.append((node, self.context.heat.where()))
@@ -94,8 +94,8 @@ per_iter_ms = start.elapsed_time(end) / iters
             if timed[0]:
                 self.report(
                     call,
-                    "`synchronize()` brackets a host timer in a loop: it times launch plus sync on the "
-                    "host and stalls the queue every iteration; time with CUDA events instead",
+                    "`synchronize()` in a timing loop stalls the queue every iteration and times "
+                    "launch plus sync; record CUDA events around the loop and synchronize once",
                     where=where,
                     severity=_TIMING,
                     fix="Record `torch.cuda.Event(enable_timing=True)` around the loop and synchronize once.",

@@ -15,11 +15,23 @@ from verifier.static.rule import Candidate
 @dataclass(eq=False)
 class ModuleContext:
     path: str
+    text: str
     module: cst.Module
     imports: ImportTable
     heat: HeatModel
     facts: NameFacts
     candidates: list[Candidate] = field(default_factory=list)
+    _memo: dict = field(default_factory=dict)
+
+    def memo(self, key: object, compute):
+        """Compute a fact once per module for every rule that asks (e.g. AMP facts per `if`)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def mentions(self, *tokens: str) -> bool:
+        """A cheap text test: rules about GradScalers have nothing to do in a file without one."""
+        return any(token in self.text for token in tokens)
 
     def code_for(self, node: cst.CSTNode) -> str:
         """The source text of `node`, normalised (used to compare expressions)."""

@@ -99,7 +99,7 @@ def analyze_source(
     imports = ImportTable()
     heat = HeatModel(imports)
     facts = NameFacts(imports)
-    context = ModuleContext(path, module, imports, heat, facts)
+    context = ModuleContext(path, source.text, module, imports, heat, facts)
     visitors, leavers = _dispatch_tables([rule(context) for rule in rules])
     _walk_module(module, heat, facts, imports, visitors, leavers)
     heat.resolve()

@@ -26,14 +26,18 @@ class Kind(enum.Enum):
     OTHER = "other"
 
 
-_NON_TENSOR_TORCH_PREFIXES = (
-    "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.", "torch.profiler.",
-    "torch.jit.", "torch.compile", "torch.device", "torch.no_grad", "torch.inference_mode",
-    "torch.enable_grad", "torch.set_", "torch.get_", "torch.is_", "torch.manual_seed",
-    "torch.autocast", "torch.amp.", "torch.save", "torch.load", "torch.finfo", "torch.iinfo",
-    "torch.Size", "torch.Generator", "torch.use_deterministic", "torch.hub.", "torch.onnx.",
-    "torch.library.", "torch.fx.", "torch.export.", "torch.overrides.", "torch.testing.",
-    "torch.multiprocessing.", "torch.optim.", "torch.nn.", "torch.random.", "torch.compiler.",
+# Public torch namespaces whose functions return tensors; anything else under torch (private
+# modules, cuda/distributed/utils helpers, `is_*` predicates) is of unknown kind.
+_TENSOR_NAMESPACES = frozenset(
+    {"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.nested"}
+)
+_NON_TENSOR_TORCH_FUNCTIONS = frozenset(
+    {"device", "dtype", "no_grad", "inference_mode", "enable_grad", "manual_seed", "autocast",
+     "save", "load", "finfo", "iinfo", "Size", "Generator", "compile", "typename", "numel",
+     "get_default_dtype", "set_default_dtype", "set_grad_enabled", "use_deterministic_algorithms",
+     "set_float32_matmul_precision", "get_float32_matmul_precision", "set_printoptions", "seed",
+     "initial_seed", "vmap", "cond", "broadcast_shapes", "result_type", "promote_types", "can_cast",
+     "allclose", "equal"}
 )
 _TENSOR_METHODS = frozenset(
     {
@@ -111,6 +115,9 @@ class NameFacts:
         if isinstance(node, cst.UnaryOperation):
             return self.kind_of(node.expression)
         if isinstance(node, cst.Comparison):
+            # `t is None` compares identities on the host; it never reads the tensor.
+            if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):
+                return None
             kinds = [self.kind_of(node.left)] + [self.kind_of(c.comparator) for c in node.comparisons]
             return Kind.TENSOR if Kind.TENSOR in kinds else None
         return None
@@ -149,9 +156,12 @@ class NameFacts:
             return Kind.OPTIMIZER
         if qualified.startswith("torch.nn.") and last[:1].isupper():
             return Kind.MODULE
-        if qualified.startswith("torch.") and not qualified.startswith(_NON_TENSOR_TORCH_PREFIXES):
-            return Kind.TENSOR
-        if qualified.startswith("torch.nn.functional."):
+        namespace = qualified.rpartition(".")[0]
+        if (
+            namespace in _TENSOR_NAMESPACES
+            and last not in _NON_TENSOR_TORCH_FUNCTIONS
+            and not last.startswith(("is_", "has_", "_", "get_", "set_"))
+        ):
             return Kind.TENSOR
         method = method_name(call)
         if method is not None:

@@ -37,11 +37,17 @@ _TIMING_CALLS = frozenset(
 )
 
 
+_NOT_A_MODEL = re.compile(r"^(is|has|get|set|make|build|create|load|init|to|from|save|register|wrap)_")
+
+
 def is_model_name(name: str | None) -> bool:
+    """`model`, `self.net`, `ddp_model`: names that read as a module whose call is a forward."""
     if not name:
         return False
     lowered = name.lower()
-    return lowered in _MODEL_NAMES or lowered.endswith(("model", "_net", "_module"))
+    if _NOT_A_MODEL.match(lowered):
+        return False
+    return lowered in _MODEL_NAMES or lowered.endswith(("model", "_net"))
 
 
 def is_optimizer_name(name: str | None) -> bool:

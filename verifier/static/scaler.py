@@ -56,7 +56,7 @@ def is_finite_guard(node: cst.If, context: ModuleContext) -> bool:
     Either the step is inside the guarded branch, or the branch leaves the step early
     (`continue`/`return`) in a function that calls `scaler.step`.
     """
-    if not has_finiteness_check(node.test, context.imports):
+    if not context.mentions("isfinite", "isnan", "isinf") or not has_finiteness_check(node.test, context.imports):
         return False
     if calls_scaler_step(node, context.facts):
         return True
@@ -64,6 +64,11 @@ def is_finite_guard(node: cst.If, context: ModuleContext) -> bool:
     function = context.heat.where().function
     scope = function.node if function is not None else context.module
     return leaves_early and calls_scaler_step(scope, context.facts)
+
+
+def _scaler_free_ids(node: cst.If, facts: NameFacts) -> frozenset[int]:
+    branch = scaler_free_branch(node, facts)
+    return frozenset(id(n) for n in iter_descendants(branch)) if branch is not None else frozenset()
 
 
 def uses_scaler(node: cst.CSTNode, facts: NameFacts) -> bool:
@@ -99,11 +104,7 @@ class ScalerCall:
 
 @dataclass(eq=False)
 class AmpScope:
-    """What one training scope does with its GradScaler and optimizers, in walk order.
-
-    Methods of a class share one scope: Lightning-style code scales in one method and steps
-    in another.
-    """
+    """What one training scope (a function, or the module) does with its GradScaler and optimizers."""
 
     node: cst.CSTNode
     scaler_calls: list[ScalerCall] = field(default_factory=list)
@@ -134,36 +135,51 @@ class AmpScopeRule(Rule):
     def __init__(self, context: ModuleContext) -> None:
         super().__init__(context)
         self._scopes: list[AmpScope] = [AmpScope(context.module)]
-        self._kinds: list[str] = ["module"]
+        # Per open class: its methods' scopes, checked together when the class ends.
+        self._classes: list[list[AmpScope]] = []
+        self._enclosing: list[str] = []
+        self._active = context.mentions("scale")
 
     def check(self, scope: AmpScope) -> None:
         raise NotImplementedError
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._kinds.append("class")
-        self._scopes.append(AmpScope(node))
+        self._classes.append([])
+        self._enclosing.append("class")
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        self._kinds.pop()
-        self.check(self._scopes.pop())
+        self._enclosing.pop()
+        methods = self._classes.pop()
+        # Lightning-style code scales in one method and steps in another: calls on a
+        # `self.` scaler are shared by every method of the class.
+        shared = [c for m in methods for c in m.scaler_calls if c.scaler.startswith("self.")]
+        for method in methods:
+            own = set(map(id, method.scaler_calls))
+            method.scaler_calls.extend(c for c in shared if id(c) not in own)
+            self.check(method)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        is_method = self._kinds[-1] == "class"
-        self._kinds.append("method" if is_method else "function")
-        if not is_method:
-            self._scopes.append(AmpScope(node))
+        self._scopes.append(AmpScope(node))
+        self._enclosing.append("function")
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self._kinds.pop() == "function":
-            self.check(self._scopes.pop())
+        self._enclosing.pop()
+        scope = self._scopes.pop()
+        if self._enclosing and self._enclosing[-1] == "class":
+            self._classes[-1].append(scope)
+        else:
+            self.check(scope)
 
     def leave_Module(self, node: cst.Module) -> None:
         self.check(self._scopes.pop())
 
     def visit_If(self, node: cst.If) -> None:
-        branch = scaler_free_branch(node, self.context.facts)
-        if branch is not None:
-            self._scopes[-1].exempt.update(id(n) for n in iter_descendants(branch))
+        if not self._active:
+            return
+        exempt = self.context.memo(
+            ("scaler-free-branch", id(node)), lambda: _scaler_free_ids(node, self.context.facts)
+        )
+        self._scopes[-1].exempt.update(exempt)
 
     def leave_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Call) and scaler_method(node.value, self.context.facts) == "scale":
@@ -173,6 +189,8 @@ class AmpScopeRule(Rule):
                     self._scopes[-1].scaled_names.add(name)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if not self._active:
+            return
         scope = self._scopes[-1]
         facts = self.context.facts
         where = self.context.heat.where()

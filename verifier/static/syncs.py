@@ -32,12 +32,15 @@ def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync
     method = method_name(call)
     owner = receiver(call)
     if method in SYNC_METHODS and owner is not None and not call.args:
-        if method == "cpu" and (is_model_name(terminal_name(owner)) or facts.kind_of(owner) is Kind.MODULE):
+        if method == "cpu" and _is_module(owner, facts):
             return None
         if facts.kind_of(owner) in (Kind.NUMBER, Kind.MODULE, Kind.OTHER):
             return None
+        # `t.cpu().numpy()`: the copy already synced; reading the host copy costs nothing more.
+        if isinstance(owner, cst.Call) and sync_of_call(owner, facts, imports) is not None:
+            return None
         return Sync(call, owner, f".{method}()")
-    if method == "to" and owner is not None and _moves_to_cpu(call, imports):
+    if method == "to" and owner is not None and not _is_module(owner, facts) and _moves_to_cpu(call, imports):
         return Sync(call, owner, '.to("cpu")')
     func = dotted_name(call.func)
     if func in CONVERSIONS and imports.qualify(func) is None and len(call.args) == 1:
@@ -66,6 +69,12 @@ def sync_of_fstring(part: cst.FormattedStringExpression, facts: NameFacts) -> Sy
     if facts.is_tensor(part.expression):
         return Sync(part, part.expression, "f-string")
     return None
+
+
+def _is_module(node: cst.BaseExpression, facts: NameFacts) -> bool:
+    """`model.cpu()` moves parameters, it does not read a result back."""
+    name = (terminal_name(node) or "").lower()
+    return is_model_name(name) or "module" in name or facts.kind_of(node) is Kind.MODULE
 
 
 def _moves_to_cpu(call: cst.Call, imports: ImportTable) -> bool:
