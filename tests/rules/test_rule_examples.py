@@ -14,7 +14,8 @@ RULES = all_rules()
 
 def _findings_of(rule, code: str):
     try:
-        return [f for f in analyze_source("example.py", decode_source(code.encode()), [rule], Settings()) if f.code == rule.code]
+        analysis = analyze_source("example.py", decode_source(code.encode()), [rule], Settings())
+        return [f for f in analysis.findings if f.code == rule.code]
     except UnreadableSource as problem:
         return [("VP900", problem.line)]
 

@@ -70,3 +70,13 @@ def _walk(root: str, patterns: tuple[str, ...]) -> Iterator[str]:
                 path = os.path.join(folder, name)
                 if not is_excluded(os.path.relpath(path, root), patterns):
                     yield os.path.normpath(path)
+
+
+def module_name_for(path: str) -> str:
+    """`pkg.sub.mod` for pkg/sub/mod.py inside packages (folders with __init__.py); else the stem."""
+    folder, filename = os.path.split(os.path.abspath(path))
+    parts = [] if filename == "__init__.py" else [filename[: -len(".py")] if filename.endswith(".py") else filename]
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder, package = os.path.split(folder)
+        parts.append(package)
+    return ".".join(reversed(parts))

@@ -19,9 +19,9 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from verifier.config import Settings
 from verifier.findings import Category, Finding, Heat, Severity
 from verifier.static.context import ModuleContext
-from verifier.static.discovery import discover
+from verifier.static.discovery import discover, module_name_for
 from verifier.static.facts import NameFacts
-from verifier.static.heat import HeatModel
+from verifier.static.heat import FunctionFacts, HeatModel, resolve_project
 from verifier.static.names import ImportTable
 from verifier.static.rule import Candidate, Rule
 from verifier.static.source import Source, UnreadableSource, read_source
@@ -33,11 +33,22 @@ _MAX_SNIPPET_LINES = 12
 
 
 @dataclass
+class ModuleAnalysis:
+    """Findings under this module's own heat, plus the heat summary for the project-wide pass."""
+
+    findings: list[Finding]
+    heat: HeatModel | None = None
+    local_facts: dict[str, FunctionFacts] = field(default_factory=dict)
+    had_candidates: bool = False
+
+
+@dataclass
 class FileResult:
     path: str
     findings: list[Finding]
     seconds: float = 0.0
     internal_error: str | None = None
+    analysis: ModuleAnalysis | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -66,14 +77,50 @@ def analyze_paths(
         result.files.append(file_result)
         if on_file is not None:
             on_file(file_result)
+    _apply_project_heat(result.files, rules, settings)
     return result
 
 
-def analyze_file(path: str, rules: Sequence[type[Rule]], settings: Settings) -> FileResult:
+def _apply_project_heat(files: list[FileResult], rules: Sequence[type[Rule]], settings: Settings) -> None:
+    """Heat crosses modules: a helper imported by another file's batch loop is step code.
+
+    Each file was analysed under its own heat; one fixed point over every file's summary
+    then says which files' heat changed, and only those are analysed again with it.
+    """
+    analysed = [f for f in files if f.analysis is not None and f.analysis.heat is not None]
+    if len(analysed) < 2:
+        return
+    project = resolve_project([f.analysis.heat for f in analysed])
+    for file_result in analysed:
+        if file_result.analysis.had_candidates and _heat_changed(file_result.analysis, project):
+            again = analyze_file(file_result.path, rules, settings, external=project)
+            file_result.findings = again.findings
+            file_result.internal_error = file_result.internal_error or again.internal_error
+
+
+def _heat_changed(analysis: ModuleAnalysis, project: dict[str, FunctionFacts]) -> bool:
+    local = analysis.local_facts
+    if any(project.get(key, facts) != facts for key, facts in local.items()):
+        return True
+    return any(
+        site.callee not in local and (known := project.get(site.callee)) is not None
+        and (known.trains or known.has_step_loop)
+        for site in analysis.heat.call_sites
+    )
+
+
+def analyze_file(
+    path: str,
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    external: dict[str, FunctionFacts] | None = None,
+) -> FileResult:
     started = time.perf_counter()
+    analysis = None
     try:
         source = read_source(path)
-        findings = analyze_source(path, source, rules, settings)
+        analysis = analyze_source(path, source, rules, settings, module_name_for(path), external)
+        findings = analysis.findings
         error = None
     except UnreadableSource as problem:
         findings, error = [_unanalysable(path, str(problem), problem.line)], None
@@ -82,12 +129,17 @@ def analyze_file(path: str, rules: Sequence[type[Rule]], settings: Settings) -> 
         findings, error = [_unanalysable(path, message, 1)], message
     if not any(rule.code == UNANALYSABLE for rule in rules):
         findings = [f for f in findings if f.code != UNANALYSABLE]
-    return FileResult(path, findings, time.perf_counter() - started, error)
+    return FileResult(path, findings, time.perf_counter() - started, error, analysis)
 
 
 def analyze_source(
-    path: str, source: Source, rules: Sequence[type[Rule]], settings: Settings
-) -> list[Finding]:
+    path: str,
+    source: Source,
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    module_name: str = "",
+    external: dict[str, FunctionFacts] | None = None,
+) -> ModuleAnalysis:
     """Analyse decoded source. Raises UnreadableSource when it does not parse."""
     try:
         module = cst.parse_module(source.text)
@@ -97,15 +149,16 @@ def analyze_source(
         raise UnreadableSource("too deeply nested for the parser") from None
 
     imports = ImportTable()
-    heat = HeatModel(imports)
+    heat = HeatModel(imports, module_name)
     facts = NameFacts(imports)
     context = ModuleContext(path, source.text, module, imports, heat, facts)
     visitors, leavers = _dispatch_tables([rule(context) for rule in rules])
     _walk_module(module, heat, facts, imports, visitors, leavers)
-    heat.resolve()
-    if not context.candidates:
-        return []
-    return _to_findings(path, source, module, context.candidates, heat, settings)
+    heat.resolve(external)
+    findings = _to_findings(path, source, module, context.candidates, heat, settings) if context.candidates else []
+    local_facts = heat.facts()
+    heat.release_tree()
+    return ModuleAnalysis(findings, heat, local_facts, bool(context.candidates))
 
 
 def _syntax_error(text: str, error: cst.ParserSyntaxError) -> UnreadableSource:

@@ -16,6 +16,7 @@ no heat. A function is as hot as its hottest call site; calls resolve by plain n
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -108,8 +109,9 @@ _MODULE_LEVEL = Where(None, ())
 
 
 class HeatModel:
-    def __init__(self, imports: ImportTable) -> None:
+    def __init__(self, imports: ImportTable, module_name: str = "") -> None:
         self._imports = imports
+        self._module = module_name
         self._functions: dict[str, list[FunctionInfo]] = {}
         self._all_functions: list[FunctionInfo] = []
         self._module_loops: list[LoopInfo] = []
@@ -136,8 +138,9 @@ class HeatModel:
 
     def enter_function(self, node: cst.FunctionDef) -> None:
         name = node.name.value
-        # A method's key is `Class.method` so that `self.method()` finds it.
-        key = f"{self._class_stack[-1]}.{name}" if self._class_stack and not self._function_stack else name
+        # A method's key is `module.Class.method` so that `self.method()` finds it.
+        local = f"{self._class_stack[-1]}.{name}" if self._class_stack and not self._function_stack else name
+        key = self._local_key(local)
         params = frozenset(p.name.value for p in _all_params(node.params))
         info = FunctionInfo(key, node, params, timing=bool(_TIMING_FUNCTION.search(name)))
         self._functions.setdefault(key, []).append(info)
@@ -230,40 +233,137 @@ class HeatModel:
             return True
         return function is not None and isinstance(call.func, cst.Name) and call.func.value in function.params
 
+    def _local_key(self, name: str) -> str:
+        return f"{self._module}.{name}" if self._module else name
+
     def _callee_key(self, call: cst.Call) -> str | None:
+        """The key of the called function: local names, `self.method`, and imported functions."""
         func = call.func
-        if isinstance(func, cst.Name):
-            return func.value
         if (
             isinstance(func, cst.Attribute)
             and isinstance(func.value, cst.Name)
             and func.value.value == "self"
             and self._class_stack
         ):
-            return f"{self._class_stack[-1]}.{func.attr.value}"
-        return None
+            return self._local_key(f"{self._class_stack[-1]}.{func.attr.value}")
+        dotted = dotted_name(func)
+        if dotted is None:
+            return None
+        imported = self._imports.qualify(dotted)
+        if imported is not None:
+            return absolute_name(imported, self._module)
+        return self._local_key(dotted) if "." not in dotted else None
 
     # ----- resolution -----
 
-    def resolve(self) -> None:
-        """Classify every loop and propagate heat through call sites, to a fixed point."""
-        functions = self._all_functions
+    def resolve(self, external: Mapping[str, FunctionFacts] | None = None) -> None:
+        """Classify loops and propagate heat within this module.
+
+        `external` carries what a project-wide pass learned about functions (defined here or
+        elsewhere) from other modules' call sites; without it foreign callees are unknown.
+        """
+        _Resolver(
+            self._all_functions, self._module_loops, self._module_calls, external or {}
+        ).run()
+
+    @property
+    def functions(self) -> list[FunctionInfo]:
+        return self._all_functions
+
+    @property
+    def module_loops(self) -> list[LoopInfo]:
+        return self._module_loops
+
+    @property
+    def module_calls(self) -> list[CallSite]:
+        return self._module_calls
+
+    @property
+    def call_sites(self) -> list[CallSite]:
+        return self._module_calls + [site for fn in self._all_functions for site in fn.calls]
+
+    def facts(self) -> dict[str, FunctionFacts]:
+        """What this module's resolution concluded about each of its functions."""
+        found: dict[str, FunctionFacts] = {}
+        for fn in self._all_functions:
+            mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat)
+            found[fn.key] = found[fn.key].merge(mine) if fn.key in found else mine
+        return found
+
+    def release_tree(self) -> None:
+        """Drop references to syntax nodes so a summary outlives its parsed module cheaply."""
+        for fn in self._all_functions:
+            fn.node = None
+            for loop in fn.loops:
+                loop.node = None
+        for loop in self._module_loops:
+            loop.node = None
+
+    # ----- queries -----
+
+    def heat_of(self, where: Where) -> Heat:
+        return heat_of(where)
+
+
+def heat_of(where: Where) -> Heat:
+    heat = where.function.heat if where.function is not None else Heat.ONCE
+    for loop in where.loops:
+        if loop.is_step:
+            return Heat.STEP
+        if loop.is_epoch:
+            heat = max(heat, Heat.EPOCH)
+    return heat
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    """What the heat model knows about a function, shared across modules."""
+
+    trains: bool = False
+    has_step_loop: bool = False
+    heat: Heat = Heat.ONCE
+
+    def merge(self, other: FunctionFacts) -> FunctionFacts:
+        return FunctionFacts(
+            self.trains or other.trains, self.has_step_loop or other.has_step_loop, max(self.heat, other.heat)
+        )
+
+
+class _Resolver:
+    """The fixed point: which functions train, which loops are step/epoch loops, how hot each function is."""
+
+    def __init__(self, functions, module_loops, module_calls, external: Mapping[str, FunctionFacts]) -> None:
+        self.functions: list[FunctionInfo] = functions
+        self.module_loops: list[LoopInfo] = module_loops
+        self.module_calls: list[CallSite] = module_calls
+        self.external = external
+        self.by_key: dict[str, list[FunctionInfo]] = {}
+        for fn in functions:
+            self.by_key.setdefault(fn.key, []).append(fn)
+            known = external.get(fn.key)
+            if known is not None:
+                fn.trains_transitively = fn.trains_transitively or known.trains
+                fn.has_step_loop = fn.has_step_loop or known.has_step_loop
+                fn.heat = max(fn.heat, known.heat)
+
+    def run(self) -> None:
+        functions = self.functions
         changed = True
         while changed:
             changed = False
             for fn in functions:
-                trains = fn.trains or any(self._callee_trains(site) for site in fn.calls)
+                trains = fn.trains_transitively or fn.trains or any(self._callee_trains(s) for s in fn.calls)
                 if trains != fn.trains_transitively:
                     fn.trains_transitively, changed = trains, True
 
-        all_loops = self._module_loops + [loop for fn in functions for loop in fn.loops]
+        all_loops = self.module_loops + [loop for fn in functions for loop in fn.loops]
         timing_loops = {id(loop) for fn in functions if fn.timing for loop in fn.loops}
         for _ in range(len(functions) + 2):
             changed = False
             for loop in _innermost_first(all_loops):
                 self._classify(loop, id(loop) in timing_loops)
             for fn in functions:
-                has_step = any(loop.is_step for loop in fn.loops) or any(
+                has_step = fn.has_step_loop or any(loop.is_step for loop in fn.loops) or any(
                     self._callee_has_step_loop(site) for site in fn.calls
                 )
                 if has_step != fn.has_step_loop:
@@ -272,14 +372,13 @@ class HeatModel:
                 break
 
         callers_by_key: dict[str, list[CallSite]] = {}
-        for site in self._module_calls + [site for fn in functions for site in fn.calls]:
+        for site in self.module_calls + [site for fn in functions for site in fn.calls]:
             callers_by_key.setdefault(site.callee, []).append(site)
         changed = True
         while changed:
             changed = False
             for fn in functions:
-                callers = callers_by_key.get(fn.key, ())
-                heat = max((self.heat_of(site.where) for site in callers), default=Heat.ONCE)
+                heat = max((heat_of(site.where) for site in callers_by_key.get(fn.key, ())), default=Heat.ONCE)
                 if heat > fn.heat:
                     fn.heat, changed = heat, True
 
@@ -293,21 +392,41 @@ class HeatModel:
         loop.is_epoch = not loop.is_step and contains_step
 
     def _callee_trains(self, site: CallSite) -> bool:
-        return any(fn.trains_transitively for fn in self._functions.get(site.callee, ()))
+        local = self.by_key.get(site.callee)
+        if local:
+            return any(fn.trains_transitively for fn in local)
+        known = self.external.get(site.callee)
+        return known is not None and known.trains
 
     def _callee_has_step_loop(self, site: CallSite) -> bool:
-        return any(fn.has_step_loop for fn in self._functions.get(site.callee, ()))
+        local = self.by_key.get(site.callee)
+        if local:
+            return any(fn.has_step_loop for fn in local)
+        known = self.external.get(site.callee)
+        return known is not None and known.has_step_loop
 
-    # ----- queries -----
 
-    def heat_of(self, where: Where) -> Heat:
-        heat = where.function.heat if where.function is not None else Heat.ONCE
-        for loop in where.loops:
-            if loop.is_step:
-                return Heat.STEP
-            if loop.is_epoch:
-                heat = max(heat, Heat.EPOCH)
-        return heat
+def resolve_project(models: list[HeatModel]) -> dict[str, FunctionFacts]:
+    """One fixed point over every analysed module: heat crosses imports between them."""
+    functions = [fn for model in models for fn in model.functions]
+    module_loops = [loop for model in models for loop in model.module_loops]
+    module_calls = [site for model in models for site in model.module_calls]
+    _Resolver(functions, module_loops, module_calls, {}).run()
+    facts: dict[str, FunctionFacts] = {}
+    for fn in functions:
+        mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat)
+        facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
+    return facts
+
+
+def absolute_name(name: str, module: str) -> str:
+    """`.utils.helper` imported in `pkg.train` is `pkg.utils.helper`."""
+    if not name.startswith("."):
+        return name
+    dots = len(name) - len(name.lstrip("."))
+    package = module.split(".")[:-1]
+    base = package[: len(package) - (dots - 1)] if dots > 1 else package
+    return ".".join([*base, name.lstrip(".")]) if base else name.lstrip(".")
 
 
 def _any_step(loop: LoopInfo) -> bool:

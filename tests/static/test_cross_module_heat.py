@@ -1,0 +1,110 @@
+"""Heat crosses imports between analysed files: a helper called per batch elsewhere is step code."""
+
+from __future__ import annotations
+
+import textwrap
+
+from verifier.config import Settings
+from verifier.static.discovery import module_name_for
+from verifier.static.engine import analyze_paths
+from verifier.static.heat import absolute_name
+
+HELPERS = """
+    def read_loss(loss):
+        return loss.item()
+
+    def read_twice(loss):
+        return loss.item()
+"""
+
+
+def write(root, files: dict[str, str]) -> None:
+    for name, code in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(code))
+
+
+def findings(root) -> list[tuple[str, str, int, str, str]]:
+    result = analyze_paths([str(root)], Settings())
+    return [
+        (f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name, f.heat.label)
+        for f in result.findings
+    ]
+
+
+def test_from_import_in_a_script_folder(tmp_path):
+    write(tmp_path, {
+        "helpers.py": HELPERS,
+        "train.py": """
+            from helpers import read_loss
+            for x in loader:
+                loss = model(x).sum()
+                loss.backward()
+                read_loss(loss)
+        """,
+    })
+    assert findings(tmp_path) == [("helpers.py", "VP201", 3, "MEDIUM", "step")]
+
+
+def test_module_attribute_and_relative_imports_in_a_package(tmp_path):
+    write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/utils/__init__.py": "",
+        "pkg/utils/metrics.py": HELPERS,
+        "pkg/train.py": """
+            from . import utils
+            from .utils import metrics
+            from .utils.metrics import read_twice as second
+
+            def fit(loader):
+                for x in loader:
+                    loss = model(x).sum()
+                    loss.backward()
+                    metrics.read_loss(loss)
+                    second(loss)
+        """,
+    })
+    assert findings(tmp_path) == [
+        ("metrics.py", "VP201", 3, "MEDIUM", "step"),
+        ("metrics.py", "VP201", 6, "MEDIUM", "step"),
+    ]
+
+
+def test_a_loop_calling_an_imported_training_step_is_a_step_loop(tmp_path):
+    write(tmp_path, {
+        "steps.py": """
+            def train_step(model, batch, optimizer):
+                model(batch).mean().backward()
+                optimizer.step()
+        """,
+        "run.py": """
+            from steps import train_step
+
+            for i in range(total):
+                train_step(model, next(stream), optimizer)
+                print(model.weight.sum().item())
+        """,
+    })
+    assert findings(tmp_path) == [("run.py", "VP201", 6, "MEDIUM", "step")]
+
+
+def test_helpers_not_called_from_hot_code_stay_cold(tmp_path):
+    write(tmp_path, {
+        "helpers.py": HELPERS,
+        "report.py": """
+            from helpers import read_loss
+            print(read_loss(final_loss))
+        """,
+    })
+    assert findings(tmp_path) == []
+
+
+def test_module_names_and_relative_resolution(tmp_path):
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/mod.py": "", "script.py": ""})
+    assert module_name_for(str(tmp_path / "pkg" / "sub" / "mod.py")) == "pkg.sub.mod"
+    assert module_name_for(str(tmp_path / "pkg" / "sub" / "__init__.py")) == "pkg.sub"
+    assert module_name_for(str(tmp_path / "script.py")) == "script"
+    assert absolute_name(".utils.f", "pkg.train") == "pkg.utils.f"
+    assert absolute_name("..utils.f", "pkg.sub.train") == "pkg.utils.f"
+    assert absolute_name("torch.stack", "pkg.train") == "torch.stack"
