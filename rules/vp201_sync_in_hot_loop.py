@@ -42,6 +42,7 @@ for x, y in loader:
 print(running.item() / len(loader))
 """
     fix = "Accumulate on the device (`total += loss.detach()`) and read once per log interval or epoch."
+    tokens = ("torch", ".item(", ".cpu(", ".numpy(", ".tolist(", "loss", "model(")
     references = (
         "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
         "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",

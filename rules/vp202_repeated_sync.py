@@ -38,6 +38,7 @@ if loss_value > best:
     best = loss_value
 """
     fix = "Read the value once into a local (`value = loss.item()`) and reuse it."
+    tokens = ("torch", ".item(", ".cpu(", ".numpy(", ".tolist(", "loss", "model(")
     references = ("https://pytorch.org/docs/stable/generated/torch.Tensor.item.html",)
 
     def __init__(self, context) -> None:

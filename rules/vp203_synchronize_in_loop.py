@@ -51,6 +51,7 @@ torch.cuda.synchronize()
 per_iter_ms = start.elapsed_time(end) / iters
 """
     fix = "Remove the per-iteration synchronize; to time, record CUDA events and synchronize once after the loop."
+    tokens = ("synchronize",)
     references = (
         "https://pytorch.org/docs/stable/generated/torch.cuda.synchronize.html",
         "https://pytorch.org/docs/stable/generated/torch.cuda.Event.html",

@@ -35,6 +35,7 @@ scaler.step(optimizer)  # skips the step itself on inf/NaN gradients
 scaler.update()
 """
     fix = "Drop the check and call `scaler.step(optimizer)` unconditionally; it skips inf/NaN steps itself."
+    tokens = ("scale",)
     references = ("https://pytorch.org/docs/stable/amp.html#torch.amp.GradScaler.step",)
 
     def visit_If(self, node: cst.If) -> None:

@@ -21,6 +21,7 @@ class UnanalysableFile(Rule):
     example = "def train(:\n    pass\n"
     use_instead = "def train():\n    pass\n"
     fix = "Fix the file so that Python can parse it, or exclude it."
+    tokens = ()
     references = ("https://docs.python.org/3/reference/lexical_analysis.html#encoding-declarations",)
 
     VALID = ("x = 1\n",)

@@ -29,6 +29,8 @@ from verifier.static.suppression import is_suppressed
 from verifier.static.walk import walk
 
 UNANALYSABLE = "VP900"
+# Text that makes a file part of a training loop's call graph even when no rule fires in it.
+HEAT_TOKENS = ("backward", "loader", ".step(", "zero_grad", "batches")
 _MAX_SNIPPET_LINES = 12
 
 
@@ -49,6 +51,7 @@ class FileResult:
     seconds: float = 0.0
     internal_error: str | None = None
     analysis: ModuleAnalysis | None = field(default=None, repr=False)
+    skipped: bool = False
 
 
 @dataclass
@@ -98,6 +101,15 @@ def _apply_project_heat(files: list[FileResult], rules: Sequence[type[Rule]], se
             file_result.internal_error = file_result.internal_error or again.internal_error
 
 
+def needed_tokens(rules: Sequence[type[Rule]]) -> tuple[str, ...]:
+    """Any of these in a file's text means it must be parsed; none means nothing can be found."""
+    return tuple(sorted({t for rule in rules for t in rule.tokens} | set(HEAT_TOKENS)))
+
+
+def _mentions_any(text: str, tokens: tuple[str, ...]) -> bool:
+    return any(token in text for token in tokens)
+
+
 def _heat_changed(analysis: ModuleAnalysis, project: dict[str, FunctionFacts]) -> bool:
     local = analysis.local_facts
     if any(project.get(key, facts) != facts for key, facts in local.items()):
@@ -119,6 +131,8 @@ def analyze_file(
     analysis = None
     try:
         source = read_source(path)
+        if settings.prefilter and not _mentions_any(source.text, needed_tokens(rules)):
+            return FileResult(path, [], time.perf_counter() - started, skipped=True)
         analysis = analyze_source(path, source, rules, settings, module_name_for(path), external)
         findings = analysis.findings
         error = None

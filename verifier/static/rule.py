@@ -52,6 +52,8 @@ class Rule:
     use_instead: ClassVar[str]
     fix: ClassVar[str]
     references: ClassVar[tuple[str, ...]] = ()
+    # Text without any of these cannot produce this rule's finding: the file is not parsed for it.
+    tokens: ClassVar[tuple[str, ...]] = ("torch",)
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
 

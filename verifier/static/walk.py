@@ -57,16 +57,21 @@ def child_fields(node_type: type) -> tuple[str, ...]:
     return names
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Direct children of `node` in evaluation order."""
-    for name in child_fields(type(node)):
+    found: list[cst.CSTNode] = []
+    names = _fields_cache.get(type(node)) or child_fields(type(node))
+    for name in names:
         value = getattr(node, name)
         if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
+            found.append(value)
+        elif type(value) is tuple or type(value) is list:
+            found.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return found
+
+
+class _Leave(tuple):
+    """Marks a node whose children are done, on the walk's explicit stack."""
 
 
 def walk(
@@ -78,34 +83,28 @@ def walk(
 
     Iterative, so deeply nested expressions cannot exhaust the Python stack.
     """
-    stack: list[tuple[cst.CSTNode, Iterator[cst.CSTNode] | None]] = [(node, None)]
+    stack: list = [node]
     while stack:
-        current, pending = stack[-1]
-        if pending is None:
-            if enter(current) is False:
-                stack.pop()
-                leave(current)
-                continue
-            pending = children(current)
-            stack[-1] = (current, pending)
-        child = next(pending, None)
-        if child is None:
-            stack.pop()
+        current = stack.pop()
+        if type(current) is _Leave:
+            leave(current[0])
+            continue
+        if enter(current) is False:
             leave(current)
-        else:
-            stack.append((child, None))
+            continue
+        stack.append(_Leave((current,)))
+        below = children(current)
+        below.reverse()
+        stack.extend(below)
 
 
 def iter_descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node below `node` (not `node` itself), pre-order, without recursion."""
-    stack = [iter([node])]
-    first = True
+    stack = children(node)
+    stack.reverse()
     while stack:
-        current = next(stack[-1], None)
-        if current is None:
-            stack.pop()
-            continue
-        if not first:
-            yield current
-        first = False
-        stack.append(children(current))
+        current = stack.pop()
+        yield current
+        below = children(current)
+        below.reverse()
+        stack.extend(below)
