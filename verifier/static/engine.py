@@ -9,20 +9,25 @@ A file that cannot be read, decoded or parsed yields one VP900 finding; the run 
 from __future__ import annotations
 
 import ast
+import hashlib
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from verifier.config import Settings
 from verifier.findings import Category, Finding, Heat, Severity
+from verifier.static.cache import ResultCache, run_key
 from verifier.static.context import ModuleContext
 from verifier.static.discovery import discover, module_name_for
 from verifier.static.facts import NameFacts
 from verifier.static.heat import FunctionFacts, HeatModel, resolve_project
 from verifier.static.names import ImportTable
+from verifier.static.parallel import analyse_many
 from verifier.static.rule import Candidate, Rule
 from verifier.static.source import Source, UnreadableSource, read_source
 from verifier.static.suppression import is_suppressed
@@ -72,33 +77,83 @@ def analyze_paths(
     settings: Settings,
     on_file: Callable[[FileResult], None] | None = None,
 ) -> AnalysisResult:
-    """Analyse every Python file under `paths`. Raises UsageError for bad paths."""
+    """Analyse every Python file under `paths`. Raises UsageError for bad paths.
+
+    Files are analysed in `settings.jobs` processes and looked up in the results cache first
+    when `settings.cache_dir` is set; results come back in discovery order either way.
+    """
     rules = settings.selected_rules()
-    result = AnalysisResult()
-    for path in discover(paths, settings.exclude):
-        file_result = analyze_file(path, rules, settings)
-        result.files.append(file_result)
-        if on_file is not None:
-            on_file(file_result)
-    _apply_project_heat(result.files, rules, settings)
-    return result
+    codes = [rule.code for rule in rules]
+    files = list(discover(paths, settings.exclude))
+    notify = on_file or (lambda _result: None)
+    cache = ResultCache(settings.cache_dir, settings, codes) if settings.cache_dir else None
+    keys = [cache.key_for(path) for path in files] if cache else [None] * len(files)
+    whole_run = run_key(keys) if cache else None
+    if whole_run is not None:
+        finished = cache.load(f"run-{whole_run}")
+        if isinstance(finished, AnalysisResult):
+            for file_result in finished.files:
+                notify(file_result)
+            return finished
+
+    results: list[FileResult | None] = [cache.load(key) if cache and key else None for key in keys]
+    for result in results:
+        if result is not None:
+            notify(result)
+    missing = [i for i, result in enumerate(results) if result is None]
+    for index, result in zip(missing, analyse_many([files[i] for i in missing], codes, settings, settings.jobs)):
+        results[index] = result
+        notify(result)
+        if cache and keys[index] and not result.internal_error:
+            cache.store(keys[index], result)
+
+    analysis = AnalysisResult(list(results))
+    _apply_project_heat(analysis.files, keys, codes, settings, cache)
+    if whole_run is not None and not analysis.internal_errors:
+        cache.store(f"run-{whole_run}", AnalysisResult([replace(r, analysis=None) for r in analysis.files]))
+    return analysis
 
 
-def _apply_project_heat(files: list[FileResult], rules: Sequence[type[Rule]], settings: Settings) -> None:
+def _apply_project_heat(
+    files: list[FileResult],
+    keys: list[str | None],
+    codes: list[str],
+    settings: Settings,
+    cache: ResultCache | None,
+) -> None:
     """Heat crosses modules: a helper imported by another file's batch loop is step code.
 
     Each file was analysed under its own heat; one fixed point over every file's summary
     then says which files' heat changed, and only those are analysed again with it.
     """
-    analysed = [f for f in files if f.analysis is not None and f.analysis.heat is not None]
+    analysed = [(i, f) for i, f in enumerate(files) if f.analysis is not None and f.analysis.heat is not None]
     if len(analysed) < 2:
         return
-    project = resolve_project([f.analysis.heat for f in analysed])
-    for file_result in analysed:
+    project = resolve_project([f.analysis.heat for _, f in analysed])
+    redo: list[tuple[int, str | None]] = []
+    for index, file_result in analysed:
         if file_result.analysis.had_candidates and _heat_changed(file_result.analysis, project):
-            again = analyze_file(file_result.path, rules, settings, external=project)
-            file_result.findings = again.findings
-            file_result.internal_error = file_result.internal_error or again.internal_error
+            key = keys[index]
+            if key is not None:
+                key = f"{key}-{_facts_digest(file_result.analysis, project)}"
+                cached = cache.load(key) if cache else None
+                if cached is not None:
+                    file_result.findings = cached.findings
+                    continue
+            redo.append((index, key))
+    again = analyse_many([files[i].path for i, _ in redo], codes, settings, settings.jobs, external=project)
+    for (index, key), result in zip(redo, again):
+        files[index].findings = result.findings
+        files[index].internal_error = files[index].internal_error or result.internal_error
+        if cache and key and not result.internal_error:
+            cache.store(key, replace(result, analysis=None))
+
+
+def _facts_digest(analysis: ModuleAnalysis, project: dict[str, FunctionFacts]) -> str:
+    """What this file's re-analysis depends on: the project's facts about the functions it touches."""
+    touched = set(analysis.local_facts) | {site.callee for site in analysis.heat.call_sites}
+    relevant = sorted((key, project[key]) for key in touched if key in project)
+    return hashlib.sha256(repr(relevant).encode()).hexdigest()[:16]
 
 
 def needed_tokens(rules: Sequence[type[Rule]]) -> tuple[str, ...]:
@@ -133,17 +188,46 @@ def analyze_file(
         source = read_source(path)
         if settings.prefilter and not _mentions_any(source.text, needed_tokens(rules)):
             return FileResult(path, [], time.perf_counter() - started, skipped=True)
-        analysis = analyze_source(path, source, rules, settings, module_name_for(path), external)
+        with _TimeLimit(settings.file_timeout):
+            analysis = analyze_source(path, source, rules, settings, module_name_for(path), external)
         findings = analysis.findings
         error = None
     except UnreadableSource as problem:
         findings, error = [_unanalysable(path, str(problem), problem.line)], None
+    except FileTimeout:
+        limit = f"{settings.file_timeout:g} s"
+        findings, error = [_unanalysable(path, f"analysis exceeded the per-file time limit of {limit}", 1)], None
     except Exception as crash:  # a bug in verify-perf must not take the whole run down
         message = f"internal error while analysing: {type(crash).__name__}: {crash}"
         findings, error = [_unanalysable(path, message, 1)], message
     if not any(rule.code == UNANALYSABLE for rule in rules):
         findings = [f for f in findings if f.code != UNANALYSABLE]
     return FileResult(path, findings, time.perf_counter() - started, error, analysis)
+
+
+class FileTimeout(Exception):
+    """Raised inside a file's analysis when it exceeds the per-file time limit."""
+
+
+class _TimeLimit:
+    """A per-file wall-clock limit via SIGALRM (main thread, Unix); elsewhere no limit."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.active = bool(seconds) and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+    def __enter__(self) -> None:
+        if self.active:
+            self.previous = signal.signal(signal.SIGALRM, self._expire)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+    def _expire(self, signum, frame) -> None:
+        raise FileTimeout()
 
 
 def analyze_source(

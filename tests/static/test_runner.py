@@ -1,0 +1,68 @@
+"""Running many files: processes, the results cache, the pre-filter and the per-file time limit."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from verifier.config import Settings
+from verifier.static.engine import analyze_paths
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def make_tree(root: Path, copies: int = 12) -> None:
+    for index in range(copies):
+        shutil.copy(EXAMPLES / "bad_train.py", root / f"bad_{index:02d}.py")
+        shutil.copy(EXAMPLES / "good_train.py", root / f"good_{index:02d}.py")
+    (root / "notes.py").write_text("GREETING = 'hello'\n")
+
+
+def rows(result):
+    return [(f.path, f.line, f.column, f.code, f.severity.name, f.message) for f in result.findings]
+
+
+def test_two_processes_give_the_same_findings_as_one(tmp_path):
+    make_tree(tmp_path)
+    single = analyze_paths([str(tmp_path)], Settings(jobs=1))
+    double = analyze_paths([str(tmp_path)], Settings(jobs=2))
+    assert rows(single) == rows(double)
+    assert len(rows(single)) == 12 * 15
+    assert [f.path for f in single.files] == [f.path for f in double.files]
+
+
+def test_cache_hits_on_unchanged_files_and_misses_on_edits(tmp_path):
+    project, cache_dir = tmp_path / "project", tmp_path / "cache"
+    project.mkdir()
+    make_tree(project, copies=2)
+    settings = Settings(cache_dir=str(cache_dir))
+    cold = analyze_paths([str(project)], settings)
+    warm = analyze_paths([str(project)], settings)
+    assert rows(cold) == rows(warm)
+    assert (cache_dir / ".gitignore").read_text().endswith("*\n")
+
+    edited = project / "good_00.py"
+    edited.write_text(edited.read_text() + "\ndef extra(loader):\n    for x in loader:\n        print(x.sum().item())\n")
+    after_edit = analyze_paths([str(project)], settings)
+    new = [r for r in rows(after_edit) if r not in rows(cold)]
+    assert [(Path(r[0]).name, r[3], r[4]) for r in new] == [("good_00.py", "VP201", "MEDIUM")]
+
+
+def test_files_without_any_rule_token_are_not_parsed(tmp_path):
+    (tmp_path / "plain.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "broken_plain.py").write_text("def add(a, b:\n")
+    (tmp_path / "train.py").write_text("import torch\n")
+    result = analyze_paths([str(tmp_path)], Settings())
+    assert {Path(f.path).name: f.skipped for f in result.files} == {
+        "broken_plain.py": True, "plain.py": True, "train.py": False,
+    }
+    parsed_everything = analyze_paths([str(tmp_path)], Settings(prefilter=False))
+    assert [(Path(f.path).name, f.code) for f in parsed_everything.findings] == [("broken_plain.py", "VP900")]
+
+
+def test_a_file_over_the_time_limit_becomes_one_vp900(tmp_path):
+    body = "import torch\n" + "".join(f"def f{i}(x):\n    return x.item() + {i}\n" for i in range(3000))
+    (tmp_path / "huge.py").write_text(body)
+    result = analyze_paths([str(tmp_path)], Settings(file_timeout=0.01))
+    assert [(f.code, f.line) for f in result.findings] == [("VP900", 1)]
+    assert "time limit of 0.01 s" in result.findings[0].message
