@@ -16,6 +16,11 @@ class Settings:
     exclude: tuple[str, ...] = ()
     severity: dict[str, Severity] = field(default_factory=dict)
     per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    prefilter: bool = True
+    # How the run is carried out; not part of the cache key.
+    jobs: int = 1
+    cache_dir: str | None = None
+    file_timeout: float | None = 60.0
 
     def selected_rules(self) -> list:
         from verifier.rules import rule_by_selector
