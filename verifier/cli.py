@@ -1,21 +1,25 @@
 """Command line: arguments in, exit code out. The work lives in verifier.static and verifier.report.
 
-Exit codes: 0 nothing blocks (PASS), 1 a finding blocks the merge (BLOCK), 2 usage or internal error.
+Exit codes: 0 nothing blocks (PASS), 1 the merge is blocked (BLOCK), 2 usage or internal error.
+`--format` picks what goes to stdout (or to `-o FILE`); the markdown report is written to
+`reports/<task>.md` as well unless `--no-report`.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import re
 import sys
 import tempfile
 
 from verifier import __version__
-from verifier.config import Settings
 from verifier.static.discovery import UsageError
 
 EXIT_PASS, EXIT_BLOCK, EXIT_ERROR = 0, 1, 2
-FORMATS = ("text", "json")
+FORMATS = ("text", "json", "markdown", "sarif", "github")
+DEFAULT_REPORT_DIR = "reports"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,24 +33,74 @@ def _codes(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def build_check_parser() -> argparse.ArgumentParser:
+def _min_score(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 100:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 100, got {text!r}")
+    return int(text)
+
+
+def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentParser:
+    """The check command's parser; the harness's own options join only with `--dynamic`,
+    because loading them imports torch, which a static run never does."""
     parser = _Parser(
         prog="verify-perf",
         description="Pre-merge performance gate for PyTorch training code.",
-        epilog="Subcommands: `verify-perf rule CODE` explains a rule. Exit codes: 0 PASS, 1 BLOCK, 2 error.",
+        epilog=(
+            "Subcommands: `verify-perf rule CODE` explains a rule; `verify-perf bench ...` runs the "
+            "dynamic harness on its own. Exit codes: 0 PASS, 1 BLOCK, 2 error."
+        ),
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to analyse")
-    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
-    parser.add_argument("--select", type=_codes, action="extend", metavar="CODES",
-                        help="comma-separated rule codes, prefixes (VP2) or names to enable (default: ALL)")
-    parser.add_argument("--ignore", type=_codes, action="extend", default=[], metavar="CODES",
-                        help="comma-separated rule codes, prefixes or names to disable")
-    parser.add_argument("--exclude", type=_codes, action="extend", default=[], metavar="GLOBS",
-                        help="extra comma-separated glob patterns of files or folders to skip")
-    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings block")
+    output = parser.add_argument_group("output")
+    output.add_argument("--format", choices=FORMATS, default="text",
+                        help="what to print on stdout (or write to --output); default: text")
+    output.add_argument("-o", "--output", metavar="FILE",
+                        help="write the --format output to FILE instead of stdout (with --format markdown, "
+                             "FILE is the report and nothing is written under --report-dir)")
+    output.add_argument("--task", metavar="ID",
+                        help="task id: report title and file name (default: the first path's name)")
+    output.add_argument("--report-dir", metavar="DIR", default=DEFAULT_REPORT_DIR,
+                        help=f"folder for the markdown report <task>.md (default: {DEFAULT_REPORT_DIR})")
+    output.add_argument("--no-report", action="store_true", help="do not write the markdown report file")
+    output.add_argument("--date", metavar="YYYY-MM-DD",
+                        help="date printed in the report (default: $SOURCE_DATE_EPOCH, else today in UTC)")
+    output.add_argument("-q", "--quiet", action="store_true",
+                        help="text format: print findings only, no summary; no 'report written' note")
+    rules = parser.add_argument_group("rules and configuration")
+    rules.add_argument("--config", metavar="FILE",
+                       help="read [tool.verify-perf] from FILE (default: the closest pyproject.toml "
+                            "with that table, searching upwards from the first path)")
+    rules.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    rules.add_argument("--select", type=_codes, action="extend", metavar="CODES",
+                       help="comma-separated rule codes, prefixes (VP2) or names to enable (default: ALL)")
+    rules.add_argument("--ignore", type=_codes, action="extend", default=[], metavar="CODES",
+                       help="comma-separated rule codes, prefixes or names to disable")
+    rules.add_argument("--exclude", type=_codes, action="extend", default=[], metavar="GLOBS",
+                       help="extra comma-separated glob patterns of files or folders to skip")
+    gate = parser.add_argument_group("gate")
+    gate.add_argument("--diff", metavar="BASE",
+                      help="pre-merge mode: only files and lines changed since the merge base with git ref BASE")
+    gate.add_argument("--baseline", metavar="FILE",
+                      help="compare with a stored `--format json` output: new/existing/fixed findings, "
+                           "measured regressions")
+    gate.add_argument("--block-on-new-only", action="store_true", default=None,
+                      help="with --baseline, only new findings block (config: block-on-new-only)")
+    gate.add_argument("--min-score", type=_min_score, metavar="N",
+                      help="block below this score (config: min-score; default 70)")
+    gate.add_argument("--dynamic", action="store_true", help="also run the dynamic harness and report its figures")
+    gate.add_argument("--exit-zero", action="store_true", help="exit 0 even when the merge is blocked")
     parser.add_argument("--version", action="version", version=f"verify-perf {__version__}")
+    if harness_arguments:
+        _add_harness_arguments(parser)
     return parser
+
+
+def _add_harness_arguments(parser: argparse.ArgumentParser) -> None:
+    try:
+        add_harness_arguments = importlib.import_module("verifier.dynamic.command").add_harness_arguments
+    except (ImportError, AttributeError):
+        return  # the run then reports the harness as unavailable
+    add_harness_arguments(parser.add_argument_group("dynamic harness (with --dynamic)"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
             from verifier.report.rule_docs import run_rule_command
 
             return run_rule_command(args[1:])
-        return _run_check(build_check_parser().parse_args(args))
+        if args and args[0] == "bench":
+            return _run_bench(args[1:])
+        from verifier.check import run_check
+
+        return run_check(build_check_parser(harness_arguments="--dynamic" in args).parse_args(args))
     except UsageError as error:
         print(f"verify-perf: error: {error}", file=sys.stderr)
         return EXIT_ERROR
@@ -65,39 +123,35 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-def _run_check(args: argparse.Namespace) -> int:
-    from verifier.report.decision import decide
-    from verifier.report.json_format import render_json
-    from verifier.report.text import render_text
-    from verifier.static.engine import analyze_paths
+def _run_bench(argv: list[str]) -> int:
+    try:
+        command = importlib.import_module("verifier.dynamic.command")
+        add_arguments, run = command.add_bench_arguments, command.run_bench
+    except (ImportError, AttributeError) as error:
+        raise UsageError(f"`verify-perf bench` is unavailable: the dynamic harness could not be loaded ({error})") from None
+    parser = _Parser(prog="verify-perf bench", description="Run the dynamic harness and print its measurements.")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
-    settings = Settings(
-        select=tuple(args.select or ("ALL",)),
-        ignore=tuple(args.ignore),
-        exclude=tuple(args.exclude),
-    )
-    result = analyze_paths(args.paths, settings)
-    findings = result.findings
-    decision = decide(findings)
-    if args.format == "json":
-        output = render_json(findings, len(result.files), decision)
-    else:
-        output = render_text(findings, len(result.files), decision)
-    if args.output:
-        write_atomically(args.output, output)
-    else:
-        sys.stdout.write(output)
-    for broken in result.internal_errors:
-        print(f"verify-perf: {broken.path}: {broken.internal_error}", file=sys.stderr)
-    if result.internal_errors:
-        return EXIT_ERROR
-    if decision.blocks and not args.exit_zero:
-        return EXIT_BLOCK
-    return EXIT_PASS
+
+_TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def validate_task(task: str) -> str:
+    """A task id becomes a file name: letters, digits, `.`, `_`, `-`; never a path or `..`."""
+    if not _TASK.fullmatch(task) or ".." in task:
+        raise UsageError(
+            f"--task {task!r}: use letters, digits, '.', '_' and '-' only (no path separators, no '..'), "
+            "starting with a letter or digit"
+        )
+    return task
 
 
 def write_atomically(path: str, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a report."""
+    """Write via a temporary file and rename, so a reader never sees half a report.
+
+    An interrupted or failed write leaves the previous file untouched.
+    """
     folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)

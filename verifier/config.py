@@ -1,12 +1,26 @@
-"""Effective settings of a run: rule selection, severity overrides, excludes."""
+"""Effective settings of a run, and reading them from `[tool.verify-perf]` in a pyproject.toml.
+
+A wrong config is a usage error naming the file and the key, never a silent default: a gate
+that quietly ignores `min-score = "90"` is a gate nobody configured.
+"""
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
+import os
+import tomllib
 from dataclasses import dataclass, field
+from typing import Any
 
+from verifier.dynamic.results import Thresholds
 from verifier.findings import Severity
 from verifier.static.discovery import UsageError
+
+DEFAULT_BLOCK_ON = frozenset({Severity.CRITICAL, Severity.HIGH})
+DEFAULT_MIN_SCORE = 70
+DEFAULT_REGRESSION_TOLERANCE = 0.05
+CONFIG_TABLE = "tool.verify-perf"
 
 
 @dataclass(frozen=True)
@@ -21,6 +35,12 @@ class Settings:
     jobs: int = 1
     cache_dir: str | None = None
     file_timeout: float | None = 60.0
+    block_on: frozenset[Severity] = DEFAULT_BLOCK_ON
+    min_score: int = DEFAULT_MIN_SCORE
+    block_on_new_only: bool = False
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    regression_tolerance: float = DEFAULT_REGRESSION_TOLERANCE
+    config_path: str | None = None
 
     def selected_rules(self) -> list:
         from verifier.rules import rule_by_selector
@@ -52,3 +72,194 @@ class Settings:
             if fnmatch.fnmatch(posix, pattern) or fnmatch.fnmatch(posix, f"*/{pattern}"):
                 codes.update(code.upper() for code in listed)
         return codes
+
+
+@dataclass(frozen=True)
+class FileConfig:
+    """What `[tool.verify-perf]` set, already validated; None means "not set, use the default"."""
+
+    path: str | None = None
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    severity: dict[str, Severity] = field(default_factory=dict)
+    per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    block_on: frozenset[Severity] | None = None
+    min_score: int | None = None
+    block_on_new_only: bool | None = None
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    regression_tolerance: float | None = None
+
+
+def find_config(start: str) -> str | None:
+    """The closest pyproject.toml at or above `start` that has a `[tool.verify-perf]` table."""
+    folder = os.path.abspath(start)
+    if not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    while True:
+        candidate = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(candidate) and _tool_table(_read_toml(candidate)) is not None:
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def load_config(path: str, *, required: bool) -> FileConfig:
+    """Read and validate `[tool.verify-perf]` from `path` (required: named with --config)."""
+    table = _tool_table(_read_toml(path))
+    if table is None:
+        if required:
+            raise UsageError(f"{path}: no [{CONFIG_TABLE}] table")
+        return FileConfig(path=None)
+    return _Validator(path).config(table)
+
+
+def _read_toml(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read config: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise UsageError(f"{path}: invalid TOML: {error}") from None
+
+
+def _tool_table(document: dict[str, Any]) -> Any:
+    tool = document.get("tool")
+    return tool.get("verify-perf") if isinstance(tool, dict) else None
+
+
+_THRESHOLD_KEYS = ("speedup", "memory-reduction", "accuracy-drop", "regression-tolerance")
+_KEYS = (
+    "select", "ignore", "exclude", "severity", "per-file-ignores",
+    "block-on", "min-score", "block-on-new-only", "thresholds",
+)
+
+
+class _Validator:
+    """Checks one table; every message starts with the file and the key at fault."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, key: str, problem: str) -> UsageError:
+        return UsageError(f"{self.path}: [{CONFIG_TABLE}] {key}: {problem}")
+
+    def config(self, table: Any) -> FileConfig:
+        if not isinstance(table, dict):
+            raise UsageError(f"{self.path}: [{CONFIG_TABLE}] must be a table")
+        self.known_keys(table, _KEYS, "")
+        thresholds, tolerance = self.thresholds(table.get("thresholds", {}))
+        return FileConfig(
+            path=self.path,
+            select=tuple(self.rule_list(table, "select")) if "select" in table else None,
+            ignore=tuple(self.rule_list(table, "ignore")),
+            exclude=tuple(self.string_list(table, "exclude")),
+            severity=self.severity_overrides(table.get("severity", {})),
+            per_file_ignores=self.per_file_ignores(table.get("per-file-ignores", {})),
+            block_on=self.block_on(table) if "block-on" in table else None,
+            min_score=self.min_score(table) if "min-score" in table else None,
+            block_on_new_only=self.boolean(table, "block-on-new-only") if "block-on-new-only" in table else None,
+            thresholds=thresholds,
+            regression_tolerance=tolerance,
+        )
+
+    def known_keys(self, table: dict, allowed: tuple[str, ...], prefix: str) -> None:
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(allowed)})"
+                raise self.fail(prefix + key, f"unknown key{hint}")
+
+    def string_list(self, table: dict, name: str, *, key: str | None = None) -> list[str]:
+        value = table.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self.fail(key or name, f"expected a list of strings, got {_shown(value)}")
+        return value
+
+    def rule_list(self, table: dict, name: str, *, key: str | None = None) -> list[str]:
+        selectors = self.string_list(table, name, key=key)
+        for selector in selectors:
+            self.rule_code(key or name, selector)
+        return selectors
+
+    def rule_code(self, key: str, selector: str) -> str:
+        from verifier.rules import rule_by_selector
+
+        matches = rule_by_selector(selector)
+        if not matches:
+            raise self.fail(key, f"unknown rule code or name {selector!r}")
+        return matches[0].code
+
+    def severity_overrides(self, value: Any) -> dict[str, Severity]:
+        if not isinstance(value, dict):
+            raise self.fail("severity", f"expected a table of rule = severity, got {_shown(value)}")
+        from verifier.rules import rule_by_selector
+
+        overrides: dict[str, Severity] = {}
+        for selector, level in value.items():
+            key = f"severity.{selector}"
+            self.rule_code(key, selector)
+            if not isinstance(level, str):
+                raise self.fail(key, f"expected a severity name, got {_shown(level)}")
+            try:
+                severity = Severity.parse(level)
+            except ValueError as error:
+                raise self.fail(key, str(error)) from None
+            for rule in rule_by_selector(selector):
+                overrides[rule.code] = severity
+        return overrides
+
+    def per_file_ignores(self, value: Any) -> dict[str, tuple[str, ...]]:
+        if not isinstance(value, dict):
+            raise self.fail("per-file-ignores", f"expected a table of glob = [codes], got {_shown(value)}")
+        return {
+            pattern: tuple(self.rule_list(value, pattern, key=f"per-file-ignores.{pattern!r}"))
+            for pattern in value
+        }
+
+    def block_on(self, table: dict) -> frozenset[Severity]:
+        names = self.string_list(table, "block-on")
+        try:
+            return frozenset(Severity.parse(name) for name in names)
+        except ValueError as error:
+            raise self.fail("block-on", str(error)) from None
+
+    def min_score(self, table: dict) -> int:
+        value = table["min-score"]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+            raise self.fail("min-score", f"expected an integer from 0 to 100, got {_shown(value)}")
+        return value
+
+    def boolean(self, table: dict, key: str) -> bool:
+        value = table[key]
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {_shown(value)}")
+        return value
+
+    def thresholds(self, value: Any) -> tuple[Thresholds, float | None]:
+        if not isinstance(value, dict):
+            raise self.fail("thresholds", f"expected a table, got {_shown(value)}")
+        self.known_keys(value, _THRESHOLD_KEYS, "thresholds.")
+        defaults = Thresholds()
+        speedup = self.number(value, "speedup", defaults.min_speedup, low=0.0, high=None)
+        memory = self.number(value, "memory-reduction", defaults.min_memory_reduction, low=0.0, high=1.0)
+        accuracy = self.number(value, "accuracy-drop", defaults.max_accuracy_degradation, low=0.0, high=1.0)
+        tolerance = self.number(value, "regression-tolerance", None, low=0.0, high=None)
+        return Thresholds(speedup, memory, accuracy), tolerance
+
+    def number(self, table: dict, key: str, default: float | None, *, low: float, high: float | None) -> Any:
+        if key not in table:
+            return default
+        value = table[key]
+        in_range = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= low
+        if not in_range or (high is not None and value > high):
+            bound = f"from {low:g} to {high:g}" if high is not None else f"of at least {low:g}"
+            raise self.fail(f"thresholds.{key}", f"expected a number {bound}, got {_shown(value)}")
+        return float(value)
+
+
+def _shown(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"

@@ -1,19 +1,37 @@
-"""PASS or BLOCK, with the reasons, from the findings."""
+"""PASS or BLOCK, with every reason spelled out.
+
+Default policy (RULES.md): BLOCK on any finding whose severity is in `block-on` (CRITICAL,
+HIGH), on a measured dynamic target missed, or on a score below `min-score`; otherwise PASS.
+With a baseline and `block-on-new-only`, only new findings block, and a low score blocks only
+when it also fell below the baseline's score (legacy debt does not block a merge by itself).
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from verifier.config import DEFAULT_BLOCK_ON, DEFAULT_MIN_SCORE
+from verifier.dynamic.results import DynamicResult, Verdict, VerdictStatus
 from verifier.findings import Finding, Severity
+from verifier.report.figures import target_value
 
-DEFAULT_BLOCK_ON = frozenset({Severity.CRITICAL, Severity.HIGH})
+__all__ = ["DEFAULT_BLOCK_ON", "Decision", "Policy", "decide", "severity_counts"]
+
+
+@dataclass(frozen=True)
+class Policy:
+    block_on: frozenset[Severity] = DEFAULT_BLOCK_ON
+    min_score: int = DEFAULT_MIN_SCORE
+    block_on_new_only: bool = False
 
 
 @dataclass(frozen=True)
 class Decision:
     status: str
     reasons: tuple[str, ...]
+    blocking: tuple[Finding, ...] = ()
+    missed: tuple[Verdict, ...] = field(default=())
 
     @property
     def blocks(self) -> bool:
@@ -25,11 +43,43 @@ def severity_counts(findings: list[Finding]) -> dict[str, int]:
     return {s.name: counts.get(s, 0) for s in sorted(Severity, reverse=True)}
 
 
-def decide(findings: list[Finding], block_on: frozenset[Severity] = DEFAULT_BLOCK_ON) -> Decision:
-    blocking = [f for f in findings if f.severity in block_on]
-    if not blocking:
-        return Decision("PASS", ())
-    reasons = tuple(
+def decide(
+    findings: list[Finding],
+    policy: Policy | frozenset[Severity] = Policy(),
+    *,
+    score: int | None = None,
+    dynamic: DynamicResult | None = None,
+    new_findings: list[Finding] | None = None,
+    baseline_score: int | None = None,
+) -> Decision:
+    """Decide from findings, the score and the verdicts.
+
+    `new_findings` is the subset not in the baseline; it narrows blocking only when the policy
+    says `block_on_new_only`.
+    """
+    if not isinstance(policy, Policy):
+        policy = Policy(block_on=frozenset(policy))
+    only_new = policy.block_on_new_only and new_findings is not None
+    candidates = new_findings if only_new else findings
+    blocking = tuple(sorted((f for f in candidates if f.severity in policy.block_on), key=lambda f: (-f.severity, f)))
+    reasons = [
         f"{f.severity.name} {f.code} {f.name} at {f.path}:{f.line}: {f.message}" for f in blocking
+    ]
+    missed = tuple(
+        v for v in (dynamic.verdicts if dynamic is not None else ())
+        if v.status is VerdictStatus.MISS and v.measured is not None
     )
-    return Decision("BLOCK", reasons)
+    reasons += [
+        f"measured target missed: {v.label}: {target_value(v.measured, v.unit)} "
+        f"(target {v.comparison} {target_value(v.target, v.unit)})"
+        for v in missed
+    ]
+    if score is not None and score < policy.min_score:
+        if not only_new or baseline_score is None:
+            reasons.append(f"score {score}/100 is below the minimum {policy.min_score}")
+        elif score < baseline_score:
+            reasons.append(
+                f"score {score}/100 is below the minimum {policy.min_score} and below the baseline's {baseline_score}"
+            )
+    status = "BLOCK" if reasons else "PASS"
+    return Decision(status, tuple(reasons), blocking, missed)

@@ -1,28 +1,97 @@
 """JSON output, versioned: `schema_version` changes when a field is removed or changes meaning.
 
-The schema is `verifier/report/schemas/findings.schema.json` (documented in docs/json-output.md).
+The schema is `verifier/report/schemas/findings.schema.json`. A JSON output is also what
+`--baseline FILE` reads back. It holds no date, so a stored baseline only changes with the code.
 """
 
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 from verifier import __version__
-from verifier.findings import Finding
-from verifier.report.decision import Decision, severity_counts
+from verifier.report.decision import severity_counts
+from verifier.report.model import Report
+from verifier.report.scoring import Scorecard
 
 SCHEMA_VERSION = 1
 
 
-def render_json(findings: list[Finding], files_analysed: int, decision: Decision, extra: dict | None = None) -> str:
+def render_json(report: Report) -> str:
     document = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "verify-perf", "version": __version__},
-        "files_analysed": files_analysed,
-        "counts": severity_counts(findings),
-        "decision": {"status": decision.status, "reasons": list(decision.reasons)},
-        "findings": [f.to_dict() for f in findings],
+        "task": report.run.task,
+        "diff_base": report.run.diff_base,
+        "files_analysed": len(report.files),
+        "files": list(report.files),
+        "counts": severity_counts(list(report.findings)),
+        "score": _score(report.scorecard, report.policy.min_score),
+        "decision": {"status": report.decision.status, "reasons": list(report.decision.reasons)},
+        "findings": [_finding(f, report) for f in report.findings],
+        "dynamic": (
+            {"status": "run", "result": report.dynamic.to_dict()}
+            if report.dynamic is not None
+            else {"status": "not run", "reason": report.dynamic_note}
+        ),
+        "baseline": _baseline(report),
     }
-    if extra:
-        document.update(extra)
-    return json.dumps(document, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _finding(finding, report: Report) -> dict:
+    record = finding.to_dict()
+    record["fingerprint"] = report.fingerprints[finding]
+    if report.baseline is not None:
+        record["baseline_state"] = report.baseline.states[finding]
+    return record
+
+
+def _points(value: Fraction) -> float:
+    return round(float(value), 2)
+
+
+def _score(scorecard: Scorecard, min_score: int) -> dict:
+    return {
+        "total": scorecard.total,
+        "maximum": 100,
+        "min_score": min_score,
+        "static_only": scorecard.static_only,
+        "categories": [
+            {
+                "name": c.name,
+                "scored": c.scored,
+                "points": _points(c.points),
+                "max_points": _points(c.max_points),
+                "note": c.note,
+                "deductions": [
+                    {"code": d.code, "name": d.name, "severity": d.severity.name, "count": d.count,
+                     "points": _points(d.points)}
+                    for d in c.deductions
+                ],
+            }
+            for c in scorecard.categories
+        ],
+    }
+
+
+def _baseline(report: Report) -> dict | None:
+    comparison = report.baseline
+    if comparison is None:
+        return None
+    return {
+        "path": comparison.path,
+        "score": comparison.baseline_score,
+        "new": len(comparison.new),
+        "existing": len(comparison.existing),
+        "fixed": [
+            {"fingerprint": s.fingerprint, "code": s.code, "name": s.name, "severity": s.severity,
+             "path": s.path, "line": s.line, "message": s.message}
+            for s in comparison.fixed
+        ],
+        "regressions": [
+            {"mode": r.mode, "metric": r.metric, "baseline": r.baseline, "current": r.current, "note": r.note}
+            for r in comparison.regressions
+        ],
+        "measured_note": comparison.measured_note,
+    }

@@ -1,0 +1,67 @@
+"""Baseline matching: fingerprints survive line shifts; new/existing/fixed; measured regressions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from tests.report.conftest import make_dynamic, make_finding, make_report
+from verifier.report.baseline import compare, fingerprints, load_baseline
+from verifier.report.json_format import render_json
+from verifier.static.discovery import UsageError
+
+
+def store(tmp_path, findings, dynamic=None):
+    path = tmp_path / "baseline.json"
+    path.write_text(render_json(make_report(findings, dynamic=dynamic)), encoding="utf-8")
+    return load_baseline(str(path))
+
+
+def test_fingerprint_ignores_line_numbers_and_indentation():
+    before = make_finding(line=10, source="        total = loss.item()")
+    after = make_finding(line=42, source="    total  =  loss.item()")
+    assert fingerprints([before])[before] == fingerprints([after])[after]
+
+
+def test_repeated_identical_lines_get_distinct_fingerprints():
+    first, second = make_finding(line=10), make_finding(line=20)
+    prints = fingerprints([second, first])
+    assert prints[first] != prints[second]
+
+
+def test_new_existing_and_fixed(tmp_path):
+    kept = make_finding(line=10)
+    gone = make_finding("VP203", line=30, source="torch.cuda.synchronize()", name="synchronize-in-loop")
+    baseline = store(tmp_path, [kept, gone])
+    moved = replace(kept, line=14, end_line=14)
+    added = make_finding("VP202", line=50, source="print(loss.item())", name="repeated-item")
+    comparison = compare([moved, added], baseline, None, tolerance=0.05, max_accuracy_drop=0.01)
+    assert comparison.existing == [moved]
+    assert comparison.new == [added]
+    assert [(s.code, s.line) for s in comparison.fixed] == [("VP203", 30)]
+    assert comparison.baseline_score == make_report([kept, gone]).scorecard.total
+
+
+def test_measured_regressions_on_the_same_device(tmp_path):
+    baseline = store(tmp_path, [], dynamic=make_dynamic(speedup=2.0))
+    comparison = compare([], baseline, make_dynamic(speedup=1.6), tolerance=0.05, max_accuracy_drop=0.01)
+    assert [(r.mode, r.metric) for r in comparison.regressions] == [("fp16", "step time (median)")]
+    assert comparison.regressions[0].note == "1.25x slower"
+
+
+def test_figures_from_another_device_are_not_compared(tmp_path):
+    baseline = store(tmp_path, [], dynamic=make_dynamic())
+    other = make_dynamic(device=replace(make_dynamic().device, name="NVIDIA A10G"))
+    comparison = compare([], baseline, other, tolerance=0.05, max_accuracy_drop=0.01)
+    assert comparison.regressions == ()
+    assert "not compared" in comparison.measured_note
+
+
+@pytest.mark.parametrize("content", ["not json", json.dumps({"findings": "nope"}), json.dumps([1])])
+def test_a_bad_baseline_file_is_a_usage_error(tmp_path, content):
+    path = tmp_path / "baseline.json"
+    path.write_text(content)
+    with pytest.raises(UsageError, match="--baseline"):
+        load_baseline(str(path))

@@ -1,0 +1,88 @@
+"""The score formula: severity dominates count, repeats decay, categories are bounded."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from tests.report.conftest import make_dynamic, make_finding
+from verifier.dynamic.results import VerdictStatus
+from verifier.findings import Severity
+from verifier.report.scoring import AMP, DATA, MEASURED, MEMORY, SYNC, score
+
+
+def test_no_findings_scores_100_on_static_categories_only():
+    card = score([])
+    assert card.total == 100
+    assert card.static_only
+    assert not card.category(MEASURED).scored
+    assert "not run" in card.category(MEASURED).note
+
+
+def test_info_findings_cost_nothing():
+    assert score([make_finding("VP900", severity=Severity.INFO)]).total == 100
+
+
+def test_one_critical_costs_more_than_many_lows():
+    lows = [make_finding("VP305", line=n, severity=Severity.LOW) for n in range(1, 200)]
+    critical = [make_finding("VP301", severity=Severity.CRITICAL)]
+    assert score(critical).total < score(lows).total
+
+
+def test_a_high_costs_more_than_any_number_of_repeats_of_one_medium():
+    mediums = [make_finding("VP201", line=n) for n in range(1, 200)]
+    high = [make_finding("VP203", severity=Severity.HIGH)]
+    assert score(high).total < score(mediums).total
+
+
+def test_repeats_of_one_rule_cost_less_each_time():
+    costs = []
+    for count in range(1, 5):
+        card = score([make_finding("VP201", line=n) for n in range(count)])
+        costs.append(card.category(SYNC).max_points - card.category(SYNC).points)
+    increments = [b - a for a, b in zip([Fraction(0), *costs], costs)]
+    assert increments == sorted(increments, reverse=True)
+    assert increments[1] == increments[0] / 2
+
+
+def test_a_category_never_loses_more_than_its_share():
+    findings = [make_finding("VP301", line=n, severity=Severity.CRITICAL) for n in range(5)]
+    card = score(findings)
+    assert card.category(AMP).points == 0
+    assert card.total == 75
+    assert card.category(MEMORY).points == card.category(MEMORY).max_points == 25
+
+
+def test_exact_example_one_medium_is_five_points():
+    card = score([make_finding("VP101", category=make_finding("VP101").category)])
+    assert card.category(DATA).points == 20
+    assert card.total == 95
+
+
+def test_any_cost_shows_below_100():
+    assert score([make_finding("VP305", severity=Severity.LOW)]).total == 98
+
+
+def test_unchecked_categories_are_not_scored():
+    card = score([], checked=frozenset({SYNC}))
+    assert [c.name for c in card.categories if c.scored] == [SYNC]
+    assert card.category(SYNC).max_points == 100
+
+
+def test_measured_performance_is_scored_from_judged_verdicts_only():
+    card = score([], make_dynamic())
+    measured = card.category(MEASURED)
+    assert measured.scored and not card.static_only
+    assert measured.points == measured.max_points == 20
+    assert measured.note == "2 of 2 measured targets met"
+
+
+def test_a_missed_target_costs_its_share_of_measured_performance():
+    card = score([], make_dynamic(speedup_status=VerdictStatus.MISS, speedup=1.1))
+    assert card.category(MEASURED).points == 10
+    assert card.total == 90
+
+
+def test_a_harness_error_leaves_measured_performance_unscored():
+    card = score([], make_dynamic(error="CUDA out of memory"))
+    assert card.static_only
+    assert "CUDA out of memory" in card.category(MEASURED).note

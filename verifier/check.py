@@ -1,0 +1,217 @@
+"""One `verify-perf PATH...` run, in the order the data flows: settings, analysis, measurements,
+baseline, report, outputs, exit code."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib
+import os
+import re
+import shlex
+import sys
+
+from verifier.cli import EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, validate_task, write_atomically
+from verifier.config import FileConfig, Settings, find_config, load_config
+from verifier.dynamic.results import DynamicResult
+from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
+from verifier.static.discovery import UsageError
+
+HARNESS_UNAVAILABLE = "not run: harness unavailable"
+
+
+def run_check(args: argparse.Namespace) -> int:
+    task = validate_task(args.task) if args.task is not None else default_task(args.paths[0])
+    date = report_date(args.date, os.environ.get("SOURCE_DATE_EPOCH"))
+    settings = effective_settings(args)
+    settings.selected_rules()  # an unknown selector is a usage error before any work
+
+    files, findings, internal_errors = _analyse(args, settings)
+    dynamic, dynamic_note, harness_failed = (
+        _dynamic(args, settings, task) if args.dynamic else (None, NOT_REQUESTED, False)
+    )
+    comparison = _baseline(args, settings, findings, dynamic)
+    report_path = _report_path(args, task)
+    run = RunInfo(
+        task=task,
+        date=date,
+        paths=tuple(args.paths),
+        command=reproduce_command(args, task, date),
+        diff_base=args.diff,
+        config_path=settings.config_path,
+        report_path=report_path,
+    )
+    report = build_report(
+        run, files, findings, settings, dynamic=dynamic, dynamic_note=dynamic_note, baseline=comparison
+    )
+
+    from verifier.report.render import render
+
+    if report_path is not None and not _output_is_report(args):
+        write_atomically(report_path, render(report, "markdown"))
+    output = render(report, args.format, quiet=args.quiet)
+    if args.output:
+        write_atomically(args.output, output)
+    else:
+        sys.stdout.write(output)
+    if report_path is not None and not args.quiet:
+        print(f"Report: {report_path} ({report.decision.status}, score {report.scorecard.total}/100)", file=sys.stderr)
+    for path, error in internal_errors:
+        print(f"verify-perf: {path}: {error}", file=sys.stderr)
+    if internal_errors or harness_failed:
+        return EXIT_ERROR
+    if report.decision.blocks and not args.exit_zero:
+        return EXIT_BLOCK
+    return EXIT_PASS
+
+
+def effective_settings(args: argparse.Namespace) -> Settings:
+    """Config file first, then the command line on top (select replaces; ignore/exclude add)."""
+    if args.isolated and args.config:
+        raise UsageError("--isolated and --config exclude each other")
+    if args.config:
+        config = load_config(args.config, required=True)
+    elif args.isolated:
+        config = FileConfig()
+    else:
+        found = find_config(args.paths[0])
+        config = load_config(found, required=False) if found else FileConfig()
+    defaults = Settings()
+    return Settings(
+        select=tuple(args.select or config.select or defaults.select),
+        ignore=config.ignore + tuple(args.ignore),
+        exclude=config.exclude + tuple(args.exclude),
+        severity=dict(config.severity),
+        per_file_ignores=dict(config.per_file_ignores),
+        block_on=config.block_on if config.block_on is not None else defaults.block_on,
+        min_score=_first_set(args.min_score, config.min_score, defaults.min_score),
+        block_on_new_only=bool(_first_set(args.block_on_new_only, config.block_on_new_only, False)),
+        thresholds=config.thresholds,
+        regression_tolerance=_first_set(config.regression_tolerance, defaults.regression_tolerance),
+        config_path=config.path,
+    )
+
+
+def _first_set(*values):
+    return next(v for v in values if v is not None)
+
+
+def default_task(first_path: str) -> str:
+    """The first path's name (`examples/bad_train.py` → `bad_train`), made safe for a file name."""
+    absolute = os.path.abspath(first_path)
+    name = os.path.splitext(os.path.basename(absolute))[0] if os.path.isfile(absolute) else os.path.basename(absolute)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-").replace("..", ".")
+    return safe or "verify-perf"
+
+
+def report_date(option: str | None, source_date_epoch: str | None) -> str:
+    """`--date`, else SOURCE_DATE_EPOCH (reproducible builds), else today in UTC; always YYYY-MM-DD."""
+    if option is not None:
+        try:
+            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", option):
+                raise ValueError
+            return dt.date.fromisoformat(option).isoformat()
+        except ValueError:
+            raise UsageError(f"--date {option!r}: expected a date as YYYY-MM-DD") from None
+    if source_date_epoch:
+        try:
+            return dt.datetime.fromtimestamp(int(source_date_epoch), tz=dt.timezone.utc).date().isoformat()
+        except (ValueError, OverflowError, OSError):
+            raise UsageError(f"SOURCE_DATE_EPOCH={source_date_epoch!r}: expected whole seconds since 1970") from None
+    return dt.datetime.now(dt.timezone.utc).date().isoformat()
+
+
+def reproduce_command(args: argparse.Namespace, task: str, date: str) -> str:
+    """The command that regenerates the same report, with the date pinned."""
+    parts = ["verify-perf", *args.paths]
+    if args.config:
+        parts += ["--config", args.config]
+    if args.isolated:
+        parts.append("--isolated")
+    for option in ("select", "ignore", "exclude"):
+        values = getattr(args, option)
+        if values:
+            parts += [f"--{option}", ",".join(values)]
+    if args.diff:
+        parts += ["--diff", args.diff]
+    if args.baseline:
+        parts += ["--baseline", args.baseline]
+    if args.block_on_new_only:
+        parts.append("--block-on-new-only")
+    if args.min_score is not None:
+        parts += ["--min-score", str(args.min_score)]
+    if args.dynamic:
+        parts.append("--dynamic")
+    parts += ["--task", task, "--date", date]
+    return shlex.join(parts)
+
+
+def _analyse(args: argparse.Namespace, settings: Settings):
+    from verifier.static.discovery import discover
+    from verifier.static.engine import analyze_paths
+
+    if not args.diff:
+        result = analyze_paths(args.paths, settings)
+        findings = result.findings
+    else:
+        from verifier.gitdiff import changed_lines, on_changed_lines, select_changed
+
+        changed = changed_lines(args.diff, args.paths[0])
+        targets = select_changed(discover(args.paths, settings.exclude), changed)
+        result = analyze_paths(targets, settings)
+        findings = on_changed_lines(result.findings, changed)
+    errors = [(r.path, r.internal_error) for r in result.internal_errors]
+    return [r.path for r in result.files], findings, errors
+
+
+def _dynamic(args: argparse.Namespace, settings: Settings, task: str) -> tuple[DynamicResult | None, str, bool]:
+    """Run the harness through its command module, imported only now (it imports torch).
+
+    Returns (result, why it did not run, whether the harness itself crashed)."""
+    try:
+        command = importlib.import_module("verifier.dynamic.command")
+        options_from_args, run_dynamic = command.options_from_args, command.run_dynamic
+    except (ImportError, AttributeError) as error:
+        return None, f"{HARNESS_UNAVAILABLE} ({error})", False
+    option_error = getattr(command, "HarnessUsageError", ())
+    report_path = _report_path(args, task)
+    chart = os.path.splitext(report_path)[0] + ".png" if report_path else None
+    # `output` is the --format file here, not the harness's JSON: the chart goes next to the report.
+    harness_args = argparse.Namespace(**{**vars(args), "output": None, "chart": chart})
+    try:
+        result = run_dynamic(options_from_args(harness_args, settings.thresholds))
+    except option_error as error:
+        raise UsageError(f"--dynamic: {error}") from None
+    except Exception as error:  # a harness bug must still leave a report saying what happened
+        print(f"verify-perf: dynamic harness failed: {type(error).__name__}: {error}", file=sys.stderr)
+        return None, f"not run: the harness failed ({type(error).__name__}: {error})", True
+    if result is None:
+        return None, "not run: the harness returned no result", False
+    return result, "", False
+
+
+def _baseline(args, settings: Settings, findings, dynamic):
+    if not args.baseline:
+        if args.block_on_new_only:
+            raise UsageError("--block-on-new-only needs --baseline FILE")
+        return None
+    from verifier.report.baseline import compare, load_baseline
+
+    stored = load_baseline(args.baseline)
+    return compare(
+        findings, stored, dynamic,
+        tolerance=settings.regression_tolerance,
+        max_accuracy_drop=settings.thresholds.max_accuracy_degradation,
+    )
+
+
+def _output_is_report(args: argparse.Namespace) -> bool:
+    return args.format == "markdown" and bool(args.output)
+
+
+def _report_path(args: argparse.Namespace, task: str) -> str | None:
+    if _output_is_report(args):
+        return args.output
+    if args.no_report:
+        return None
+    return os.path.join(args.report_dir, f"{task}.md")

@@ -1,0 +1,197 @@
+"""Compare a run with a stored one (`--baseline FILE`, a previous `--format json` output).
+
+Findings are matched by a fingerprint that survives edits elsewhere in the file: rule code,
+path, the finding's first source line with whitespace collapsed, and which occurrence of that
+same text it is. Line numbers are left out on purpose, so inserting code above a finding keeps
+it "existing". Measured figures are compared mode by mode, only on the same device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from verifier.dynamic.results import DynamicResult, ModeResult
+from verifier.findings import Finding
+from verifier.report import figures
+from verifier.static.discovery import UsageError
+
+NEW, EXISTING, FIXED = "new", "existing", "fixed"
+
+
+def fingerprint(code: str, path: str, source_line: str, occurrence: int) -> str:
+    normalised = " ".join(source_line.split())
+    key = "\0".join((code, path.replace("\\", "/"), normalised, str(occurrence)))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:20]
+
+
+def fingerprints(findings: list[Finding]) -> dict[Finding, str]:
+    """Fingerprint of each finding; occurrences are counted in sorted (line) order."""
+    seen: Counter[tuple[str, str, str]] = Counter()
+    result: dict[Finding, str] = {}
+    for finding in sorted(findings):
+        text = _first_line(finding.source)
+        key = (finding.code, finding.path, " ".join(text.split()))
+        result[finding] = fingerprint(finding.code, finding.path, text, seen[key])
+        seen[key] += 1
+    return result
+
+
+@dataclass(frozen=True)
+class StoredFinding:
+    """A finding as the baseline file recorded it (enough to list it as fixed)."""
+
+    fingerprint: str
+    code: str
+    name: str
+    severity: str
+    path: str
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: str
+    findings: tuple[StoredFinding, ...]
+    score: int | None
+    dynamic: DynamicResult | None
+
+
+@dataclass(frozen=True)
+class Regression:
+    mode: str
+    metric: str
+    baseline: str
+    current: str
+    note: str
+
+
+@dataclass(frozen=True)
+class BaselineComparison:
+    path: str
+    states: dict[Finding, str]
+    fixed: tuple[StoredFinding, ...]
+    regressions: tuple[Regression, ...]
+    measured_note: str
+    baseline_score: int | None
+
+    @property
+    def new(self) -> list[Finding]:
+        return [f for f, state in sorted(self.states.items()) if state == NEW]
+
+    @property
+    def existing(self) -> list[Finding]:
+        return [f for f, state in sorted(self.states.items()) if state == EXISTING]
+
+
+def load_baseline(path: str) -> Baseline:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except OSError as error:
+        raise UsageError(f"--baseline {path}: cannot read: {error.strerror or error}") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(f"--baseline {path}: not JSON ({error}); write one with `--format json -o {path}`") from None
+    if not isinstance(document, dict) or not isinstance(document.get("findings"), list):
+        raise UsageError(f"--baseline {path}: not a verify-perf JSON report (no findings list)")
+    try:
+        stored = _stored_findings(document["findings"])
+        dynamic_block = document.get("dynamic") or {}
+        result = dynamic_block.get("result") if isinstance(dynamic_block, dict) else None
+        dynamic = DynamicResult.from_dict(result) if isinstance(result, dict) else None
+    except (KeyError, TypeError, ValueError) as error:
+        raise UsageError(f"--baseline {path}: unexpected content: {error}") from None
+    score = document.get("score", {}).get("total") if isinstance(document.get("score"), dict) else None
+    return Baseline(path, stored, score if isinstance(score, int) else None, dynamic)
+
+
+def _stored_findings(records: list[dict[str, Any]]) -> tuple[StoredFinding, ...]:
+    seen: Counter[tuple[str, str, str]] = Counter()
+    stored = []
+    for record in sorted(records, key=lambda r: (r["path"], r["line"], r.get("column", 0), r["code"])):
+        text = _first_line(record.get("source", ""))
+        key = (record["code"], record["path"], " ".join(text.split()))
+        computed = fingerprint(record["code"], record["path"], text, seen[key])
+        seen[key] += 1
+        stored.append(
+            StoredFinding(
+                fingerprint=record.get("fingerprint") or computed,
+                code=record["code"],
+                name=record.get("name", ""),
+                severity=record.get("severity", ""),
+                path=record["path"],
+                line=int(record["line"]),
+                message=record.get("message", ""),
+            )
+        )
+    return tuple(stored)
+
+
+def compare(
+    findings: list[Finding],
+    baseline: Baseline,
+    dynamic: DynamicResult | None,
+    *,
+    tolerance: float,
+    max_accuracy_drop: float,
+) -> BaselineComparison:
+    current = fingerprints(findings)
+    stored = {s.fingerprint for s in baseline.findings}
+    states = {f: (EXISTING if fp in stored else NEW) for f, fp in current.items()}
+    present = set(current.values())
+    fixed = tuple(s for s in baseline.findings if s.fingerprint not in present)
+    regressions, note = _measured_regressions(baseline.dynamic, dynamic, tolerance, max_accuracy_drop)
+    return BaselineComparison(baseline.path, states, fixed, regressions, note, baseline.score)
+
+
+def _measured_regressions(
+    before: DynamicResult | None, after: DynamicResult | None, tolerance: float, max_accuracy_drop: float
+) -> tuple[tuple[Regression, ...], str]:
+    if before is None or after is None:
+        missing = "the baseline" if before is None else "this run"
+        return (), f"measured figures not compared: {missing} has no dynamic results"
+    if (before.device.backend, before.device.name) != (after.device.backend, after.device.name):
+        return (), (
+            f"measured figures not compared: the baseline ran on {before.device.name} "
+            f"({before.device.backend}), this run on {after.device.name} ({after.device.backend})"
+        )
+    regressions: list[Regression] = []
+    for mode in after.modes:
+        old = before.mode(mode.mode)
+        if old is None or not old.ok or not mode.ok:
+            continue
+        regressions += _mode_regressions(old, mode, tolerance, max_accuracy_drop)
+    limit = figures.percent(tolerance)
+    return tuple(regressions), (
+        f"compared on the same device; slower or larger by more than {limit}, accuracy lower by more "
+        f"than {figures.decimal(max_accuracy_drop)}, or more user syncs per step count as regressions"
+    )
+
+
+def _mode_regressions(old: ModeResult, new: ModeResult, tolerance: float, max_accuracy_drop: float) -> list[Regression]:
+    found = []
+    old_time = old.step_time.median_ms if old.step_time else None
+    new_time = new.step_time.median_ms if new.step_time else None
+    if old_time and new_time and new_time > old_time * (1 + tolerance):
+        found.append(Regression(new.mode, "step time (median)", figures.milliseconds(old_time),
+                                figures.milliseconds(new_time), f"{new_time / old_time:.2f}x slower"))
+    if old.peak_memory_bytes and new.peak_memory_bytes and new.peak_memory_bytes > old.peak_memory_bytes * (1 + tolerance):
+        found.append(Regression(new.mode, "peak memory", figures.mebibytes(old.peak_memory_bytes),
+                                figures.mebibytes(new.peak_memory_bytes),
+                                f"{new.peak_memory_bytes / old.peak_memory_bytes:.2f}x larger"))
+    if old.accuracy is not None and new.accuracy is not None and old.accuracy - new.accuracy > max_accuracy_drop:
+        found.append(Regression(new.mode, "accuracy", figures.decimal(old.accuracy), figures.decimal(new.accuracy),
+                                f"{old.accuracy - new.accuracy:.4f} lower"))
+    if (old.user_syncs_per_step is not None and new.user_syncs_per_step is not None
+            and new.user_syncs_per_step > old.user_syncs_per_step):
+        found.append(Regression(new.mode, "user host syncs per step", figures.decimal(old.user_syncs_per_step, 2),
+                                figures.decimal(new.user_syncs_per_step, 2), "more syncs per step"))
+    return found
+
+
+def _first_line(source: str) -> str:
+    return source.splitlines()[0] if source else ""

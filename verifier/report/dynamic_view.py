@@ -1,0 +1,218 @@
+"""The dynamic results as rows and lines ready for the template, tolerant of every None.
+
+A figure the harness did not measure reads "not measured"; a target is ✅ or ❌ only with a
+measured value behind it, otherwise "not measured: <reason>".
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from verifier.dynamic.results import MODES, DynamicResult, ModeResult, Verdict, VerdictStatus
+from verifier.report import figures
+from verifier.report.markdown_text import code_span
+
+MODE_TITLES = {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16"}
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def verdict_result(verdict: Verdict) -> str:
+    if verdict.measured is not None and verdict.status is VerdictStatus.PASS:
+        return "✅ PASS"
+    if verdict.measured is not None and verdict.status is VerdictStatus.MISS:
+        return "❌ MISS"
+    reason = verdict.reason or "no reason given"
+    # A ratio can be measured yet not judged (e.g. speed on CPU): say "not evaluated", not "passed".
+    prefix = "not evaluated" if verdict.measured is not None else "not measured"
+    return reason if reason.startswith(prefix) else f"{prefix}: {reason}"
+
+
+def verdict_table(dynamic: DynamicResult) -> Table:
+    rows = tuple(
+        (
+            v.label,
+            figures.target_value(v.measured, v.unit),
+            f"{v.comparison} {figures.target_value(v.target, v.unit)}",
+            verdict_result(v),
+            v.reason if v.status is not VerdictStatus.NOT_EVALUATED else "",
+        )
+        for v in dynamic.verdicts
+    )
+    return Table(("Target", "Measured", "Required", "Result", "Note"), rows)
+
+
+def mode_title(mode: ModeResult) -> str:
+    title = MODE_TITLES.get(mode.mode, mode.mode.upper())
+    return f"{title} + GradScaler" if mode.grad_scaler else title
+
+
+def modes_in_order(dynamic: DynamicResult) -> list[ModeResult]:
+    rank = {name: i for i, name in enumerate(MODES)}
+    return sorted(dynamic.modes, key=lambda m: (rank.get(m.mode, len(rank)), m.mode))
+
+
+def mode_table(dynamic: DynamicResult) -> Table:
+    modes = modes_in_order(dynamic)
+
+    def row(label: str, cell, optional: bool = False) -> tuple[str, ...] | None:
+        # A failed mode keeps the figures it measured before failing; the rest read "not measured".
+        values = [cell(m) for m in modes]
+        if optional and all(v == figures.NOT_MEASURED for v in values):
+            return None
+        return (label, *values)
+
+    candidates = [
+        ("Status", lambda m: "ok", False),
+        ("Step time, median (IQR)", _step_time, False),
+        ("Throughput", lambda m: figures.rate(m.tokens_per_second, "tokens/s"), False),
+        ("Peak memory", lambda m: figures.mebibytes(m.peak_memory_bytes), False),
+        ("Process RSS peak", lambda m: figures.mebibytes(m.process_rss_peak_bytes), True),
+        ("Train loss, first → last", _train_loss, False),
+        ("Eval loss", lambda m: figures.decimal(m.eval_loss), False),
+        ("Accuracy", lambda m: figures.decimal(m.accuracy), False),
+        ("Host syncs per step (user code)", lambda m: figures.decimal(m.user_syncs_per_step, 2), False),
+        ("Host syncs per step (inside torch)", lambda m: figures.decimal(m.library_syncs_per_step, 2), True),
+        ("Syncs flagged by CUDA sync debug mode per step",
+         lambda m: figures.decimal(getattr(m, "device_flagged_syncs_per_step", None), 2), True),
+        ("Device busy (kernel time / wall time)", lambda m: figures.percent(getattr(m, "device_busy_fraction", None)), True),
+        ("GPU utilization, mean (NVML)", _mode_utilization, True),
+        ("Achieved TFLOP/s", lambda m: figures.decimal(m.achieved_tflops, 2), True),
+        ("MFU", lambda m: figures.percent(m.mfu), True),
+    ]
+    rows = [r for label, cell, optional in candidates if (r := row(label, cell, optional)) is not None]
+    rows[0] = ("Status", *("ok" if m.ok else f"failed: {m.error}" for m in modes))
+    return Table(("Metric", *(mode_title(m) for m in modes)), tuple(rows))
+
+
+def _mode_utilization(mode: ModeResult) -> str:
+    summary = getattr(mode, "utilization", None)
+    mean = summary.gpu_util_percent_mean if summary is not None else None
+    return figures.percent(_fraction(mean))
+
+
+def _step_time(mode: ModeResult) -> str:
+    timing = mode.step_time
+    if timing is None:
+        return figures.NOT_MEASURED
+    return f"{figures.milliseconds(timing.median_ms)} (IQR {figures.milliseconds(timing.iqr_ms)})"
+
+
+def _train_loss(mode: ModeResult) -> str:
+    if mode.train_loss_first is None and mode.train_loss_last is None:
+        return figures.NOT_MEASURED
+    return f"{figures.decimal(mode.train_loss_first)} → {figures.decimal(mode.train_loss_last)}"
+
+
+def device_lines(dynamic: DynamicResult) -> list[str]:
+    device = dynamic.device
+    lines = [f"Device: {device.name} ({device.backend})"]
+    if device.driver:
+        lines.append(f"Driver: {device.driver}")
+    if device.total_memory_bytes is not None:
+        lines.append(f"Memory: {figures.gibibytes(device.total_memory_bytes)}")
+    runtime = f"torch {device.torch_version or 'unknown'}"
+    if device.cuda_version:
+        runtime += f", CUDA {device.cuda_version}"
+    if device.compute_capability:
+        runtime += f", compute capability {device.compute_capability}"
+    if device.cpu_threads is not None:
+        runtime += f", {device.cpu_threads} CPU threads"
+    lines.append(f"Runtime: {runtime}")
+    lines.append(f"NVML: {device.nvml}")
+    if device.clocks is not None:
+        clocks = device.clocks
+        lines.append(
+            f"Clocks: SM {_mhz(clocks.sm_mhz)} of {_mhz(clocks.sm_max_mhz)}, "
+            f"memory {_mhz(clocks.memory_mhz)} of {_mhz(clocks.memory_max_mhz)}"
+        )
+    if device.utilization is not None:
+        u = device.utilization
+        lines.append(
+            f"Utilization over {u.samples} samples every {u.interval_s:g} s: "
+            f"GPU mean {figures.percent(_fraction(u.gpu_util_percent_mean))} "
+            f"(max {figures.percent(_fraction(u.gpu_util_percent_max))}), "
+            f"memory-controller mean {figures.percent(_fraction(u.memory_util_percent_mean))}, "
+            f"memory used max {figures.mebibytes(u.memory_used_bytes_max)}, "
+            f"power mean {_watts(u.power_watts_mean)} (max {_watts(u.power_watts_max)}), "
+            f"SM clock mean {_mhz(u.sm_clock_mhz_mean)}"
+        )
+    return lines
+
+
+def workload_lines(dynamic: DynamicResult) -> list[str]:
+    workload, method = dynamic.workload, dynamic.method
+    lines = [f"Workload: {workload.name} ({workload.source})" + (f": {workload.description}" if workload.description else "")]
+    sizes = []
+    if workload.parameters is not None:
+        sizes.append(f"{workload.parameters:,} trainable parameters")
+    if workload.tokens_per_step is not None:
+        sizes.append(f"{workload.tokens_per_step:,} tokens per step")
+    if workload.compiled:
+        sizes.append("torch.compile on")
+    if workload.ddp_world_size > 1:
+        sizes.append(f"DDP over {workload.ddp_world_size} processes")
+    if sizes:
+        lines.append("Size: " + ", ".join(sizes))
+    lines.append(
+        f"Method: {method.timer} timer; per mode {method.warmup_steps} untimed warm-up, "
+        f"{method.repeats} × {method.steps} timed steps, a separate untimed sync-counting pass of "
+        f"{method.sync_steps}; evaluation on {_held_out(method.eval_batches)}; seed {method.seed}"
+    )
+    if method.overhead_probe:
+        lines.append(f"Overhead probe: {method.overhead_probe}")
+    lines.extend(f"Note: {note}" for note in method.notes)
+    return lines
+
+
+def method_notes(dynamic: DynamicResult) -> list[str]:
+    """Per-mode footnotes on how memory, syncs and MFU were measured, without repeats."""
+    notes: list[str] = []
+    for mode in modes_in_order(dynamic):
+        for label, text in (("peak memory", mode.memory_method), ("syncs", mode.sync_method), ("MFU", mode.mfu_note)):
+            line = f"{label}: {text}"
+            if text and line not in notes:
+                notes.append(line)
+    return notes
+
+
+def sync_site_lines(dynamic: DynamicResult) -> list[str]:
+    steps = dynamic.method.sync_steps or None
+    lines = []
+    for mode in modes_in_order(dynamic):
+        for site in mode.sync_sites:
+            per_step = f", {site.count / steps:.2f} per step" if steps else ""
+            lines.append(
+                f"{mode_title(mode)}: {code_span(site.location)} {site.kind}: "
+                f"{site.count} syncs over {dynamic.method.sync_steps} steps{per_step}"
+            )
+    return lines
+
+
+def chart_link(dynamic: DynamicResult, report_path: str | None) -> str | None:
+    """The chart's path relative to the report, in posix form; None when there is no chart."""
+    if not dynamic.chart_path:
+        return None
+    base = os.path.dirname(os.path.abspath(report_path)) if report_path else os.getcwd()
+    return os.path.relpath(os.path.abspath(dynamic.chart_path), base).replace(os.sep, "/")
+
+
+def _held_out(batches: int | None) -> str:
+    return "the entry point's own held-out data" if batches is None else f"{batches} held-out batches"
+
+
+def _fraction(percent_value: float | None) -> float | None:
+    return None if percent_value is None else percent_value / 100
+
+
+def _mhz(value: float | None) -> str:
+    return figures.NOT_MEASURED if value is None else f"{value:,.0f} MHz"
+
+
+def _watts(value: float | None) -> str:
+    return figures.NOT_MEASURED if value is None else f"{value:.0f} W"

@@ -1,0 +1,42 @@
+"""GitHub Actions workflow commands: one `::error file=...,line=...::message` line per finding.
+
+Escaping follows the runner's rules: in the message `%`, CR and LF are percent-encoded; in
+property values `:` and `,` are too, since they delimit properties.
+"""
+
+from __future__ import annotations
+
+from verifier.findings import Finding, Severity
+from verifier.report.model import Report
+
+LEVEL = {
+    Severity.CRITICAL: "error",
+    Severity.HIGH: "error",
+    Severity.MEDIUM: "warning",
+    Severity.LOW: "warning",
+    Severity.INFO: "notice",
+}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(finding: Finding) -> str:
+    properties = {
+        "file": finding.path.replace("\\", "/"),
+        "line": str(finding.line),
+        "endLine": str(max(finding.line, finding.end_line)),
+        "col": str(finding.column),
+        "title": f"{finding.code} {finding.name} [{finding.severity.name}]",
+    }
+    listed = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
+    return f"::{LEVEL[finding.severity]} {listed}::{escape_data(finding.message)}"
+
+
+def render_github(report: Report) -> str:
+    return "".join(annotation(f) + "\n" for f in report.findings)

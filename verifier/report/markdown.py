@@ -1,0 +1,306 @@
+"""The stage-4 markdown report: a view of the `Report` rendered by the Jinja templates.
+
+The view does the thinking (grouping, ordering, wording that depends on data); the templates
+only lay it out. Every sentence is backed by a finding, a rule's documentation or a measured
+figure: impact is qualitative unless the harness measured syncs at that very line.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import cache
+
+import jinja2
+
+from verifier.findings import Category, Finding, Heat, Severity
+from verifier.report import dynamic_view, figures
+from verifier.report.markdown_text import code_span, fenced_block, table_cell, table_divider, table_row
+from verifier.report.model import Report
+from verifier.report.scoring import MEASURED
+
+HEAT_PHRASE = {
+    Heat.STEP: "runs once per training step",
+    Heat.EPOCH: "runs once per epoch",
+    Heat.ONCE: "runs once per run",
+}
+SEVERITY_ORDER = sorted(Severity, reverse=True)
+
+
+@dataclass(frozen=True)
+class FindingView:
+    finding: Finding
+    location: str
+    snippet: str
+    impact: str
+    measured: tuple[str, ...]
+    fix: str
+    corrected: str
+    state: str
+
+
+@dataclass(frozen=True)
+class CategoryView:
+    title: str
+    status: str
+    note: str
+    findings: tuple[FindingView, ...]
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    code: str
+    name: str
+    severity: Severity
+    places: str
+    fix: str
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("verifier.report", "templates"),
+        # Markdown, not HTML: escaping is explicit through the filters below.
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default_for_string=False),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters.update(
+        cell=table_cell, code=code_span, fence=fenced_block, row=table_row, divider=table_divider
+    )
+    return environment
+
+
+def render_markdown(report: Report) -> str:
+    text = _environment().get_template("report.md.j2").render(view=build_view(report))
+    return text.rstrip("\n") + "\n"
+
+
+def build_view(report: Report) -> dict:
+    rules = _rules()
+    findings = list(report.findings)
+    return {
+        "report": report,
+        "counts": {s.name: sum(1 for f in findings if f.severity is s) for s in SEVERITY_ORDER},
+        "categories": _categories(report, rules),
+        "by_severity": [
+            (s.name, [f for f in findings if f.severity is s]) for s in SEVERITY_ORDER
+        ],
+        "dynamic": _dynamic(report),
+        "score_rows": _score_rows(report),
+        "metrics": _metrics(report),
+        "blocking_fixes": _recommendations(list(report.decision.blocking)),
+        "optional_fixes": _recommendations(
+            [f for f in findings if f not in report.decision.blocking and f.severity > Severity.INFO]
+        ),
+        "notes": _recommendations([f for f in findings if f.severity is Severity.INFO]),
+        "policy": _policy_sentence(report),
+        "summary": _summary_sentence(report),
+    }
+
+
+def _rules() -> dict:
+    from verifier.rules import all_rules
+
+    return {rule.code: rule for rule in all_rules()}
+
+
+def _category_status(findings: list[Finding], report: Report) -> str:
+    if any(f.severity in report.policy.block_on for f in findings):
+        return "FAIL"
+    if any(f.severity > Severity.INFO for f in findings):
+        return "WARNING"
+    return "PASS"
+
+
+def _categories(report: Report, rules: dict) -> list[CategoryView]:
+    grouped: dict[Category, list[Finding]] = defaultdict(list)
+    for finding in report.findings:
+        grouped[finding.category].append(finding)
+    views = []
+    shown_patterns: set[str] = set()
+    for category in Category:
+        findings = sorted(grouped.get(category, []), key=lambda f: (-f.severity, f))
+        if category is Category.ANALYSIS and not findings:
+            continue
+        checked = sorted(code for code in report.rules if code in rules and rules[code].category is category)
+        if findings:
+            status, note = _category_status(findings, report), ""
+        elif checked:
+            status, note = "PASS", f"No findings from {', '.join(checked)}."
+        else:
+            status, note = "NOT CHECKED", "No enabled rule covers this category yet; nothing is claimed about it."
+        items = []
+        for finding in findings:
+            items.append(_finding_view(finding, report, rules, first_of_rule=finding.code not in shown_patterns))
+            shown_patterns.add(finding.code)
+        views.append(CategoryView(category.value, status, note, tuple(items)))
+    return views
+
+
+def _finding_view(finding: Finding, report: Report, rules: dict, *, first_of_rule: bool) -> FindingView:
+    rule = rules.get(finding.code)
+    impact = f"{rule.why} " if rule is not None else ""
+    impact += f"This code {HEAT_PHRASE[finding.heat]} (heat: {finding.heat.label})."
+    has_pattern = rule is not None and bool(rule.use_instead) and finding.category is not Category.ANALYSIS
+    corrected = rule.use_instead if has_pattern and first_of_rule else ""
+    fix = finding.fix
+    if has_pattern and not first_of_rule:
+        fix += f" (corrected pattern: see the first {finding.code} finding above)"
+    state = report.baseline.states.get(finding, "") if report.baseline is not None else ""
+    return FindingView(
+        finding=finding,
+        location=f"{finding.path}:{finding.line}",
+        snippet=textwrap.dedent(finding.source),
+        impact=impact,
+        measured=tuple(_measured_at(finding, report)),
+        fix=fix,
+        corrected=corrected,
+        state=state,
+    )
+
+
+def _measured_at(finding: Finding, report: Report) -> list[str]:
+    """Syncs the harness counted at this very line: the only figures a finding may quote."""
+    dynamic = report.dynamic
+    if dynamic is None or not dynamic.method.sync_steps:
+        return []
+    here = (os.path.realpath(finding.path), finding.line)
+    lines = []
+    for mode in dynamic_view.modes_in_order(dynamic):
+        for site in mode.sync_sites:
+            path, _, line = site.location.rpartition(":")
+            if line.isdigit() and (os.path.realpath(path), int(line)) == here:
+                per_step = site.count / dynamic.method.sync_steps
+                lines.append(
+                    f"{dynamic_view.mode_title(mode)}: {site.count} host syncs ({site.kind}) over "
+                    f"{dynamic.method.sync_steps} counted steps, {per_step:.2f} per step"
+                )
+    return lines
+
+
+def _dynamic(report: Report) -> dict | None:
+    dynamic = report.dynamic
+    if dynamic is None:
+        return None
+    return {
+        "result": dynamic,
+        "device": dynamic_view.device_lines(dynamic),
+        "workload": dynamic_view.workload_lines(dynamic),
+        "modes": dynamic_view.mode_table(dynamic) if dynamic.modes else None,
+        "verdicts": dynamic_view.verdict_table(dynamic) if dynamic.verdicts else None,
+        "notes": dynamic_view.method_notes(dynamic),
+        "sync_sites": dynamic_view.sync_site_lines(dynamic),
+        "chart": dynamic_view.chart_link(dynamic, report.run.report_path),
+    }
+
+
+def _points(value) -> str:
+    return f"{float(value):.1f}"
+
+
+def _score_rows(report: Report) -> list[tuple[str, str, str]]:
+    rows = []
+    for category in report.scorecard.categories:
+        if not category.scored:
+            rows.append((category.name, "not scored", category.note))
+            continue
+        if category.name == MEASURED:
+            detail = category.note
+        elif category.deductions:
+            detail = "; ".join(
+                f"{d.code} {d.severity.name} ×{d.count}: −{_points(d.points)}" for d in category.deductions
+            )
+            lost = category.max_points - category.points
+            if lost < sum(d.points for d in category.deductions):
+                detail += f" (capped at −{_points(category.max_points)})"
+        else:
+            detail = "no deductions"
+        rows.append((category.name, f"{_points(category.points)} / {_points(category.max_points)}", detail))
+    return rows
+
+
+def _metrics(report: Report) -> list[tuple[str, str, str]]:
+    decision, policy = report.decision, report.policy
+    blocking_names = ", ".join(s.name for s in SEVERITY_ORDER if s in policy.block_on) or "none"
+    blocking = [f for f in report.findings if f.severity in policy.block_on]
+    other_levels = [s for s in SEVERITY_ORDER if s not in policy.block_on and s > Severity.INFO]
+    others = [f for f in report.findings if f.severity in other_levels]
+    score_ok = report.scorecard.total >= policy.min_score
+    rows = [
+        ("Score", f"{report.scorecard.total}/100 (minimum {policy.min_score})", "✅ PASS" if score_ok else "❌ FAIL"),
+        (f"Blocking findings ({blocking_names})", str(len(blocking)),
+         "❌ FAIL" if decision.blocking else ("⚠️ existing, not blocking" if blocking else "✅ PASS")),
+        (f"Other findings ({', '.join(s.name for s in other_levels) or 'none'})", str(len(others)), "⚠️ WARNING" if others else "✅ PASS"),
+        ("Files analysed", str(len(report.files)), "—"),
+    ]
+    if report.dynamic is None:
+        reason = report.dynamic_note.removeprefix("not run: ")
+        for label in ("AMP speedup over FP32", "Peak-memory reduction", "Accuracy degradation"):
+            rows.append((label, "not measured", f"not measured: dynamic harness not run ({reason})"))
+    elif report.dynamic.error:
+        rows.append(("Dynamic harness", "no figures", f"not measured: {report.dynamic.error}"))
+    else:
+        for verdict in report.dynamic.verdicts:
+            rows.append((verdict.label, figures.target_value(verdict.measured, verdict.unit),
+                         dynamic_view.verdict_result(verdict)))
+    return rows
+
+
+def _recommendations(findings: list[Finding]) -> list[Recommendation]:
+    grouped: dict[str, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        grouped[finding.code].append(finding)
+
+    def impact(code: str) -> tuple:
+        group = grouped[code]
+        return (-max(f.severity for f in group), -max(f.heat for f in group), -len(group), code)
+
+    result = []
+    for code in sorted(grouped, key=impact):
+        group = sorted(grouped[code])
+        shown = ", ".join(code_span(f"{f.path}:{f.line}") for f in group[:5])
+        more = f" and {len(group) - 5} more" if len(group) > 5 else ""
+        noun = "place" if len(group) == 1 else "places"
+        worst = min(group, key=lambda f: (-f.severity, f))
+        result.append(
+            Recommendation(
+                code=code,
+                name=worst.name,
+                severity=worst.severity,
+                places=f"{len(group)} {noun}: {shown}{more}",
+                fix=worst.fix,
+            )
+        )
+    return result
+
+
+def _policy_sentence(report: Report) -> str:
+    policy = report.policy
+    severities = ", ".join(s.name for s in SEVERITY_ORDER if s in policy.block_on) or "no severity"
+    scope = "new findings (against the baseline)" if policy.block_on_new_only and report.baseline else "findings"
+    return (
+        f"BLOCK on {severities} {scope}, on a measured dynamic target missed, "
+        f"or on a score below {policy.min_score}; otherwise PASS."
+    )
+
+
+def _summary_sentence(report: Report) -> str:
+    decision = report.decision
+    if not decision.blocks:
+        return "PASS: nothing found blocks this merge under the policy below."
+    parts = []
+    if decision.blocking:
+        count = len(decision.blocking)
+        parts.append(f"{count} finding{'s' if count != 1 else ''} of blocking severity")
+    if decision.missed:
+        count = len(decision.missed)
+        parts.append(f"{count} measured target{'s' if count != 1 else ''} missed")
+    if report.scorecard.total < report.policy.min_score and any(r.startswith("score ") for r in decision.reasons):
+        parts.append(f"a score below {report.policy.min_score}")
+    return f"BLOCK: {' and '.join(parts)} must be fixed before merging."
+

@@ -1,0 +1,81 @@
+"""Everything one run produced, assembled once; every output format renders this same object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verifier import __version__
+from verifier.config import Settings
+from verifier.dynamic.results import DynamicResult
+from verifier.findings import Finding
+from verifier.report.baseline import BaselineComparison, fingerprints
+from verifier.report.decision import Decision, Policy, decide
+from verifier.report.scoring import Scorecard, checked_categories, score
+
+NOT_REQUESTED = "not run: `--dynamic` was not requested"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What was asked: enough to title the report and to reproduce it."""
+
+    task: str
+    date: str
+    paths: tuple[str, ...]
+    command: str
+    diff_base: str | None = None
+    config_path: str | None = None
+    report_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    run: RunInfo
+    files: tuple[str, ...]
+    findings: tuple[Finding, ...]
+    fingerprints: dict[Finding, str]
+    scorecard: Scorecard
+    decision: Decision
+    policy: Policy
+    dynamic: DynamicResult | None
+    dynamic_note: str
+    baseline: BaselineComparison | None
+    rules: tuple[str, ...] = ()
+    version: str = __version__
+
+
+def build_report(
+    run: RunInfo,
+    files: list[str],
+    findings: list[Finding],
+    settings: Settings,
+    *,
+    dynamic: DynamicResult | None = None,
+    dynamic_note: str = NOT_REQUESTED,
+    baseline: BaselineComparison | None = None,
+) -> Report:
+    ordered = sorted(findings)
+    policy = Policy(settings.block_on, settings.min_score, settings.block_on_new_only)
+    rules = settings.selected_rules()
+    scorecard = score(ordered, dynamic, dynamic_note, checked_categories(rules))
+    decision = decide(
+        ordered,
+        policy,
+        score=scorecard.total,
+        dynamic=dynamic,
+        new_findings=baseline.new if baseline is not None else None,
+        baseline_score=baseline.baseline_score if baseline is not None else None,
+    )
+    return Report(
+        run=run,
+        files=tuple(files),
+        findings=tuple(ordered),
+        fingerprints=fingerprints(ordered),
+        scorecard=scorecard,
+        decision=decision,
+        policy=policy,
+        dynamic=dynamic,
+        dynamic_note="" if dynamic is not None else dynamic_note,
+        baseline=baseline,
+        rules=tuple(rule.code for rule in rules),
+    )

@@ -1,0 +1,29 @@
+"""Every output format by name, so the CLI picks one with a string."""
+
+from __future__ import annotations
+
+from verifier.report.model import Report
+
+
+def render(report: Report, output_format: str, *, quiet: bool = False) -> str:
+    if output_format == "text":
+        from verifier.report.text import render_text
+
+        return render_text(report, quiet=quiet)
+    if output_format == "json":
+        from verifier.report.json_format import render_json
+
+        return render_json(report)
+    if output_format == "markdown":
+        from verifier.report.markdown import render_markdown
+
+        return render_markdown(report)
+    if output_format == "sarif":
+        from verifier.report.sarif import render_sarif
+
+        return render_sarif(report)
+    if output_format == "github":
+        from verifier.report.github import render_github
+
+        return render_github(report)
+    raise ValueError(f"unknown output format {output_format!r}")

@@ -1,0 +1,148 @@
+"""SARIF 2.1.0 for code-scanning dashboards (GitHub code scanning, VS Code SARIF viewer).
+
+Every rule of the run is described once under `tool.driver.rules`; results point at them by
+id and index. Locations are relative URIs against `%SRCROOT%` so the file is the same on every
+machine. Fingerprints are the baseline fingerprints, so dashboards track findings across edits.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+from urllib.parse import quote
+
+from verifier.findings import Finding, Heat, Severity
+from verifier.report.model import Report
+from verifier.report.rule_docs import rule_markdown
+
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+LEVEL = {
+    Severity.CRITICAL: "error",
+    Severity.HIGH: "error",
+    Severity.MEDIUM: "warning",
+    Severity.LOW: "note",
+    Severity.INFO: "note",
+}
+# SARIF's own baselineState vocabulary for our new/existing states.
+BASELINE_STATE = {"new": "new", "existing": "unchanged"}
+
+
+def artifact_uri(path: str) -> str:
+    pure = PurePath(path)
+    if pure.is_absolute():
+        return pure.as_uri()
+    return quote(pure.as_posix())
+
+
+def render_sarif(report: Report) -> str:
+    from verifier.rules import all_rules
+
+    fixed = report.baseline.fixed if report.baseline is not None else ()
+    reported = {f.code for f in report.findings} | {s.code for s in fixed}
+    rules = [rule for rule in all_rules() if rule.code in reported]
+    index = {rule.code: i for i, rule in enumerate(rules)}
+    results = [_result(f, report, index) for f in report.findings]
+    results += [_absent(stored, index) for stored in fixed]
+    run = {
+        "tool": {
+            "driver": {
+                "name": "verify-perf",
+                "version": report.version,
+                "semanticVersion": report.version,
+                "rules": [_descriptor(rule) for rule in rules],
+            }
+        },
+        "automationDetails": {"id": f"verify-perf/{report.run.task}/"},
+        "columnKind": "unicodeCodePoints",
+        "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "The directory verify-perf ran in."}}},
+        "invocations": [
+            {
+                "executionSuccessful": True,
+                "exitCode": 1 if report.decision.blocks else 0,
+                "properties": {"status": report.decision.status, "reasons": list(report.decision.reasons)},
+            }
+        ],
+        "results": results,
+        "properties": {
+            "task": report.run.task,
+            "score": report.scorecard.total,
+            "minScore": report.policy.min_score,
+            "status": report.decision.status,
+        },
+    }
+    document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _descriptor(rule) -> dict:
+    severities = {heat.label: (s.name if (s := rule.severity.at(heat)) else None) for heat in Heat}
+    top = max((s for s in (rule.severity.at(h) for h in Heat) if s is not None), default=Severity.INFO)
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.why},
+        "help": {"text": rule.fix, "markdown": rule_markdown(rule)},
+        "defaultConfiguration": {"level": LEVEL[top]},
+        "properties": {"category": rule.category.value, "severityByHeat": severities, "tags": ["performance"]},
+    }
+
+
+def _result(finding: Finding, report: Report, index: dict[str, int]) -> dict:
+    region = {
+        "startLine": finding.line,
+        "startColumn": finding.column,
+        "endLine": max(finding.line, finding.end_line),
+    }
+    if finding.end_column and finding.end_line >= finding.line:
+        region["endColumn"] = finding.end_column
+    if finding.source:
+        region["snippet"] = {"text": finding.source}
+    result = {
+        "ruleId": finding.code,
+        "ruleIndex": index[finding.code],
+        "level": LEVEL[finding.severity],
+        "message": {"text": finding.message},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": artifact_uri(finding.path), "uriBaseId": "%SRCROOT%"},
+                    "region": region,
+                }
+            }
+        ],
+        "partialFingerprints": {"verifyPerf/v1": report.fingerprints[finding]},
+        "properties": {
+            "severity": finding.severity.name,
+            "heat": finding.heat.label,
+            "category": finding.category.value,
+            "fix": finding.fix,
+        },
+    }
+    if report.baseline is not None:
+        result["baselineState"] = BASELINE_STATE[report.baseline.states[finding]]
+    return result
+
+
+def _absent(stored, index: dict[str, int]) -> dict:
+    """A finding the baseline had and this run no longer has: SARIF's `absent` state."""
+    result = {
+        "ruleId": stored.code,
+        "level": "none",
+        "kind": "pass",
+        "message": {"text": f"fixed since the baseline: {stored.message}"},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": artifact_uri(stored.path), "uriBaseId": "%SRCROOT%"},
+                    "region": {"startLine": max(stored.line, 1)},
+                }
+            }
+        ],
+        "partialFingerprints": {"verifyPerf/v1": stored.fingerprint},
+        "baselineState": "absent",
+    }
+    if stored.code in index:
+        result["ruleIndex"] = index[stored.code]
+    return result
