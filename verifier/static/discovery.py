@@ -46,7 +46,7 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = ()) -> Iterator[str]
                 if file not in seen:
                     seen.add(file)
                     yield file
-        elif os.path.isfile(raw) or os.path.islink(raw):
+        elif os.path.isfile(raw) or (os.path.islink(raw) and not os.path.exists(raw)):
             if not raw.endswith(PYTHON_SUFFIXES):
                 raise UsageError(f"{raw}: not a Python file (expected a .py file or a folder)")
             path = os.path.normpath(raw)
@@ -68,6 +68,9 @@ def _walk(root: str, patterns: tuple[str, ...]) -> Iterator[str]:
         for name in sorted(filenames):
             if name.endswith(PYTHON_SUFFIXES):
                 path = os.path.join(folder, name)
+                # FIFOs and devices would block or stream forever; links (even dangling) are reported.
+                if not (os.path.isfile(path) or os.path.islink(path)):
+                    continue
                 if not is_excluded(os.path.relpath(path, root), patterns):
                     yield os.path.normpath(path)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 import signal
 import threading
 import time
@@ -239,6 +240,8 @@ def analyze_source(
     external: dict[str, FunctionFacts] | None = None,
 ) -> ModuleAnalysis:
     """Analyse decoded source. Raises UnreadableSource when it does not parse."""
+    if too_deeply_nested(source.text):
+        raise UnreadableSource(f"brackets nested deeper than Python accepts ({MAX_NESTING} levels)")
     try:
         module = cst.parse_module(source.text)
     except cst.ParserSyntaxError as error:
@@ -251,12 +254,31 @@ def analyze_source(
     facts = NameFacts(imports)
     context = ModuleContext(path, source.text, module, imports, heat, facts)
     visitors, leavers = _dispatch_tables([rule(context) for rule in rules])
-    _walk_module(module, heat, facts, imports, visitors, leavers)
-    heat.resolve(external)
-    findings = _to_findings(path, source, module, context.candidates, heat, settings) if context.candidates else []
+    try:
+        _walk_module(module, heat, facts, imports, visitors, leavers)
+        heat.resolve(external)
+        findings = _to_findings(path, source, module, context.candidates, heat, settings) if context.candidates else []
+    except RecursionError:
+        # Python accepts a few expression shapes (e.g. `a + a + ... + a`) deeper than code can recurse.
+        raise UnreadableSource("expressions nested too deeply to analyse") from None
     local_facts = heat.facts()
     heat.release_tree()
     return ModuleAnalysis(findings, heat, local_facts, bool(context.candidates))
+
+
+MAX_NESTING = 200  # CPython's own limit on nested brackets; libcst's native parser crashes far beyond it
+_NOT_A_BRACKET = re.compile(r"[^()\[\]{}]+")
+_INNERMOST_PAIR = re.compile(r"\(\)|\[\]|\{\}")
+
+
+def too_deeply_nested(text: str) -> bool:
+    """True when brackets nest deeper than MAX_NESTING (each pass strips one level, at C speed)."""
+    brackets = _NOT_A_BRACKET.sub("", text)
+    for _ in range(MAX_NESTING):
+        brackets, removed = _INNERMOST_PAIR.subn("", brackets)
+        if not removed:
+            return False
+    return bool(_INNERMOST_PAIR.search(brackets))
 
 
 def _syntax_error(text: str, error: cst.ParserSyntaxError) -> UnreadableSource:

@@ -1,0 +1,37 @@
+"""Which tests make an `if` a rate-limit guard (code under it runs every N steps, not every step)."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from verifier.static.guards import is_rate_limit
+from verifier.static.names import ImportTable
+
+
+def _imports() -> ImportTable:
+    imports = ImportTable()
+    imports.add(cst.parse_statement("import time").body[0])
+    return imports
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "step % log_every == 0",
+        "(i + 1) % args.log_interval == 0 and rank == 0",
+        "not global_step % 100",
+        "batch_idx == len(loader) - 1",
+        "i == 0",
+        "should_log",
+        "step_is_print_step(step)",
+        "time.time() - last_log > 30",
+    ],
+)
+def test_rate_limits(test):
+    assert is_rate_limit(cst.parse_expression(test), _imports())
+
+
+@pytest.mark.parametrize("test", ["verbose", "rank == 0", "logger is not None", "loss > best", "epoch > warmup"])
+def test_not_rate_limits(test):
+    assert not is_rate_limit(cst.parse_expression(test), _imports())
