@@ -11,11 +11,12 @@ import re
 import shlex
 import sys
 
-from verifier.cli import EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, validate_task, write_atomically
+from verifier.cli import DEFAULT_CACHE_DIR, EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, validate_task, write_atomically
 from verifier.config import FileConfig, Settings, find_config, load_config
 from verifier.dynamic.results import DynamicResult
 from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
 from verifier.static.discovery import UsageError
+from verifier.static.parallel import default_jobs
 
 HARNESS_UNAVAILABLE = "not run: harness unavailable"
 
@@ -89,7 +90,20 @@ def effective_settings(args: argparse.Namespace) -> Settings:
         thresholds=config.thresholds,
         regression_tolerance=_first_set(config.regression_tolerance, defaults.regression_tolerance),
         config_path=config.path,
+        prefilter=not args.no_prefilter,
+        jobs=args.jobs or _env_jobs() or default_jobs(),
+        cache_dir=None if args.no_cache else (args.cache_dir or os.environ.get("VERIFY_PERF_CACHE_DIR") or DEFAULT_CACHE_DIR),
+        file_timeout=args.file_timeout,
     )
+
+
+def _env_jobs() -> int | None:
+    value = os.environ.get("VERIFY_PERF_JOBS", "")
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(f"VERIFY_PERF_JOBS={value!r}: expected a positive integer")
+    return int(value)
 
 
 def _first_set(*values):
@@ -150,16 +164,19 @@ def _analyse(args: argparse.Namespace, settings: Settings):
     from verifier.static.discovery import discover
     from verifier.static.engine import analyze_paths
 
-    if not args.diff:
-        result = analyze_paths(args.paths, settings)
-        findings = result.findings
-    else:
-        from verifier.gitdiff import changed_lines, on_changed_lines, select_changed
+    from verifier.progress import analysis_progress
 
-        changed = changed_lines(args.diff, args.paths[0])
-        targets = select_changed(discover(args.paths, settings.exclude), changed)
-        result = analyze_paths(targets, settings)
-        findings = on_changed_lines(result.findings, changed)
+    with analysis_progress(enabled=not args.quiet) as progress:
+        if not args.diff:
+            result = analyze_paths(args.paths, settings, on_file=progress.advance, on_start=progress.start)
+            findings = result.findings
+        else:
+            from verifier.gitdiff import changed_lines, on_changed_lines, select_changed
+
+            changed = changed_lines(args.diff, args.paths[0])
+            targets = select_changed(discover(args.paths, settings.exclude), changed)
+            result = analyze_paths(targets, settings, on_file=progress.advance, on_start=progress.start)
+            findings = on_changed_lines(result.findings, changed)
     errors = [(r.path, r.internal_error) for r in result.internal_errors]
     return [r.path for r in result.files], findings, errors
 

@@ -20,6 +20,7 @@ from verifier.static.discovery import UsageError
 EXIT_PASS, EXIT_BLOCK, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 DEFAULT_REPORT_DIR = "reports"
+DEFAULT_CACHE_DIR = ".verify_perf_cache"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,6 +38,22 @@ def _min_score(text: str) -> int:
     if not text.isdigit() or not 0 <= int(text) <= 100:
         raise argparse.ArgumentTypeError(f"expected an integer from 0 to 100, got {text!r}")
     return int(text)
+
+
+def _jobs(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentParser:
@@ -89,6 +106,16 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
                       help="block below this score (config: min-score; default 70)")
     gate.add_argument("--dynamic", action="store_true", help="also run the dynamic harness and report its figures")
     gate.add_argument("--exit-zero", action="store_true", help="exit 0 even when the merge is blocked")
+    speed = parser.add_argument_group("speed")
+    speed.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                       help="analyse in N processes (default: $VERIFY_PERF_JOBS, else the available cores)")
+    speed.add_argument("--no-cache", action="store_true", help="neither read nor write the results cache")
+    speed.add_argument("--cache-dir", metavar="DIR",
+                       help=f"results cache folder (default: $VERIFY_PERF_CACHE_DIR, else {DEFAULT_CACHE_DIR})")
+    speed.add_argument("--no-prefilter", action="store_true",
+                       help="parse every file, even those that mention none of the tokens any rule needs")
+    speed.add_argument("--file-timeout", type=_seconds, metavar="SECONDS", default=60.0,
+                       help="per-file analysis limit; a file over it is reported as VP900 (default: 60)")
     parser.add_argument("--version", action="version", version=f"verify-perf {__version__}")
     if harness_arguments:
         _add_harness_arguments(parser)
@@ -120,6 +147,17 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("verify-perf: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except SystemExit as stop:  # argparse's --help, --version and usage errors
+        return stop.code if isinstance(stop.code, int) else EXIT_ERROR
+    except Exception as error:  # a bug in verify-perf: one line and exit 2, the traceback on request
+        if os.environ.get("VERIFY_PERF_DEBUG"):
+            raise
+        print(
+            f"verify-perf: internal error: {type(error).__name__}: {error} "
+            "(set VERIFY_PERF_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
 
 

@@ -77,6 +77,7 @@ def analyze_paths(
     paths: Iterable[str],
     settings: Settings,
     on_file: Callable[[FileResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> AnalysisResult:
     """Analyse every Python file under `paths`. Raises UsageError for bad paths.
 
@@ -86,6 +87,8 @@ def analyze_paths(
     rules = settings.selected_rules()
     codes = [rule.code for rule in rules]
     files = list(discover(paths, settings.exclude))
+    if on_start is not None:
+        on_start(len(files))
     notify = on_file or (lambda _result: None)
     cache = ResultCache(settings.cache_dir, settings, codes) if settings.cache_dir else None
     keys = [cache.key_for(path) for path in files] if cache else [None] * len(files)
