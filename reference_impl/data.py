@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 IGNORE_INDEX = -100
 """Target value for unpredictable positions; `cross_entropy(..., ignore_index=IGNORE_INDEX)`."""
 
-_SPLIT_OFFSETS = {"train": 0, "eval": 1 << 40}
+_SPLIT_OFFSETS = {"train": 0, "eval": 1 << 31}
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,8 @@ class SyntheticBatches(Dataset):
         return self.num_batches
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        generator = torch.Generator().manual_seed(self.base_seed + index)
+        # CPU generators keep only the low 32 bits of a seed; fold it in explicitly.
+        generator = torch.Generator().manual_seed((self.base_seed + index) % (1 << 32))
         return self.task.batch(self.batch_size, generator)
 
 

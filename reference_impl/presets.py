@@ -11,7 +11,8 @@ class Preset:
     """Model shape, task, optimiser settings and the harness's default step counts.
 
     steps is the standalone training length; bench_warmup/bench_steps/bench_repeats/
-    bench_sync_steps are what the dynamic harness uses unless told otherwise.
+    bench_sync_steps are what the dynamic harness uses unless told otherwise. cpu_threads
+    caps torch's intra-op threads on CPU (None: torch's default).
     """
 
     name: str
@@ -36,6 +37,7 @@ class Preset:
     bench_steps: int
     bench_repeats: int
     bench_sync_steps: int
+    cpu_threads: int | None = None
 
     @property
     def tokens_per_step(self) -> int:
@@ -66,17 +68,22 @@ PRESETS: dict[str, Preset] = {
         bench_steps=10,
         bench_repeats=5,
         bench_sync_steps=3,
+        # Its matmuls are too small to gain from threads, and spinning threads collapse when
+        # another process shares the cores; one thread leaves a core for the DataLoader worker.
+        cpu_threads=1,
     ),
     "gpu": Preset(
         name="gpu",
-        description="8-layer, d=1024 decoder LM (~110M parameters), 16 x 1024 tokens per step",
+        description="8-layer, d=1024 decoder LM (~110M parameters), 32 x 1024 tokens per step",
         vocab_size=8192,
         d_model=1024,
         n_layers=8,
         n_heads=16,
         mlp_ratio=4,
         seq_len=1024,
-        batch_size=16,
+        # Activations, which autocast halves, should outweigh the FP32 weights, gradients and
+        # Adam state, which it does not; a large batch keeps the GPU compute-bound too.
+        batch_size=32,
         period=64,
         learning_rate=3e-4,
         weight_decay=0.1,
@@ -86,10 +93,10 @@ PRESETS: dict[str, Preset] = {
         train_batches=4096,
         eval_batches=8,
         num_workers=4,
-        bench_warmup=20,
-        bench_steps=20,
+        bench_warmup=10,
+        bench_steps=10,
         bench_repeats=5,
-        bench_sync_steps=3,
+        bench_sync_steps=2,
     ),
 }
 

@@ -49,7 +49,7 @@ class TrainingSession:
         )
 
     def evaluate(self) -> Evaluation:
-        return evaluate(self.model, self.eval_loader, self.precision, self.device)
+        return evaluate(self.core_model, self.eval_loader, self.precision, self.device)
 
     def close(self) -> None:
         """Stop the loader workers now rather than whenever the garbage collector runs."""

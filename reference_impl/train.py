@@ -71,17 +71,21 @@ def train_step(
     precision: Precision,
     inputs: torch.Tensor,
     targets: torch.Tensor,
-    max_grad_norm: float,
+    max_grad_norm: float | None,
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = language_model_loss,
 ) -> torch.Tensor:
-    """One optimisation step; returns the detached loss, still on the device."""
+    """One optimisation step; returns the detached loss, still on the device.
+
+    `max_grad_norm=None` skips clipping (and the unscale it needs).
+    """
     # Autocast covers forward and loss only; backward runs in the dtypes the forward chose.
     with precision.autocast():
         loss = loss_fn(model(inputs), targets)
     scaler.scale(loss).backward()
-    # Clip the true gradients: unscale first, and the scaler remembers not to unscale again.
-    scaler.unscale_(optimizer)
-    nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    if max_grad_norm is not None:
+        # Clip the true gradients: unscale first; the scaler remembers not to unscale again.
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
     # scaler.step skips the update when the gradients hold inf/NaN; no explicit check needed.
     scaler.step(optimizer)
     scaler.update()

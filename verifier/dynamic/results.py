@@ -120,7 +120,7 @@ class SyncSite:
 
 @dataclass(frozen=True)
 class ModeResult:
-    """One precision mode's figures. `error` set means the mode failed and figures are None.
+    """One precision mode's figures. A figure is None when it was not measured.
 
     mode: "fp32", "fp16" or "bf16"; dtype: the autocast dtype ("float32" for no autocast).
     grad_scaler: True when the mode trains with `torch.amp.GradScaler` (fp16).
@@ -128,21 +128,27 @@ class ModeResult:
     tokens_per_second: tokens per step divided by the median step time.
     peak_memory_bytes: see memory_method for exactly what the number is; None if not measured.
     memory_method: how peak_memory_bytes was measured, and what it leaves out.
-    process_rss_peak_bytes: process resident-set high-water mark (CPU runs); it is not a
-        tensor peak: it includes the interpreter, libraries and every earlier mode.
+    process_rss_peak_bytes: process resident-set high-water mark (CPU runs), reset per mode
+        where the kernel allows; not a tensor peak: it includes the interpreter, libraries and
+        memory the allocator kept from earlier modes.
     eval_loss: mean cross-entropy on held-out batches after training, in the mode's precision.
     accuracy: next-token accuracy on the same held-out batches (0..1).
     user_syncs_per_step: host-device syncs per step attributed to user code (untimed pass).
     library_syncs_per_step: syncs issued inside torch itself (not the user's to fix).
     sync_sites: where the user syncs came from.
     sync_method: how syncs were counted, or why they were not.
-    train_loss_first / train_loss_last: mean training loss over the first and last log interval,
-        read once each from an on-device sum.
+    train_loss_first / train_loss_last: mean training loss over the warm-up steps and over the
+        last timed repeat, each read once from an on-device sum (None if the step returns no loss).
     flops_per_step: model FLOPs per training step (forward + backward), None if unknown.
     achieved_tflops: flops_per_step / median step time, in TFLOP/s.
     mfu: achieved / peak dense throughput of the device for this dtype (0..1), None if unknown.
     mfu_note: why mfu is None, or which peak figure it used.
-    error: why the mode failed ("CUDA out of memory: ...", "loss became NaN at step 12").
+    device_busy_fraction: summed kernel time / wall time of profiled steps (CUDA only).
+    device_flagged_syncs_per_step: warnings per step from torch.cuda.set_sync_debug_mode("warn")
+        during the sync-counting pass (CUDA only; None where the mode could not be set).
+    utilization: NVML samples taken during this mode's timed steps, None without NVML.
+    error: why the mode failed ("CUDA out of memory during timed steps: ...", "loss became
+        NaN or infinite during warm-up"). Figures measured before the failure are kept.
     """
 
     mode: str
@@ -165,6 +171,9 @@ class ModeResult:
     achieved_tflops: float | None = None
     mfu: float | None = None
     mfu_note: str = ""
+    device_busy_fraction: float | None = None
+    device_flagged_syncs_per_step: float | None = None
+    utilization: UtilizationSummary | None = None
     error: str | None = None
 
     @property
@@ -177,11 +186,13 @@ class Verdict:
     """One target judged against a measurement.
 
     name: "speedup", "memory_reduction" or "accuracy_degradation".
-    mode: the AMP mode judged against the FP32 baseline ("fp16" or "bf16").
+    mode: the AMP mode judged against the FP32 baseline ("fp16" or "bf16"; "amp" when no
+        AMP mode ran or nothing could run).
     label: the human wording ("AMP speedup over FP32 (bf16)").
     comparison: ">=" or "<=": how measured must relate to target to pass.
     target: the threshold; unit: "x" for ratios, "fraction" for 0..1 quantities.
-    measured: the measured value, or None when it could not be measured.
+    measured: the measured value, or None when it could not be measured. A measured value
+        can still be NOT_EVALUATED (e.g. a CPU speedup): show it, never as passed.
     status: PASS/MISS only with a measured value; NOT_EVALUATED always has a reason.
     reason: one sentence: why it passed/missed, or why it was not evaluated.
     """
@@ -212,7 +223,8 @@ class Method:
 
     timer: "cuda-events" or "perf_counter"; warmup_steps: untimed steps per mode before timing;
     steps: timed steps per repeat; repeats: timed repeats per mode; sync_steps: steps of the
-    separate, untimed sync-counting pass; eval_batches: held-out batches for loss/accuracy;
+    separate, untimed sync-counting pass; eval_batches: held-out batches for loss/accuracy
+    (None when a user entry decides);
     seed: the seed every mode starts from (same weights, same data order);
     overhead_probe: how the harness decided whether the workload is overhead-bound;
     notes: anything else a reader needs (e.g. torch.compile on, threads used).
@@ -223,7 +235,7 @@ class Method:
     steps: int
     repeats: int
     sync_steps: int
-    eval_batches: int
+    eval_batches: int | None
     seed: int
     overhead_probe: str = ""
     notes: tuple[str, ...] = ()

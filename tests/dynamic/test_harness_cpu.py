@@ -1,0 +1,93 @@
+"""The harness on CPU: real numbers for every mode, speed and memory honestly not judged."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from verifier.dynamic.harness import HarnessOptions, HarnessUsageError, resolve_modes, run_harness
+from verifier.dynamic.results import VerdictStatus
+from verifier.dynamic.verdicts import CPU_REASON
+
+SMALL = {"warmup": 4, "steps": 3, "repeats": 2, "sync_steps": 2}
+
+
+@pytest.fixture(scope="module")
+def cpu_result(tmp_path_factory):
+    chart = tmp_path_factory.mktemp("chart") / "bench.png"
+    progress: list[tuple[str, str, int, int]] = []
+    result = run_harness(
+        HarnessOptions(preset="tiny", modes=("fp32", "bf16"), device="cpu", chart_path=str(chart), **SMALL),
+        progress=lambda *event: progress.append(event),
+    )
+    return result, progress
+
+
+def test_every_mode_has_real_figures(cpu_result):
+    result, _ = cpu_result
+    assert [m.mode for m in result.modes] == ["fp32", "bf16"]
+    for mode in result.modes:
+        assert mode.error is None
+        assert mode.step_time.median_ms > 0
+        assert len(mode.step_time.samples_ms) == 2
+        assert mode.tokens_per_second == pytest.approx(1024 / (mode.step_time.median_ms / 1000))
+        assert math.isfinite(mode.eval_loss)
+        assert 0.0 <= mode.accuracy <= 1.0
+        assert mode.peak_memory_bytes is None
+        assert mode.process_rss_peak_bytes > 0
+        assert mode.achieved_tflops > 0 and mode.mfu is None
+
+
+def test_reference_step_has_no_host_syncs(cpu_result):
+    result, _ = cpu_result
+    for mode in result.modes:
+        assert (mode.user_syncs_per_step, mode.library_syncs_per_step, mode.sync_sites) == (0.0, 0.0, ())
+
+
+def test_speed_and_memory_are_not_evaluated_on_cpu(cpu_result):
+    result, _ = cpu_result
+    verdicts = {v.name: v for v in result.verdicts}
+    assert verdicts["speedup"].status is VerdictStatus.NOT_EVALUATED
+    assert verdicts["speedup"].reason == CPU_REASON
+    assert verdicts["memory_reduction"].status is VerdictStatus.NOT_EVALUATED
+    assert verdicts["memory_reduction"].reason == CPU_REASON
+    assert verdicts["accuracy_degradation"].status in (VerdictStatus.PASS, VerdictStatus.MISS)
+    assert result.overhead_bound is None
+
+
+def test_method_and_device_are_described(cpu_result):
+    result, _ = cpu_result
+    assert (result.method.timer, result.method.warmup_steps, result.method.repeats) == ("perf_counter", 4, 2)
+    assert result.device.backend == "cpu"
+    assert result.device.cpu_threads == 1  # the tiny preset's cap
+    assert result.workload.name == "tiny" and result.workload.parameters == 26944
+
+
+def test_same_seed_means_same_starting_loss(cpu_result):
+    result, _ = cpu_result
+    fp32, bf16 = result.modes
+    assert bf16.train_loss_first == pytest.approx(fp32.train_loss_first, abs=0.05)
+
+
+def test_chart_written_and_json_ready(cpu_result):
+    result, _ = cpu_result
+    with open(result.chart_path, "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+    json.dumps(result.to_dict())
+
+
+def test_progress_reports_each_phase(cpu_result):
+    _, progress = cpu_result
+    fp32 = [(phase, done) for mode, phase, done, total in progress if mode == "fp32"]
+    assert fp32 == [("setup", 0), ("warm-up", 4), ("timed steps", 7), ("timed steps", 10), ("sync counting", 12), ("done", 12)]
+
+
+def test_bad_options_are_usage_errors():
+    with pytest.raises(HarnessUsageError, match="unknown mode"):
+        resolve_modes(("fp8",), __import__("torch").device("cpu"))
+    with pytest.raises(HarnessUsageError, match="unknown preset"):
+        run_harness(HarnessOptions(preset="huge", device="cpu"))
+    with pytest.raises(HarnessUsageError, match="at least 1"):
+        run_harness(HarnessOptions(preset="tiny", device="cpu", repeats=0))

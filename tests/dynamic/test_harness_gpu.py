@@ -1,0 +1,36 @@
+"""On a CUDA device the harness times with events, measures allocator peaks and judges targets."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from verifier.dynamic.harness import HarnessOptions, run_harness
+from verifier.dynamic.results import VerdictStatus
+from verifier.dynamic.verdicts import CPU_REASON
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+
+
+def test_tiny_preset_on_cuda_is_measured_and_judged():
+    result = run_harness(HarnessOptions(preset="tiny", device="cuda", warmup=10, steps=5, repeats=3, sync_steps=2))
+    assert result.method.timer == "cuda-events"
+    assert result.device.backend == "cuda"
+    for mode in result.modes:
+        assert mode.error is None, mode.error
+        assert mode.peak_memory_bytes and mode.peak_memory_bytes > 0
+        assert mode.memory_method.startswith("CUDA caching-allocator peak")
+        assert mode.user_syncs_per_step == 0.0
+    assert result.mode("fp32").device_busy_fraction is not None
+    assert result.overhead_bound is not None
+    for verdict in result.verdicts:
+        assert verdict.reason != CPU_REASON
+        if verdict.status is not VerdictStatus.NOT_EVALUATED:
+            assert verdict.measured is not None
+
+
+def test_bf16_mfu_is_reported_or_explained():
+    result = run_harness(HarnessOptions(preset="tiny", device="cuda", modes=("bf16",), warmup=5, steps=5, repeats=2, sync_steps=1))
+    bf16 = result.mode("bf16")
+    assert bf16.achieved_tflops and bf16.achieved_tflops > 0
+    assert (bf16.mfu is not None) or bf16.mfu_note

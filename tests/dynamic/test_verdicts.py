@@ -1,0 +1,86 @@
+"""Verdicts: PASS/MISS only from measured values; everything else NOT_EVALUATED with a reason."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from verifier.dynamic.results import ModeResult, StepTiming, Thresholds, VerdictStatus
+from verifier.dynamic.verdicts import CPU_REASON, judge
+
+
+def mode(name: str, ms: float | None = 10.0, peak: int | None = 1000, accuracy: float | None = 0.9, error: str | None = None) -> ModeResult:
+    timing = StepTiming(ms, ms, ms, ms, ms) if ms is not None else None
+    return ModeResult(name, name, step_time=timing, peak_memory_bytes=peak, accuracy=accuracy, error=error)
+
+
+def by_name(verdicts):
+    return {v.name: v for v in verdicts}
+
+
+def test_on_cpu_speed_and_memory_are_not_evaluated_with_the_reason():
+    verdicts = by_name(judge((mode("fp32", 10.0, None), mode("bf16", 40.0, None)), Thresholds(), "cpu", None, ""))
+    assert verdicts["speedup"].status is VerdictStatus.NOT_EVALUATED
+    assert verdicts["speedup"].reason == CPU_REASON
+    assert verdicts["speedup"].measured == 0.25
+    assert verdicts["memory_reduction"].status is VerdictStatus.NOT_EVALUATED
+    assert verdicts["memory_reduction"].reason == CPU_REASON
+    assert verdicts["memory_reduction"].measured is None
+    assert verdicts["accuracy_degradation"].status is VerdictStatus.PASS
+    assert CPU_REASON == "not evaluated on CPU: speed and memory targets are judged on a CUDA device"
+
+
+def test_cuda_targets_pass_and_miss_on_measured_values():
+    passing = by_name(judge((mode("fp32", 30.0, 1000, 0.90), mode("bf16", 10.0, 500, 0.895)), Thresholds(), "cuda", False, "GPU busy 95% of the FP32 step"))
+    assert [passing[n].status for n in ("speedup", "memory_reduction", "accuracy_degradation")] == [VerdictStatus.PASS] * 3
+    assert passing["speedup"].measured == 3.0
+    assert passing["memory_reduction"].measured == 0.5
+    assert passing["speedup"].reason == "3.00x >= 1.5x"
+
+    missing = by_name(judge((mode("fp32", 12.0, 1000, 0.90), mode("fp16", 10.0, 900, 0.85)), Thresholds(), "cuda", False, "GPU busy 95% of the FP32 step"))
+    assert [missing[n].status for n in ("speedup", "memory_reduction", "accuracy_degradation")] == [VerdictStatus.MISS] * 3
+    assert missing["speedup"].reason == "1.20x < 1.5x; GPU busy 95% of the FP32 step"
+
+
+def test_overhead_bound_workload_does_not_miss_the_speedup():
+    verdict = by_name(judge((mode("fp32", 10.0), mode("bf16", 9.0)), Thresholds(), "cuda", True, "GPU busy 20% of the FP32 step", "the gpu preset is sized to be compute-bound"))["speedup"]
+    assert verdict.status is VerdictStatus.NOT_EVALUATED
+    assert verdict.reason.startswith("workload overhead-bound: GPU busy 20% of the FP32 step")
+    assert verdict.measured == 10.0 / 9.0
+
+
+def test_failed_mode_is_not_evaluated_with_its_error():
+    verdicts = by_name(judge((mode("fp32"), mode("fp16", None, None, None, error="CUDA out of memory during warm-up: boom")), Thresholds(), "cuda", False, ""))
+    for verdict in verdicts.values():
+        assert verdict.status is VerdictStatus.NOT_EVALUATED
+        assert "fp16 failed: CUDA out of memory during warm-up: boom" in verdict.reason
+
+
+def test_missing_baseline_or_amp_mode_is_said():
+    only_amp = judge((mode("bf16"),), Thresholds(), "cuda", None, "")
+    assert {v.reason for v in only_amp} == {"the FP32 baseline was not run"}
+    only_fp32 = judge((mode("fp32"),), Thresholds(), "cuda", None, "")
+    assert {(v.mode, v.reason) for v in only_fp32} == {("amp", "no AMP mode was run")}
+
+
+def test_configured_thresholds_are_used():
+    verdicts = by_name(judge((mode("fp32", 30.0), mode("bf16", 10.0)), Thresholds(min_speedup=4.0), "cuda", False, ""))
+    assert verdicts["speedup"].status is VerdictStatus.MISS
+    assert verdicts["speedup"].target == 4.0
+
+
+optional_ms = st.one_of(st.none(), st.floats(0.1, 1000))
+optional_peak = st.one_of(st.none(), st.integers(1, 10**10))
+optional_accuracy = st.one_of(st.none(), st.floats(0, 1))
+
+
+@given(optional_ms, optional_peak, optional_accuracy, optional_ms, optional_peak, optional_accuracy, st.sampled_from(["cpu", "cuda"]), st.sampled_from([None, True, False]))
+def test_an_unmeasured_figure_is_never_passed_or_missed(ms32, peak32, acc32, ms16, peak16, acc16, backend, overhead_bound):
+    verdicts = judge((mode("fp32", ms32, peak32, acc32), mode("bf16", ms16, peak16, acc16)), Thresholds(), backend, overhead_bound, "")
+    for verdict in verdicts:
+        if verdict.status is not VerdictStatus.NOT_EVALUATED:
+            assert verdict.measured is not None
+        else:
+            assert verdict.reason
+        if backend == "cpu" and verdict.name != "accuracy_degradation":
+            assert verdict.status is VerdictStatus.NOT_EVALUATED

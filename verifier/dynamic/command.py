@@ -1,0 +1,165 @@
+"""Command-line glue for the harness: the options `verify-perf bench` and `--dynamic` share,
+`run_bench` for the `bench` subcommand, and `run_dynamic` for `verify-perf PATH --dynamic`.
+
+Progress is drawn on stderr only when it is a terminal and CI is not set, so CI logs and
+piped output stay clean.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from verifier.dynamic.harness import HarnessOptions, HarnessUsageError, ProgressCallback, run_harness
+from verifier.dynamic.results import MODES, DynamicResult, Thresholds
+from verifier.dynamic.summary import format_summary
+
+_PRESET_CHOICES = ("auto", "tiny", "gpu")
+
+
+def add_harness_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Options that choose and size the measured workload; safe to add next to the analyzer's."""
+    parser.add_argument(
+        "--preset",
+        choices=_PRESET_CHOICES,
+        default="auto",
+        help="reference workload size (default: gpu on CUDA, tiny on CPU)",
+    )
+    parser.add_argument(
+        "--modes",
+        help=f"comma-separated precision modes from {','.join(MODES)} (default: all three on CUDA, fp32,bf16 on CPU)",
+    )
+    parser.add_argument("--steps", type=int, help="timed steps per repeat (default: the preset's)")
+    parser.add_argument("--warmup", type=int, help="untimed warm-up steps per mode (default: the preset's)")
+    parser.add_argument("--repeats", type=int, help="timed repeats per mode (default: the preset's)")
+    parser.add_argument("--sync-steps", type=int, help="steps in the untimed sync-counting pass (default: the preset's)")
+    parser.add_argument(
+        "--entry",
+        metavar="MODULE:FUNCTION",
+        help="measure your own training step instead of the reference (see verifier/dynamic/entry.py)",
+    )
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument("--seed", type=int, default=0, help="seed every mode starts from (default: 0)")
+    parser.add_argument("--compile", action="store_true", help="wrap the reference model in torch.compile")
+    parser.add_argument("--min-speedup", type=float, help="speedup target (default: 1.5)")
+    parser.add_argument("--min-memory-reduction", type=float, help="peak-memory reduction target, 0..1 (default: 0.40)")
+    parser.add_argument("--max-accuracy-degradation", type=float, help="accuracy drop allowed, 0..1 (default: 0.01)")
+
+
+def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    """Everything `verify-perf bench` takes: the harness options plus where results go."""
+    add_harness_arguments(parser)
+    parser.add_argument("--output", "-o", metavar="FILE", help="write the result as JSON to FILE")
+    parser.add_argument(
+        "--chart",
+        metavar="FILE.png",
+        help="write the PNG chart to FILE.png (default: next to --output, with a .png suffix)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the JSON result instead of the table")
+
+
+def options_from_args(args: argparse.Namespace, thresholds: Thresholds | None = None) -> HarnessOptions:
+    """HarnessOptions from parsed arguments; command-line thresholds override `thresholds`
+    (which the caller may have read from `[tool.verify-perf]`)."""
+    base = thresholds or Thresholds()
+    modes = getattr(args, "modes", None)
+    chart = getattr(args, "chart", None)
+    output = getattr(args, "output", None)
+    if chart is None and output:
+        chart = str(Path(output).with_suffix(".png"))
+    return HarnessOptions(
+        preset=getattr(args, "preset", "auto"),
+        modes=tuple(part.strip() for part in modes.split(",") if part.strip()) if modes else None,
+        steps=getattr(args, "steps", None),
+        warmup=getattr(args, "warmup", None),
+        repeats=getattr(args, "repeats", None),
+        sync_steps=getattr(args, "sync_steps", None),
+        entry=getattr(args, "entry", None),
+        device=getattr(args, "device", "auto"),
+        seed=getattr(args, "seed", 0),
+        compile=getattr(args, "compile", False),
+        thresholds=Thresholds(
+            min_speedup=_override(args, "min_speedup", base.min_speedup),
+            min_memory_reduction=_override(args, "min_memory_reduction", base.min_memory_reduction),
+            max_accuracy_degradation=_override(args, "max_accuracy_degradation", base.max_accuracy_degradation),
+        ),
+        chart_path=chart,
+    )
+
+
+def _override(args: argparse.Namespace, name: str, default: float) -> float:
+    value = getattr(args, name, None)
+    return default if value is None else value
+
+
+def progress_enabled() -> bool:
+    ci = os.environ.get("CI", "").strip().lower()
+    return sys.stderr.isatty() and ci in ("", "0", "false", "no")
+
+
+@contextmanager
+def terminal_progress(enabled: bool) -> Iterator[ProgressCallback | None]:
+    """A rich progress bar per mode on stderr, removed when done; None when disabled."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def update(mode: str, phase: str, done: int, total: int) -> None:
+            if mode not in tasks:
+                tasks[mode] = bar.add_task(mode, total=total)
+            bar.update(tasks[mode], completed=done, description=f"{mode}: {phase}")
+
+        yield update
+
+
+def run_dynamic(options: HarnessOptions | argparse.Namespace, show_progress: bool | None = None) -> DynamicResult:
+    """Run the harness for `verify-perf PATH --dynamic`. Raises HarnessUsageError for bad
+    options (the caller exits 2); every workload failure is inside the result."""
+    if isinstance(options, argparse.Namespace):
+        options = options_from_args(options)
+    enabled = progress_enabled() if show_progress is None else show_progress
+    with terminal_progress(enabled) as progress:
+        return run_harness(options, progress)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """`verify-perf bench`: run, print the table (or JSON), write JSON and chart if asked.
+
+    Returns 0 when the harness ran (failed modes and missed targets are in the output; the
+    PASS/BLOCK gate is the main command's job) and 2 for bad options or unwritable output.
+    """
+    try:
+        result = run_dynamic(options_from_args(args))
+    except HarnessUsageError as error:
+        print(f"verify-perf bench: error: {error}", file=sys.stderr)
+        return 2
+    document = json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n"
+    if getattr(args, "output", None):
+        try:
+            _write_atomically(Path(args.output), document)
+        except OSError as error:
+            print(f"verify-perf bench: error: cannot write {args.output}: {error}", file=sys.stderr)
+            return 2
+    if getattr(args, "json", False):
+        print(document, end="")
+    else:
+        print(format_summary(result))
+    return 0
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)

@@ -1,0 +1,247 @@
+"""Opt-in user entry points: `--entry package.module:function` measures the user's own model
+or training step the same way as the reference. User code runs only when named here.
+
+The contract. The named function is called once per precision mode, right after
+`torch.manual_seed(seed)`, so every mode starts from the same weights. It takes the
+`torch.device` to run on (or no argument) and returns a dict, or any object with the
+same attributes, in one of two forms:
+
+Components form: the harness writes the step itself, as the reference does (autocast
+around forward and loss, GradScaler for fp16, unscale before clipping), with your model,
+optimizer and loss:
+
+    model        torch.nn.Module; moved to the device if it is not there already
+    optimizer    a torch.optim.Optimizer, or a callable `params -> Optimizer`
+    make_batch   callable `step -> (inputs, targets)`     (or: batches, an iterable of them;
+                 it is cycled when exhausted)
+    loss_fn      callable `(model(inputs), targets) -> scalar loss tensor`
+    optional:    eval_batches (iterable of (inputs, targets)), accuracy_fn
+                 (`(outputs, targets) -> fraction correct`), max_grad_norm (None: no clipping),
+                 tokens_per_step, flops_per_step
+
+Step form: the harness times the user's step exactly as written, syncs and all:
+
+    train_step   callable `mode -> loss` doing one whole step in "fp32", "fp16" or "bf16"
+                 (the user applies autocast and scaling); the loss may be a tensor, a
+                 number or None
+    optional:    evaluate (callable `mode -> (loss, accuracy)` or a dict with those keys),
+                 tokens_per_step, flops_per_step
+
+Every failure becomes text in the result, never a traceback: loading problems and a
+malformed return value are `EntryError`s; an exception from the user's code is described
+by `describe_exception` ("ValueError: ... (at train.py:12)").
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import itertools
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from verifier.dynamic.results import Workload
+from verifier.reference_impl.train import Precision, train_step
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_VERIFIER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class EntryError(Exception):
+    """The entry point could not be loaded or used; the message is report content."""
+
+
+def load_entry(spec: str) -> Callable[..., Any]:
+    """Import `package.module:function` (the current directory is importable, as with `python -m`)."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise EntryError(f"entry {spec!r} is not of the form package.module:function")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        raise EntryError(f"entry not found: cannot import {module_name!r} ({error})") from None
+    except Exception as error:  # noqa: BLE001 - importing user code can raise anything
+        raise EntryError(f"entry module {module_name!r} raised on import: {describe_exception(error)}") from None
+    target: Any = module
+    for part in attribute.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise EntryError(f"entry not found: module {module_name!r} has no attribute {attribute!r}")
+    if not callable(target):
+        raise EntryError(f"entry {spec!r} is not callable")
+    return target
+
+
+def describe_exception(error: BaseException) -> str:
+    """`Type: message (at file:line)`, naming the innermost frame outside torch and verify-perf."""
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not os.path.abspath(frame.filename).startswith((_TORCH_DIR, _VERIFIER_DIR))
+    ]
+    if frames:
+        text += f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})"
+    return text
+
+
+class EntryWorkload:
+    def __init__(self, spec: str, function: Callable[..., Any]) -> None:
+        self.spec = spec
+        self.function = function
+        self.info = Workload(source="entry", name=spec, description=_first_doc_line(function))
+
+    def open(self, mode: str, device: torch.device, seed: int) -> ComponentsRun | StepRun:
+        torch.manual_seed(seed)
+        parts = _call_entry(self.function, device)
+        if _part(parts, "train_step") is not None:
+            return StepRun(parts, mode)
+        missing = [name for name in ("model", "optimizer", "loss_fn") if _part(parts, name) is None]
+        if _part(parts, "make_batch") is None and _part(parts, "batches") is None:
+            missing.append("make_batch or batches")
+        if missing:
+            raise EntryError(
+                f"entry {self.spec!r} returned {type(parts).__name__} without {', '.join(missing)}: "
+                "give either train_step, or model, optimizer, make_batch/batches and loss_fn"
+            )
+        return ComponentsRun(parts, mode, device)
+
+
+def _call_entry(function: Callable[..., Any], device: torch.device) -> Any:
+    try:
+        takes_device = bool(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        takes_device = True
+    return function(device) if takes_device else function()
+
+
+def _part(parts: Any, name: str) -> Any:
+    if isinstance(parts, dict):
+        return parts.get(name)
+    return getattr(parts, name, None)
+
+
+def _first_doc_line(function: Callable[..., Any]) -> str:
+    doc = inspect.getdoc(function) or ""
+    return doc.splitlines()[0] if doc else ""
+
+
+def _to_device(value: Any, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device, non_blocking=True)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_device(item, device) for item in value)
+    if isinstance(value, dict):
+        return {key: _to_device(item, device) for key, item in value.items()}
+    return value
+
+
+def _optional_number(parts: Any, name: str) -> float | None:
+    value = _part(parts, name)
+    return float(value) if value is not None else None
+
+
+class ComponentsRun:
+    """Steps the user's model with the reference step: same AMP practice as the reference."""
+
+    def __init__(self, parts: Any, mode: str, device: torch.device) -> None:
+        self.device = device
+        self.model: nn.Module = _part(parts, "model").to(device)
+        optimizer = _part(parts, "optimizer")
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            optimizer = optimizer(self.model.parameters())
+        self.optimizer: torch.optim.Optimizer = optimizer
+        self.loss_fn = _part(parts, "loss_fn")
+        self.precision = Precision(mode, device.type)
+        self.scaler = self.precision.grad_scaler()
+        self.max_grad_norm = _optional_number(parts, "max_grad_norm")
+        self.eval_batches = _part(parts, "eval_batches")
+        self.accuracy_fn = _part(parts, "accuracy_fn")
+        tokens = _part(parts, "tokens_per_step")
+        self.tokens_per_step = int(tokens) if tokens is not None else None
+        self.flops_per_step = _optional_number(parts, "flops_per_step")
+        self._batches = _batch_source(parts)
+
+    def step(self) -> torch.Tensor:
+        inputs, targets = next(self._batches)
+        return train_step(
+            self.model,
+            self.optimizer,
+            self.scaler,
+            self.precision,
+            _to_device(inputs, self.device),
+            _to_device(targets, self.device),
+            self.max_grad_norm,
+            self.loss_fn,
+        )
+
+    def evaluate(self) -> tuple[float | None, float | None]:
+        if self.eval_batches is None:
+            return None, None
+        was_training = self.model.training
+        self.model.eval()
+        with torch.inference_mode():
+            losses, accuracies = [], []
+            for inputs, targets in self.eval_batches:
+                targets = _to_device(targets, self.device)
+                with self.precision.autocast():
+                    outputs = self.model(_to_device(inputs, self.device))
+                    losses.append(self.loss_fn(outputs, targets).float())
+                if self.accuracy_fn is not None:
+                    accuracies.append(torch.as_tensor(self.accuracy_fn(outputs, targets), dtype=torch.float64))
+            loss = torch.stack(losses).mean().item() if losses else None
+            accuracy = torch.stack(accuracies).mean().item() if accuracies else None
+        self.model.train(was_training)
+        return loss, accuracy
+
+    def close(self) -> None:
+        self._batches = iter(())
+
+
+def _batch_source(parts: Any) -> Iterator[Any]:
+    make_batch = _part(parts, "make_batch")
+    if make_batch is not None:
+        return (make_batch(step) for step in itertools.count())
+    return itertools.cycle(_part(parts, "batches"))
+
+
+class StepRun:
+    """Calls the user's own `train_step(mode)`: what it does per step is what gets measured."""
+
+    def __init__(self, parts: Any, mode: str) -> None:
+        self.mode = mode
+        self._train_step = _part(parts, "train_step")
+        self._evaluate = _part(parts, "evaluate")
+        tokens = _part(parts, "tokens_per_step")
+        self.tokens_per_step = int(tokens) if tokens is not None else None
+        self.flops_per_step = _optional_number(parts, "flops_per_step")
+
+    def step(self) -> Any:
+        return self._train_step(self.mode)
+
+    def evaluate(self) -> tuple[float | None, float | None]:
+        if self._evaluate is None:
+            return None, None
+        outcome = self._evaluate(self.mode)
+        if isinstance(outcome, dict):
+            outcome = (outcome.get("loss"), outcome.get("accuracy"))
+        loss, accuracy = outcome
+        return _as_float(loss), _as_float(accuracy)
+
+    def close(self) -> None:
+        pass
+
+
+def _as_float(value: Any) -> float | None:
+    if value is None:
+        return None
+    return value.item() if isinstance(value, torch.Tensor) else float(value)

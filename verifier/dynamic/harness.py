@@ -1,0 +1,236 @@
+"""Runs every precision mode of one workload from the same seed and data, measures each,
+and judges the AMP modes against FP32.
+
+Each mode is measured by `measure.measure_mode` and trains the same number of steps on the
+same batches. Any failure becomes the mode's `error`; the harness itself raises only for
+bad options, before anything runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+
+from verifier.dynamic import overhead
+from verifier.dynamic.entry import EntryError, EntryWorkload, load_entry
+from verifier.dynamic.measure import ProgressCallback, StepCounts, measure_mode
+from verifier.dynamic.nvml import Nvml, NvmlSample, describe_device, summarize_samples
+from verifier.dynamic.results import MODES, DynamicResult, Method, ModeResult, Thresholds, Workload
+from verifier.dynamic.timing import timer_kind
+from verifier.dynamic.verdicts import judge, not_evaluated
+from verifier.dynamic.workload import PresetWorkload, WorkloadSource
+from verifier.reference_impl.presets import PRESETS, get_preset
+from verifier.reference_impl.train import AUTOCAST_DTYPES
+
+class HarnessUsageError(ValueError):
+    """A wrong option (unknown mode or preset, CUDA asked for but absent): exit code 2."""
+
+
+ENTRY_DEFAULT_COUNTS = StepCounts(warmup=5, steps=10, repeats=5, sync_steps=3)
+
+
+@dataclass(frozen=True)
+class HarnessOptions:
+    """What to run and how. None means "the preset's default" (or the device's, for modes).
+
+    preset "auto" picks `gpu` on CUDA and `tiny` on CPU; device "auto" picks CUDA when present;
+    modes None means fp32, fp16, bf16 on CUDA and fp32, bf16 on CPU.
+    """
+
+    preset: str = "auto"
+    modes: tuple[str, ...] | None = None
+    steps: int | None = None
+    warmup: int | None = None
+    repeats: int | None = None
+    sync_steps: int | None = None
+    entry: str | None = None
+    device: str = "auto"
+    seed: int = 0
+    compile: bool = False
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    chart_path: str | None = None
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise HarnessUsageError("--device cuda: no CUDA device is available")
+    if name not in ("cpu", "cuda"):
+        raise HarnessUsageError(f"unknown device {name!r} (expected auto, cpu or cuda)")
+    return torch.device(name)
+
+
+def resolve_modes(modes: tuple[str, ...] | None, device: torch.device) -> tuple[str, ...]:
+    if modes is None:
+        return MODES if device.type == "cuda" else ("fp32", "bf16")
+    unknown = [m for m in modes if m not in AUTOCAST_DTYPES]
+    if unknown or not modes:
+        raise HarnessUsageError(f"unknown mode(s) {', '.join(unknown) or '(none)'} (expected {', '.join(MODES)})")
+    return tuple(m for m in MODES if m in modes)
+
+
+def resolve_preset_name(name: str, device: torch.device) -> str:
+    if name == "auto":
+        return "gpu" if device.type == "cuda" else "tiny"
+    if name not in PRESETS:
+        raise HarnessUsageError(f"unknown preset {name!r} (expected auto, {', '.join(PRESETS)})")
+    return name
+
+
+def _counts(options: HarnessOptions, defaults: StepCounts) -> StepCounts:
+    counts = StepCounts(
+        warmup=defaults.warmup if options.warmup is None else options.warmup,
+        steps=defaults.steps if options.steps is None else options.steps,
+        repeats=defaults.repeats if options.repeats is None else options.repeats,
+        sync_steps=defaults.sync_steps if options.sync_steps is None else options.sync_steps,
+    )
+    if counts.warmup < 0 or counts.steps < 1 or counts.repeats < 1 or counts.sync_steps < 1:
+        raise HarnessUsageError("--steps, --repeats and --sync-steps must be at least 1, --warmup at least 0")
+    return counts
+
+
+@dataclass(frozen=True)
+class _Plan:
+    workload: WorkloadSource
+    counts: StepCounts
+    eval_batches: int | None
+    overhead_hint: str
+    cpu_threads: int | None
+
+
+def _plan(options: HarnessOptions, device: torch.device) -> _Plan:
+    """What to run; raises EntryError when a named entry point cannot be loaded."""
+    if options.entry:
+        workload = EntryWorkload(options.entry, load_entry(options.entry))
+        return _Plan(workload, _counts(options, ENTRY_DEFAULT_COUNTS), None, "", None)
+    preset = get_preset(resolve_preset_name(options.preset, device))
+    defaults = StepCounts(preset.bench_warmup, preset.bench_steps, preset.bench_repeats, preset.bench_sync_steps)
+    return _Plan(
+        workload=PresetWorkload(preset, options.compile),
+        counts=_counts(options, defaults),
+        eval_batches=preset.eval_batches,
+        overhead_hint="the gpu preset is sized to be compute-bound" if preset.name != "gpu" else "",
+        cpu_threads=preset.cpu_threads if device.type == "cpu" else None,
+    )
+
+
+def run_harness(options: HarnessOptions, progress: ProgressCallback | None = None) -> DynamicResult:
+    """Measure every mode; raises only HarnessUsageError (bad options), before running anything."""
+    device = resolve_device(options.device)
+    modes = resolve_modes(options.modes, device)
+    if options.entry is None:
+        resolve_preset_name(options.preset, device)
+    report = progress or (lambda *_: None)
+    nvml, nvml_status = Nvml.open()
+    try:
+        facts = describe_device(device, nvml, nvml_status)
+        try:
+            plan = _plan(options, device)
+        except EntryError as error:
+            method = _method(device, _counts(options, ENTRY_DEFAULT_COUNTS), None, options)
+            return DynamicResult(
+                workload=Workload("entry", options.entry or ""),
+                device=facts,
+                method=method,
+                thresholds=options.thresholds,
+                verdicts=not_evaluated(modes, options.thresholds, f"not measured: {error}"),
+                error=str(error),
+            )
+        handle = nvml.handle_for(device) if nvml is not None and device.type == "cuda" else None
+        all_samples: list[NvmlSample] = []
+        results = []
+        with _cpu_threads(plan.cpu_threads):
+            facts = dataclasses.replace(facts, cpu_threads=torch.get_num_threads())
+            method = _method(device, plan.counts, plan.eval_batches, options)
+            for mode in modes:
+                result, samples = measure_mode(plan.workload, mode, device, facts, plan.counts, options.seed, nvml, handle, report)
+                results.append(result)
+                all_samples += samples
+    finally:
+        if nvml is not None:
+            nvml.close()
+    overhead_bound, overhead_note = _overhead_verdict(results, device)
+    result = DynamicResult(
+        workload=plan.workload.info,
+        device=dataclasses.replace(facts, utilization=summarize_samples(all_samples, 0.1)),
+        method=method,
+        thresholds=options.thresholds,
+        modes=tuple(results),
+        verdicts=judge(tuple(results), options.thresholds, device.type, overhead_bound, overhead_note, plan.overhead_hint),
+        overhead_bound=overhead_bound,
+        overhead_note=overhead_note,
+    )
+    if options.chart_path:
+        from verifier.dynamic.chart import write_chart
+
+        result = write_chart(result, options.chart_path)
+    return result
+
+
+def _overhead_verdict(results: list[ModeResult], device: torch.device) -> tuple[bool | None, str]:
+    """Whether the FP32 step is overhead-bound, from its profiled device busy fraction."""
+    if device.type != "cuda":
+        return None, "not probed on CPU"
+    baseline = next((r for r in results if r.mode == "fp32"), None)
+    if baseline is None or baseline.device_busy_fraction is None:
+        return None, "FP32 device busy time not measured"
+    busy = baseline.device_busy_fraction
+    return busy < overhead.BUSY_THRESHOLD, f"GPU busy {busy:.0%} of the FP32 step"
+
+
+@contextmanager
+def _cpu_threads(count: int | None) -> Iterator[None]:
+    """Cap torch's intra-op threads for the run, restoring the caller's setting after."""
+    previous = torch.get_num_threads()
+    if count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _method(device: torch.device, counts: StepCounts, eval_batches: int | None, options: HarnessOptions) -> Method:
+    notes = [
+        f"torch {torch.__version__}; {torch.get_num_threads()} intra-op CPU thread(s)",
+        "every mode starts from the same seeded weights and sees the same batches in the same order",
+        "loss is summed on the device and checked for NaN/inf after warm-up and after each repeat, outside the timed spans",
+    ]
+    if device.type == "cuda":
+        tf32 = "on" if torch.backends.cuda.matmul.allow_tf32 else "off"
+        notes.append(f"FP32 baseline uses torch's matmul defaults (TF32 {tf32})")
+    if options.entry:
+        notes.append("user entry point: step counts default to 5 warm-up, 5 x 10 timed, 3 sync-counting steps")
+    else:
+        notes.append("step time includes fetching the batch from the DataLoader, as in training")
+        if options.compile:
+            notes.append("model wrapped in torch.compile; compilation happens during warm-up")
+    return Method(
+        timer=timer_kind(device),
+        warmup_steps=counts.warmup,
+        steps=counts.steps,
+        repeats=counts.repeats,
+        sync_steps=counts.sync_steps,
+        eval_batches=eval_batches,
+        seed=options.seed,
+        overhead_probe=overhead.METHOD if device.type == "cuda" else "not probed on CPU",
+        notes=tuple(notes),
+    )
+
+
+__all__ = [
+    "ENTRY_DEFAULT_COUNTS",
+    "HarnessOptions",
+    "HarnessUsageError",
+    "ProgressCallback",
+    "StepCounts",
+    "resolve_device",
+    "resolve_modes",
+    "resolve_preset_name",
+    "run_harness",
+]

@@ -1,0 +1,84 @@
+"""Peak memory per mode, and an honest statement of what the number covers.
+
+On CUDA the caching allocator's peak (`max_memory_allocated` after
+`reset_peak_memory_stats`) is the tensor peak of the timed steps. PyTorch keeps no such
+counter for CPU tensors, so on CPU no tensor peak is reported; the process's resident-set
+high-water mark is kept in a separate field and labelled as what it is.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+
+import torch
+
+CUDA_METHOD = (
+    "CUDA caching-allocator peak (torch.cuda.max_memory_allocated after reset_peak_memory_stats) "
+    "over the timed steps: tensors only, excluding the CUDA context and allocator cache"
+)
+CPU_METHOD = (
+    "not measured on CPU: PyTorch keeps no peak counter for CPU tensors; "
+    "process_rss_peak_bytes is the whole-process resident high-water mark (interpreter, "
+    "libraries and allocator slack included, DataLoader workers excluded), not a tensor peak"
+)
+_STATUS = "/proc/self/status"
+_CLEAR_REFS = "/proc/self/clear_refs"
+
+
+@dataclass(frozen=True)
+class MemoryReading:
+    peak_bytes: int | None
+    method: str
+    process_rss_peak_bytes: int | None = None
+
+
+class PeakMemoryProbe:
+    """`start()` before the measured steps, `stop()` after; `stop()` returns the reading."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self._rss_reset = False
+
+    def start(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+        else:
+            self._rss_reset = _reset_rss_high_water()
+
+    def stop(self) -> MemoryReading:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            return MemoryReading(torch.cuda.max_memory_allocated(self.device), CUDA_METHOD)
+        method = CPU_METHOD if self._rss_reset else CPU_METHOD + " (could not reset it: peak since process start)"
+        return MemoryReading(None, method, _rss_high_water())
+
+
+def _reset_rss_high_water() -> bool:
+    # Linux >= 4.0 resets VmHWM when "5" is written to clear_refs.
+    try:
+        with open(_CLEAR_REFS, "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _rss_high_water() -> int | None:
+    try:
+        with open(_STATUS) as handle:
+            match = re.search(r"^VmHWM:\s+(\d+)\s+kB", handle.read(), re.MULTILINE)
+    except OSError:
+        match = None
+    if match:
+        return int(match.group(1)) * 1024
+    try:
+        import resource
+
+        # ru_maxrss is in kilobytes on Linux, in bytes on macOS.
+        scale = 1 if sys.platform == "darwin" else 1024
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    except (ImportError, OSError):
+        return None

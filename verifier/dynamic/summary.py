@@ -1,0 +1,91 @@
+"""The short plain-text summary `verify-perf bench` prints: one row per mode, one line per
+target. Figures that were not measured read "n/m", never zero."""
+
+from __future__ import annotations
+
+from verifier.dynamic.results import DynamicResult, ModeResult, Verdict
+
+NOT_MEASURED = "n/m"
+
+
+def format_summary(result: DynamicResult) -> str:
+    lines = [_headline(result), _method_line(result)]
+    if result.error:
+        lines.append(f"error: {result.error}")
+    if result.modes:
+        lines.append("")
+        lines += _mode_table(result.modes)
+        errors = [f"  {m.mode}: {m.error}" for m in result.modes if m.error]
+        if errors:
+            lines += ["failures:", *errors]
+        sites = [f"  {m.mode}: {s.location} {s.kind} x{s.count}" for m in result.modes for s in m.sync_sites]
+        if sites:
+            lines += ["user sync sites (sync-counting pass):", *sites]
+    if result.verdicts:
+        lines += ["", "targets:"]
+        lines += [_verdict_line(v) for v in result.verdicts]
+    memory_methods = {m.memory_method for m in result.modes if m.memory_method}
+    lines += [f"memory: {method}" for method in sorted(memory_methods)]
+    if result.overhead_bound is not None:
+        lines.append(f"workload: {result.overhead_note}")
+    if result.chart_path:
+        lines.append(f"chart: {result.chart_path}")
+    elif result.chart_note:
+        lines.append(result.chart_note)
+    return "\n".join(lines)
+
+
+def _headline(result: DynamicResult) -> str:
+    workload = result.workload
+    details = []
+    if workload.parameters is not None:
+        details.append(f"{workload.parameters:,} parameters")
+    if workload.tokens_per_step is not None:
+        details.append(f"{workload.tokens_per_step:,} tokens/step")
+    described = f" ({', '.join(details)})" if details else ""
+    device = result.device
+    return f"{workload.source} {workload.name}{described} on {device.backend}: {device.name}"
+
+
+def _method_line(result: DynamicResult) -> str:
+    method = result.method
+    return (
+        f"method: {method.timer}; {method.warmup_steps} warm-up, {method.repeats} x {method.steps} timed, "
+        f"{method.sync_steps} sync-counting steps per mode; seed {method.seed}"
+    )
+
+
+def _mode_table(modes: tuple[ModeResult, ...]) -> list[str]:
+    header = ["mode", "step ms", "IQR ms", "tokens/s", "peak MiB", "eval loss", "accuracy", "syncs/step", "lib syncs/step"]
+    rows = [header] + [_mode_row(m) for m in modes]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+
+
+def _mode_row(mode: ModeResult) -> list[str]:
+    timing = mode.step_time
+    return [
+        mode.mode,
+        _number(timing.median_ms if timing else None, "{:.2f}"),
+        _number(timing.iqr_ms if timing else None, "{:.2f}"),
+        _number(mode.tokens_per_second, "{:,.0f}"),
+        _number(mode.peak_memory_bytes / 2**20 if mode.peak_memory_bytes is not None else None, "{:,.0f}"),
+        _number(mode.eval_loss, "{:.4f}"),
+        _number(mode.accuracy, "{:.4f}"),
+        _number(mode.user_syncs_per_step, "{:g}"),
+        _number(mode.library_syncs_per_step, "{:g}"),
+    ]
+
+
+def _number(value: float | None, pattern: str) -> str:
+    return NOT_MEASURED if value is None else pattern.format(value)
+
+
+def _verdict_line(verdict: Verdict) -> str:
+    if verdict.measured is None:
+        measured = "not measured"
+    elif verdict.unit == "x":
+        measured = f"{verdict.measured:.2f}x"
+    else:
+        measured = f"{verdict.measured:+.4f}" if verdict.name == "accuracy_degradation" else f"{verdict.measured:.1%}"
+    return f"  {verdict.status.value:<13}  {verdict.label}: {measured} ({verdict.reason})"

@@ -1,0 +1,82 @@
+"""What the harness drives: a workload opens one run per precision mode, and a run steps,
+evaluates and closes. The bundled reference preset is adapted here; user entry points are
+adapted in `entry.py`."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import torch
+
+from verifier.dynamic.results import Workload
+from verifier.reference_impl.model import DecoderLM
+from verifier.reference_impl.presets import Preset
+from verifier.reference_impl.session import TrainingSession, build_session
+
+
+class ModeRun(Protocol):
+    """One precision mode's training run, freshly built from the shared seed."""
+
+    tokens_per_step: int | None
+    flops_per_step: float | None
+
+    def step(self) -> Any:
+        """One full training step; returns the loss (tensor or number) or None."""
+
+    def evaluate(self) -> tuple[float | None, float | None]:
+        """(eval loss, accuracy); either may be None when the workload cannot say."""
+
+    def close(self) -> None: ...
+
+
+class WorkloadSource(Protocol):
+    info: Workload
+
+    def open(self, mode: str, device: torch.device, seed: int) -> ModeRun: ...
+
+
+class PresetRun:
+    def __init__(self, session: TrainingSession) -> None:
+        self.session = session
+        self.tokens_per_step = session.tokens_per_step
+        self.flops_per_step = float(
+            session.core_model.flops_per_token(session.preset.seq_len) * session.tokens_per_step
+        )
+
+    def step(self) -> torch.Tensor:
+        return self.session.step()
+
+    def evaluate(self) -> tuple[float | None, float | None]:
+        evaluation = self.session.evaluate()
+        return evaluation.loss, evaluation.accuracy
+
+    def close(self) -> None:
+        self.session.close()
+
+
+class PresetWorkload:
+    """The reference implementation at a named size."""
+
+    def __init__(self, preset: Preset, compile_model: bool = False) -> None:
+        self.preset = preset
+        self.compile_model = compile_model
+        self.info = Workload(
+            source="preset",
+            name=preset.name,
+            parameters=_parameter_count(preset),
+            tokens_per_step=preset.tokens_per_step,
+            description=preset.description,
+            compiled=compile_model,
+        )
+
+    def open(self, mode: str, device: torch.device, seed: int) -> PresetRun:
+        return PresetRun(build_session(self.preset, mode, device, seed, self.compile_model))
+
+
+def _parameter_count(preset: Preset) -> int:
+    # Built on the meta device: shapes only, no memory, no initialisation cost.
+    with torch.device("meta"):
+        model = DecoderLM(
+            preset.vocab_size, preset.d_model, preset.n_layers, preset.n_heads, preset.seq_len, preset.mlp_ratio
+        )
+    return model.parameter_count()
