@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import libcst as cst
@@ -118,7 +119,7 @@ if loss_value > best:
         if name is None:
             return
         seen = self._seen[-1]
-        mention = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+        mention = _mention_of(name)
         for key in list(seen):
             if mention.search(key.partition(":")[2]):
                 del seen[key]
@@ -182,6 +183,11 @@ log(float(loss))
             severity=Severity.LOW,
         ),
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _mention_of(name: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
 
 
 def _makes_fresh_values(subject: cst.BaseExpression) -> bool:

@@ -31,7 +31,14 @@ class ModuleContext:
 
     def mentions(self, *tokens: str) -> bool:
         """A cheap text test: rules about GradScalers have nothing to do in a file without one."""
-        return any(token in self.text for token in tokens)
+        return any(self._mentions(token) for token in tokens)
+
+    def _mentions(self, token: str) -> bool:
+        key = ("mentions", token)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = token in self.text
+        return found
 
     def code_for(self, node: cst.CSTNode) -> str:
         """The source text of `node`, normalised (used to compare expressions)."""

@@ -12,6 +12,11 @@ import libcst as cst
 
 def dotted_name(node: cst.CSTNode) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None (calls and subscripts break the chain)."""
+    kind = type(node)
+    if kind is cst.Name:
+        return node.value
+    if kind is not cst.Attribute:
+        return None
     parts: list[str] = []
     while isinstance(node, cst.Attribute):
         parts.append(node.attr.value)
@@ -134,3 +139,23 @@ def is_true(node: cst.CSTNode | None) -> bool:
 
 def is_false(node: cst.CSTNode | None) -> bool:
     return isinstance(node, cst.Name) and node.value == "False"
+
+
+def local_callee_name(func: cst.BaseExpression) -> str | None:
+    """`helper` for `helper(...)` and `self.helper(...)`: the calls that can reach a function of the same module."""
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        return func.attr.value
+    return None
+
+
+def literal_string(node: cst.CSTNode | None) -> str | None:
+    """The value of a plain string literal (`"cuda:0"`); None for anything else or an odd literal."""
+    if not isinstance(node, cst.SimpleString):
+        return None
+    try:
+        value = node.evaluated_value
+    except Exception:  # a literal libcst cannot evaluate is simply unknown
+        return None
+    return value if isinstance(value, str) else None

@@ -57,16 +57,29 @@ def child_fields(node_type: type) -> tuple[str, ...]:
     return names
 
 
+# isinstance() against CSTNode goes through ABCMeta and dominates a walk; cache it per type.
+_is_node_type: dict[type, bool] = {}
+
+
+def _is_node(value: object) -> bool:
+    kind = type(value)
+    known = _is_node_type.get(kind)
+    if known is None:
+        known = _is_node_type[kind] = isinstance(value, cst.CSTNode)
+    return known
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Direct children of `node` in evaluation order."""
     found: list[cst.CSTNode] = []
     names = _fields_cache.get(type(node)) or child_fields(type(node))
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        kind = type(value)
+        if kind is tuple or kind is list:
+            found.extend(item for item in value if _is_node(item))
+        elif _is_node(value):
             found.append(value)
-        elif type(value) is tuple or type(value) is list:
-            found.extend(item for item in value if isinstance(item, cst.CSTNode))
     return found
 
 
