@@ -9,6 +9,7 @@ A file that cannot be read, decoded or parsed yields one VP900 finding; the run 
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import re
 import signal
@@ -299,16 +300,25 @@ def _dispatch_tables(rules: list[Rule]) -> tuple[dict[type, list[Callable]], dic
     visitors: dict[type, list[Callable]] = {}
     leavers: dict[type, list[Callable]] = {}
     for rule in rules:
-        for attribute in dir(type(rule)):
-            prefix, _, node_name = attribute.partition("_")
-            if prefix not in ("visit", "leave") or not node_name:
-                continue
-            node_type = getattr(cst, node_name, None)
-            if not isinstance(node_type, type):
-                raise TypeError(f"{type(rule).__name__}.{attribute}: no libcst node {node_name}")
-            table = visitors if prefix == "visit" else leavers
+        for is_visit, node_type, attribute in _hooks_of(type(rule)):
+            table = visitors if is_visit else leavers
             table.setdefault(node_type, []).append(getattr(rule, attribute))
     return visitors, leavers
+
+
+@functools.cache
+def _hooks_of(rule_class: type[Rule]) -> tuple[tuple[bool, type, str], ...]:
+    """A rule class's `visit_<Node>` / `leave_<Node>` methods, looked up once per process."""
+    hooks = []
+    for attribute in dir(rule_class):
+        prefix, _, node_name = attribute.partition("_")
+        if prefix not in ("visit", "leave") or not node_name:
+            continue
+        node_type = getattr(cst, node_name, None)
+        if not isinstance(node_type, type):
+            raise TypeError(f"{rule_class.__name__}.{attribute}: no libcst node {node_name}")
+        hooks.append((prefix == "visit", node_type, attribute))
+    return tuple(hooks)
 
 
 def _walk_module(module, heat, facts, imports, visitors, leavers) -> None:

@@ -18,10 +18,10 @@ def dotted_name(node: cst.CSTNode) -> str | None:
     if kind is not cst.Attribute:
         return None
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
@@ -80,23 +80,22 @@ class ImportTable:
 
 def method_name(call: cst.Call) -> str | None:
     """`item` for `x.item()`; None when the call is not a method call."""
-    if isinstance(call.func, cst.Attribute):
-        return call.func.attr.value
-    return None
+    func = call.func
+    return func.attr.value if type(func) is cst.Attribute else None
 
 
 def receiver(call: cst.Call) -> cst.BaseExpression | None:
     """`x` in `x.item()`."""
-    if isinstance(call.func, cst.Attribute):
-        return call.func.value
-    return None
+    func = call.func
+    return func.value if type(func) is cst.Attribute else None
 
 
 def terminal_name(node: cst.CSTNode) -> str | None:
     """The last identifier of a reference: `optimizer` for `self.optimizer`, `opt` for `opt`."""
-    if isinstance(node, cst.Name):
+    kind = type(node)
+    if kind is cst.Name:
         return node.value
-    if isinstance(node, cst.Attribute):
+    if kind is cst.Attribute:
         return node.attr.value
     return None
 
