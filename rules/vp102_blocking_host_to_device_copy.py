@@ -1,0 +1,147 @@
+"""VP102 blocking-host-to-device-copy: batch data copied to the device with a blocking call each step.
+
+Only copies whose source is known to be host data are reported: a batch from a data source
+(`for x, y in loader`, `next(data_iter)`, `batch["ids"]`) or a tensor built on the host from
+host data (`torch.stack` of host slices, `torch.from_numpy`, `.pin_memory()`). Moving a model,
+a dtype cast (`.to(torch.float16)`), a move to the CPU, and a tensor of unknown origin (a
+function parameter, a model output) are not. A tensor made by a factory and moved (`torch.zeros
+(n).to(dev)`) is VP104's finding, not this one. Known limit: a batch handed to a helper as a
+parameter (`def train_step(batch): batch.to(dev)`) has no known origin there and is missed.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.placement import HostDataRule, Origin
+from verifier.static.rule import Invalid
+from verifier.static.transfers import device_move
+
+
+class BlockingHostToDeviceCopy(HostDataRule):
+    code = "VP102"
+    name = "blocking-host-to-device-copy"
+    category = Category.DATA
+    severity = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+    tokens = (".to(", ".cuda(")
+    summary = (
+        "Finds batch data copied to the device with `.to(device)` / `.cuda()` without "
+        "`non_blocking=True` inside the per-step loop."
+    )
+    why = (
+        "A copy from pageable host memory is synchronous: the host waits until the bytes arrived "
+        "before it queues the forward pass, so the copy never overlaps with the GPU's work on the "
+        "previous step. From pinned memory with `non_blocking=True` the copy is queued like a "
+        "kernel and the host moves on. Once per epoch it does not matter; once per step it does."
+    )
+    example = """\
+loader = DataLoader(dataset, batch_size=64, num_workers=4)
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    loss = criterion(model(x), y)
+"""
+    use_instead = """\
+loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+for x, y in loader:
+    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    loss = criterion(model(x), y)
+"""
+    fix = (
+        "Pin the host memory (`DataLoader(..., pin_memory=True)` or `.pin_memory()`) and copy with "
+        "`.to(device, non_blocking=True)`."
+    )
+    references = (
+        "https://pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
+        "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        move = device_move(node, self.context.imports, self.context.facts)
+        if move is None or not move.blocks:
+            return
+        origin = self.host.origin_of(move.source)
+        if origin not in (Origin.BATCH, Origin.HOST):
+            return
+        source = self.context.code_for(move.source)
+        self.report(
+            node,
+            f"blocking copy of `{source}` ({origin.value}) to the device every step: the host waits "
+            "for it instead of queuing work; pin the memory and pass `non_blocking=True`",
+        )
+
+    VALID = (
+        """\
+import torch
+for x, y in loader:
+    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    loss = criterion(model(x), y)
+    loss.backward()
+""",
+        """\
+import torch
+model = model.to(device)
+for x, y in loader:
+    x = x.to(torch.float16)
+    y = y.to("cpu")
+    model.to(device)
+    loss = criterion(model(x), y)
+    loss.backward()
+""",
+        """\
+import torch
+def train_step(batch):
+    batch = batch.to(device)
+    model(batch).sum().backward()
+
+for batch in loader:
+    train_step(batch)
+""",
+        """\
+import torch
+for x, y in loader:
+    noise = torch.randn(8).to(device)
+    loss = criterion(model(x + noise), y)
+    loss.backward()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+import torch
+for images, labels in train_loader:
+    images = images.cuda(non_blocking=True)
+    labels = labels.cuda()
+    loss = criterion(model(images), labels)
+    loss.backward()
+""",
+            line=4,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            """\
+import torch
+data = torch.tensor(tokens, dtype=torch.long)
+
+def get_batch(ix):
+    x = torch.stack([data[i : i + 64] for i in ix])
+    return x.to(device)
+
+for step in range(max_steps):
+    x = get_batch(torch.randint(100, (8,)))
+    model(x).sum().backward()
+""",
+            line=6,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            """\
+for batch in dataloader:
+    batch = {k: v.to(device) for k, v in batch.items()}
+    outputs = model(**batch)
+    outputs.loss.backward()
+""",
+            line=2,
+            severity=Severity.LOW,
+        ),
+    )

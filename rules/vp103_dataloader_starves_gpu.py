@@ -1,0 +1,142 @@
+"""VP103 dataloader-starves-gpu: a DataLoader that loads in the training process or skips pinning.
+
+One finding per `torch.utils.data.DataLoader(...)` call (by qualified name, however imported)
+naming every problem: `num_workers` missing or 0; `pin_memory` missing or False in a module that
+uses CUDA (a `torch.cuda.*` call, a `.cuda()` call, or a `"cuda"`/`"cuda:N"` device string);
+`persistent_workers` missing or False while `num_workers` > 0. A setting passed as a variable
+is trusted, and a call with `*args`/`**kwargs` is not judged at all. Known limit: a dataset that
+already lives on the GPU (a `TensorDataset` of CUDA tensors) gains nothing from workers or
+pinning; that cannot be seen from the call and is reported like any other loader.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.dataloader import LoaderSettings, loader_settings
+from verifier.static.devices import DeviceEvidence
+from verifier.static.heat import Where
+from verifier.static.rule import Invalid, Rule
+
+
+class DataLoaderStarvesGpu(Rule):
+    code = "VP103"
+    name = "dataloader-starves-gpu"
+    category = Category.DATA
+    severity = SeverityByHeat.always(Severity.LOW)
+    tokens = ("DataLoader",)
+    summary = (
+        "Finds `DataLoader(...)` with `num_workers` missing or 0, `pin_memory` off in a module "
+        "that uses CUDA, or `persistent_workers` off while workers are used."
+    )
+    why = (
+        "With `num_workers=0` every batch is read, decoded and collated in the training process, "
+        "between two steps, while the GPU waits. Without `pin_memory=True` each batch is copied "
+        "from pageable memory, which blocks the host and cannot overlap with compute. Without "
+        "`persistent_workers=True` the worker processes are torn down and started again (with "
+        "a copy of the dataset) at the start of every epoch."
+    )
+    example = """\
+loader = DataLoader(dataset, batch_size=64, shuffle=True)
+for x, y in loader:
+    x, y = x.cuda(), y.cuda()
+"""
+    use_instead = """\
+loader = DataLoader(
+    dataset, batch_size=64, shuffle=True,
+    num_workers=4, pin_memory=True, persistent_workers=True,
+)
+for x, y in loader:
+    x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+"""
+    fix = "Pass `num_workers=N` (N > 0), `pin_memory=True` when training on CUDA, and `persistent_workers=True`."
+    references = (
+        "https://pytorch.org/docs/stable/data.html#multi-process-data-loading",
+        "https://pytorch.org/docs/stable/data.html#memory-pinning",
+        "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-async-data-loading-and-augmentation",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._devices = DeviceEvidence()
+        self._loaders: list[tuple[cst.Call, LoaderSettings, Where]] = []
+        self._active = context.mentions("DataLoader")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._active:
+            return
+        self._devices.see_call(node, self.context.imports)
+        settings = loader_settings(node, self.context.imports)
+        if settings is not None:
+            self._loaders.append((node, settings, self.context.heat.where()))
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self._active:
+            self._devices.see_string(node)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        # Judged at the end: CUDA may first be mentioned after the loader is built.
+        for call, settings, where in self._loaders:
+            problems = self._problems(settings)
+            if problems:
+                self.report(
+                    call,
+                    "DataLoader starves the GPU: " + "; ".join(problem for problem, _ in problems),
+                    where=where,
+                    fix="Pass " + ", ".join(wanted for _, wanted in problems) + ".",
+                )
+
+    def _problems(self, settings: LoaderSettings) -> list[tuple[str, str]]:
+        """(what is wrong, the argument that fixes it) for each problem of one loader."""
+        problems = []
+        if settings.num_workers == 0:
+            problems.append(
+                ("`num_workers` is 0, so batches are loaded in the training process between steps",
+                 "`num_workers=N` (N > 0)")
+            )
+        if settings.pin_memory is False and self._devices.uses_cuda:
+            problems.append(("`pin_memory` is off, so every host-to-device copy blocks", "`pin_memory=True`"))
+        if settings.num_workers and settings.persistent_workers is False:
+            problems.append(
+                ("`persistent_workers` is off, so workers are restarted every epoch", "`persistent_workers=True`")
+            )
+        return problems
+
+    VALID = (
+        """\
+import torch
+from torch.utils.data import DataLoader
+loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True, persistent_workers=True)
+model.cuda()
+""",
+        """\
+from torch.utils.data import DataLoader
+loader = DataLoader(dataset, batch_size=64, **loader_kwargs)
+eval_loader = DataLoader(dataset, batch_size=64, num_workers=args.workers, pin_memory=use_cuda)
+""",
+        """\
+from torch.utils.data import DataLoader
+loader = DataLoader(dataset, 64, True, None, None, 8, None, False, persistent_workers=True)
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+import torch
+from torch.utils.data import DataLoader
+device = "cuda"
+loader = DataLoader(dataset, batch_size=64, shuffle=True)
+""",
+            line=4,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            """\
+import torch.utils.data as tud
+loader = tud.DataLoader(dataset, batch_size=64, num_workers=4)
+""",
+            line=2,
+            severity=Severity.LOW,
+        ),
+    )

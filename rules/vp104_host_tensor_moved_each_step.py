@@ -1,0 +1,132 @@
+"""VP104 host-tensor-moved-each-step: a tensor made on the host by a factory, then copied to the device.
+
+Covers `torch.zeros/ones/empty/full/tensor/arange/rand*/...(...)` without `device=` (or with
+`device="cpu"`) that is moved either in the same expression (`torch.zeros(n).to(dev)`, also
+through casts and reshapes) or through a name (`mask = torch.ones(n)` ... `mask.cuda()`), in
+the same function or from module level. `*_like` factories follow their input's device and are
+not included; nor are tensors whose origin is unknown (parameters, results of other calls).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.placement import HostDataRule, Origin
+from verifier.static.rule import Invalid
+from verifier.static.transfers import device_move
+
+
+class HostTensorMovedEachStep(HostDataRule):
+    code = "VP104"
+    name = "host-tensor-moved-each-step"
+    category = Category.GPU
+    severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
+    tokens = (".to(", ".cuda(")
+    summary = (
+        "Finds tensors created on the host by a torch factory (`torch.zeros`, `torch.arange`, "
+        "`torch.tensor`, ...) without `device=` and then copied to the device in a loop."
+    )
+    why = (
+        "The factory allocates and fills host memory, then `.to(device)` allocates again on the "
+        "device and copies from pageable memory, which blocks the host. Done every step, that is "
+        "an allocation, a fill and a synchronous copy per step for a tensor the device could have "
+        "created itself (`device=`), or that could have been created once outside the loop."
+    )
+    example = """\
+for x, y in loader:
+    x = x.to(device, non_blocking=True)
+    mask = torch.ones(x.shape[0], x.shape[1]).to(device)
+    loss = criterion(model(x, mask), y.to(device, non_blocking=True))
+"""
+    use_instead = """\
+for x, y in loader:
+    x = x.to(device, non_blocking=True)
+    mask = torch.ones(x.shape[0], x.shape[1], device=device)
+    loss = criterion(model(x, mask), y.to(device, non_blocking=True))
+"""
+    fix = (
+        "Create the tensor where it is used: pass `device=` to the factory, or create it once "
+        "outside the loop (a reusable buffer) instead of copying it every step."
+    )
+    references = (
+        "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#create-tensors-directly-on-the-target-device",
+        "https://pytorch.org/docs/stable/tensor_attributes.html#torch-device",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        move = device_move(node, self.context.imports, self.context.facts)
+        if move is None or self.host.origin_of(move.source) is not Origin.FACTORY:
+            return
+        source = self.context.code_for(move.source)
+        self.report(
+            node,
+            f"`{source}` is created on the host and copied to the device here: create it with "
+            "`device=` (or once, outside the loop)",
+        )
+
+    VALID = (
+        """\
+import torch
+for x, y in loader:
+    mask = torch.ones(x.shape[0], device=x.device)
+    noise = torch.randn_like(x)
+    loss = criterion(model(x, mask + noise), y)
+    loss.backward()
+""",
+        """\
+import torch
+weights = torch.tensor([0.2, 0.8]).to(device)
+for x, y in loader:
+    loss = criterion(model(x), y) * weights
+    loss.backward()
+""",
+        """\
+import torch
+for x, y in loader:
+    ids = torch.arange(x.shape[1]).to(torch.float16)
+    scale = torch.full((1,), 2.0, **factory_kwargs).to(device)
+    loss = criterion(model(x) * scale, y)
+    loss.backward()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+import torch
+for x, y in loader:
+    mask = torch.ones(x.shape[0], x.shape[1]).to(device)
+    loss = criterion(model(x, mask), y)
+    loss.backward()
+""",
+            line=3,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+import torch as t
+
+def train_step(model, x):
+    positions = t.arange(x.shape[1])
+    positions = positions.unsqueeze(0).cuda()
+    model(x, positions).sum().backward()
+
+for x in batches:
+    train_step(model, x)
+""",
+            line=5,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+import torch
+for epoch in range(10):
+    class_weights = torch.tensor(counts, dtype=torch.float32).to(device)
+    for x, y in loader:
+        loss = criterion(model(x), y) * class_weights
+        loss.backward()
+""",
+            line=3,
+            severity=Severity.LOW,
+        ),
+    )

@@ -1,0 +1,192 @@
+"""VP306 training-without-autocast: a training loop in a module that never uses mixed precision.
+
+A training loop is the innermost loop that calls `backward()`, directly or through a function
+of this module (called by plain name or `self.method`) whose body calls it outside a loop of its
+own, in a module that imports torch (turtle graphics has a `backward()` too). The module "uses
+mixed precision" when its text mentions autocast, a GradScaler, a 16-bit dtype, `.half()` or
+`mixed_precision`: such a module has chosen its precision and is left alone. Also left alone:
+`accelerator.backward(loss)` / `fabric.backward(loss)` loops, whose framework is configured
+elsewhere, and loops over a literal list of configurations (`for mode in [A, B]:`).
+Known limit: helpers imported from other files are not followed, so a loop whose only
+backward is in another module is not reported.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.amp import is_backward
+from verifier.static.heat import Where
+from verifier.static.names import local_callee_name
+from verifier.static.rule import Invalid, Rule
+
+# Text that shows the module already decides its numeric precision.
+_PRECISION_CHOSEN = ("autocast", "GradScaler", "float16", "bfloat16", ".half()", "mixed_precision")
+
+
+class TrainingWithoutAutocast(Rule):
+    code = "VP306"
+    name = "training-without-autocast"
+    category = Category.AMP
+    severity = SeverityByHeat(step=Severity.INFO, epoch=Severity.INFO, once=None)
+    tokens = ("backward",)
+    summary = "Notes training loops (loops that call `backward()`) in modules that never use autocast."
+    why = (
+        "Without autocast every matmul and convolution runs in FP32. On GPUs with tensor cores, "
+        "running them in BF16 (or FP16 with a GradScaler) usually cuts step time and activation "
+        "memory substantially for large enough models, at no cost in accuracy for most workloads. "
+        "Small, launch-bound models gain little: measure with `verify-perf --dynamic` before and after."
+    )
+    example = """\
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+"""
+    use_instead = """\
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+"""
+    fix = 'Wrap the forward pass and loss in `torch.autocast("cuda", dtype=torch.bfloat16)` (FP16 also needs `torch.amp.GradScaler("cuda")`).'
+    references = (
+        "https://pytorch.org/docs/stable/amp.html",
+        "https://pytorch.org/tutorials/recipes/recipes/amp_recipe.html",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._active = not context.mentions(*_PRECISION_CHOSEN)
+        self._loops: list[tuple[cst.CSTNode, Where]] = []
+        self._training_loops: set[int] = set()
+        # Calls made from each loop, and from each function outside its loops, by callee name.
+        self._loop_calls: dict[int, set[str]] = {}
+        self._function_calls: dict[str, set[str]] = {}
+        self._backward_functions: set[str] = set()
+        self._function_names: list[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._function_names.append(node.name.value)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._function_names.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        # `for mode in [LOCAL, REMOTE]:` repeats a check per configuration; it trains on no data.
+        if not isinstance(node.iter, (cst.List, cst.Tuple, cst.Set)):
+            self._enter_loop(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._enter_loop(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._active:
+            return
+        loop = self.context.heat.where().innermost_loop
+        function = self._function_names[-1] if self._function_names else None
+        if is_backward(node, self.context.imports):
+            if loop is not None:
+                self._training_loops.add(id(loop))
+            elif function is not None:
+                self._backward_functions.add(function)
+            return
+        callee = local_callee_name(node.func)
+        if callee is None:
+            return
+        if loop is not None:
+            self._loop_calls.setdefault(id(loop), set()).add(callee)
+        elif function is not None:
+            self._function_calls.setdefault(function, set()).add(callee)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if not self.context.imports.imports_module("torch"):
+            return
+        backward_functions = self._functions_reaching_backward()
+        for loop_node, where in self._loops:
+            loop = id(where.innermost_loop)
+            if loop in self._training_loops or self._loop_calls.get(loop, set()) & backward_functions:
+                self.report(
+                    loop_node,
+                    "training loop without autocast: every op runs in FP32; mixed precision "
+                    "(BF16 autocast, or FP16 with a GradScaler) usually trains faster on tensor-core GPUs",
+                    where=where,
+                )
+
+    def _enter_loop(self, node: cst.For | cst.While) -> None:
+        if self._active:
+            self._loops.append((node, self.context.heat.where()))
+
+    def _functions_reaching_backward(self) -> set[str]:
+        reaching = set(self._backward_functions)
+        changed = True
+        while changed:
+            changed = False
+            for function, callees in self._function_calls.items():
+                if function not in reaching and callees & reaching:
+                    reaching.add(function)
+                    changed = True
+        return reaching
+
+    VALID = (
+        """\
+import torch
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+""",
+        """\
+import torch
+model.eval()
+with torch.no_grad():
+    for x, y in loader:
+        correct += (model(x).argmax(-1) == y).sum()
+""",
+        """\
+for batch in loader:
+    loss = model(**batch).loss
+    accelerator.backward(loss)
+    optimizer.step()
+""",
+        """\
+import torch
+for mode in ["local", "remote"]:
+    loss = run(model, mode).sum()
+    loss.backward()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+import torch
+for epoch in range(10):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+            line=3,
+            severity=Severity.INFO,
+        ),
+        Invalid(
+            """\
+import torch
+class Trainer:
+    def train_step(self, batch):
+        loss = self.model(batch).mean()
+        loss.backward()
+        self.optimizer.step()
+
+    def fit(self, loader):
+        for batch in loader:
+            self.train_step(batch)
+""",
+            line=9,
+            severity=Severity.INFO,
+        ),
+    )

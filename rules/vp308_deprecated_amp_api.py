@@ -1,0 +1,174 @@
+"""VP308 deprecated-amp-api: deprecated AMP objects, and GradScalers that disable themselves without CUDA.
+
+Deprecated (FutureWarning since torch 2.4), by qualified name however imported:
+`torch.cuda.amp.GradScaler/autocast/custom_fwd/custom_bwd` and `torch.cpu.amp.GradScaler/autocast`,
+called or used as a decorator. Silently disabled: `torch.amp.GradScaler()` (also `torch.GradScaler`,
+FSDP's `ShardedGradScaler`) with no device argument, which defaults to "cuda" and turns itself off
+with one warning when CUDA is absent. That one is reported only where the module shows CUDA may
+be absent (it checks `torch.cuda.is_available()` or targets MPS/XPU) and does not pass `enabled=`
+itself; in a module that assumes CUDA throughout, the default is what the author meant.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.amp import CUDA_DEFAULT_SCALERS, DEPRECATED_AMP
+from verifier.static.devices import DeviceEvidence
+from verifier.static.heat import Where
+from verifier.static.names import has_star_args, keyword_arg, positional_arg
+from verifier.static.rule import Invalid, Rule
+
+
+class DeprecatedAmpApi(Rule):
+    code = "VP308"
+    name = "deprecated-amp-api"
+    category = Category.AMP
+    severity = SeverityByHeat.always(Severity.LOW)
+    tokens = ("GradScaler", "autocast", "custom_fwd", "custom_bwd")
+    summary = (
+        "Finds deprecated `torch.cuda.amp` / `torch.cpu.amp` objects, and `torch.amp.GradScaler()` "
+        "without a device in code that may run without CUDA."
+    )
+    why = (
+        "`torch.cuda.amp.GradScaler(...)` and `torch.cuda.amp.autocast(...)` are deprecated since "
+        "torch 2.4 and emit a FutureWarning; `torch.amp` replaces them and takes the device explicitly. "
+        "`torch.amp.GradScaler()` without a device defaults to CUDA; on a machine without CUDA it "
+        "warns once and disables itself, so `scale()` returns the loss unchanged and the run "
+        "silently trains without loss scaling while the code reads as if AMP were on."
+    )
+    example = """\
+scaler = torch.cuda.amp.GradScaler()
+with torch.cuda.amp.autocast():
+    loss = criterion(model(x), y)
+"""
+    use_instead = """\
+scaler = torch.amp.GradScaler("cuda")
+with torch.autocast("cuda", dtype=torch.float16):
+    loss = criterion(model(x), y)
+"""
+    fix = 'Use `torch.amp.GradScaler(device)` and `torch.autocast(device_type, ...)` with the device named explicitly.'
+    references = (
+        "https://pytorch.org/docs/stable/amp.html",
+        "https://pytorch.org/docs/stable/amp.html#torch.amp.GradScaler",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._devices = DeviceEvidence()
+        self._implicit_device: list[tuple[cst.Call, str, Where]] = []
+        self._active = context.mentions(*self.tokens)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._active:
+            return
+        self._devices.see_call(node, self.context.imports)
+        qualified = self.context.imports.call_name(node)
+        if qualified in DEPRECATED_AMP:
+            self._report_deprecated(node, qualified)
+        elif qualified in CUDA_DEFAULT_SCALERS and _device_left_to_default(node):
+            self._implicit_device.append((node, qualified, self.context.heat.where()))
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        # `@custom_fwd` without parentheses; the called form is a Call and seen by visit_Call.
+        if self._active and not isinstance(node.decorator, cst.Call):
+            qualified = self.context.imports.qualified_name(node.decorator)
+            if qualified in DEPRECATED_AMP:
+                self._report_deprecated(node.decorator, qualified)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self._active:
+            self._devices.see_string(node)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if not self._devices.cuda_may_be_absent:
+            return
+        for call, qualified, where in self._implicit_device:
+            self.report(
+                call,
+                f"`{self.context.code_for(call.func)}()` without a device defaults to CUDA and disables itself "
+                "(one warning) where CUDA is absent, and this module may run without CUDA",
+                where=where,
+                fix='Name the device (`GradScaler("cuda")`, or the device type the model runs on) and pass '
+                "`enabled=` explicitly when AMP is optional.",
+            )
+
+    def _report_deprecated(self, node: cst.CSTNode, qualified: str) -> None:
+        replacement = DEPRECATED_AMP[qualified]
+        self.report(
+            node,
+            f"`{qualified}` is deprecated (FutureWarning since torch 2.4): use `{replacement}`",
+            fix=f"Replace it with `{replacement}`.",
+        )
+
+    VALID = (
+        """\
+import torch
+scaler = torch.amp.GradScaler("cuda")
+with torch.autocast("cuda", dtype=torch.float16):
+    loss = model(x).sum()
+""",
+        """\
+import torch
+device = "cuda"
+scaler = torch.amp.GradScaler()
+""",
+        """\
+import torch
+use_amp = torch.cuda.is_available()
+scaler = torch.amp.GradScaler(enabled=use_amp)
+other = torch.amp.GradScaler(**scaler_kwargs)
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+import torch
+scaler = torch.cuda.amp.GradScaler()
+""",
+            line=2,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            """\
+from torch.cuda.amp import autocast
+for x, y in loader:
+    with autocast(dtype=torch.bfloat16):
+        loss = model(x).sum()
+    loss.backward()
+""",
+            line=3,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            """\
+import torch
+from torch.amp import GradScaler
+device = "cuda" if torch.cuda.is_available() else "cpu"
+scaler = GradScaler()
+""",
+            line=4,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            """\
+from torch.cuda.amp import custom_fwd
+
+class ScaledMatmul(torch.autograd.Function):
+    @staticmethod
+    @custom_fwd
+    def forward(ctx, a, b):
+        return a @ b
+""",
+            line=5,
+            severity=Severity.LOW,
+        ),
+    )
+
+
+def _device_left_to_default(call: cst.Call) -> bool:
+    """No device given, no `enabled=` decision, nothing hidden in `*args`/`**kwargs`."""
+    if has_star_args(call) or keyword_arg(call, "enabled") is not None:
+        return False
+    return keyword_arg(call, "device") is None and positional_arg(call, 0) is None

@@ -1,0 +1,98 @@
+"""VP102/VP104: which copies have a known host source, and which of the two rules reports them."""
+
+from __future__ import annotations
+
+SELECT = ("VP102", "VP104")
+
+
+def test_loader_batches_in_every_shape(analyse):
+    code = """\
+    import torch
+    for step, (x, y) in enumerate(train_loader):
+        inputs, labels = x, y
+        a = inputs.to(device)
+        b = labels.cuda(0)
+        c = torch.cat([x, y]).to(device)
+        d = x.pin_memory().to("cuda:0")
+        loss = model(a).sum()
+        loss.backward()
+    """
+    assert analyse(code, select=SELECT) == [
+        ("VP102", 4, "LOW"), ("VP102", 5, "LOW"), ("VP102", 6, "LOW"), ("VP102", 7, "LOW"),
+    ]
+
+
+def test_next_of_a_data_iterator_is_a_batch(analyse):
+    code = """\
+    import torch
+    data_iter = iter(loader)
+    for step in range(max_steps):
+        batch = next(data_iter)
+        images = batch["image"].to(device)
+        model(images).sum().backward()
+    """
+    assert analyse(code, select=SELECT) == [("VP102", 5, "LOW")]
+
+
+def test_moved_once_then_reused_is_not_moved_again(analyse):
+    code = """\
+    import torch
+    for x, y in loader:
+        x = x.to(device, non_blocking=True)
+        z = x.to(device)
+        model(z).sum().backward()
+    """
+    assert analyse(code, select=SELECT) == []
+
+
+def test_unknown_non_blocking_and_unknown_destinations_stay_silent(analyse):
+    code = """\
+    import torch
+    for x, y in loader:
+        a = x.to(device, non_blocking=pin)
+        b = x.to(target)
+        c = x.to(*where)
+        d = y.to(device, torch.float16, True)
+        model(a).sum().backward()
+    """
+    assert analyse(code, select=SELECT) == []
+
+
+def test_a_local_name_hides_a_host_tensor_of_the_same_name_at_module_level(analyse):
+    code = """\
+    import torch
+    mask = torch.ones(16)
+
+    def step(x):
+        mask = make_mask(x)
+        return model(x, mask.to(device)).sum()
+
+    for x in loader:
+        step(x).backward()
+    """
+    assert analyse(code, select=SELECT) == []
+
+
+def test_comprehension_targets_do_not_leak(analyse):
+    code = """\
+    import torch
+    for batch in loader:
+        moved = [t.to(device, non_blocking=True) for t in batch]
+        t = model(moved[0])
+        t.to(device)
+        t.sum().backward()
+    """
+    assert analyse(code, select=SELECT) == []
+
+
+def test_factory_tensors_are_vp104_not_vp102(analyse):
+    code = """\
+    import torch
+    offsets = torch.arange(64)
+    for x in loader:
+        pos = (offsets + 1).to(device)
+        ids = offsets.to(device, non_blocking=True)
+        window = offsets[:8].to(device)
+        model(x, ids, pos, window).sum().backward()
+    """
+    assert analyse(code, select=SELECT) == [("VP104", 5, "MEDIUM"), ("VP102", 6, "LOW")]

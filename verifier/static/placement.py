@@ -1,0 +1,235 @@
+"""Where data lives before a step copies it to the device: host batches and host-made tensors.
+
+VP102 and VP104 only speak about copies whose source is known to sit in host memory: a batch
+yielded by a data source (`for x, y in loader`, `next(data_iter)`), a tensor made by a torch
+factory without `device=` (`torch.zeros(n)`), or one built on the host from those (stacking,
+indexing, `torch.from_numpy`, `.pin_memory()`). Anything else (function parameters, results of
+unknown calls, model outputs) has no known origin, and the rules stay silent about it.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from verifier.static.facts import Kind, NameFacts
+from verifier.static.names import (
+    ImportTable,
+    dotted_name,
+    has_star_args,
+    keyword_arg,
+    method_name,
+    positional_arg,
+    receiver,
+)
+from verifier.static.rule import Rule
+from verifier.static.transfers import destination
+
+if TYPE_CHECKING:
+    from verifier.static.context import ModuleContext
+
+
+class Origin(enum.Enum):
+    BATCH = "a batch from a data source"
+    FACTORY = "created on the host by a torch factory"
+    HOST = "built in host memory"
+
+
+# Factories that allocate on the CPU unless given `device=`; `*_like` follow their input instead.
+HOST_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "zeros", "ones", "empty", "full", "tensor", "arange", "range", "linspace", "logspace",
+        "eye", "rand", "randn", "randint", "randperm", "empty_strided", "normal", "bernoulli",
+    )
+)
+# Always host memory; `torch.as_tensor(t)` is left out: it keeps a CUDA tensor where it is.
+_FROM_HOST = frozenset({"torch.from_numpy", "torch.frombuffer"})
+_JOINS = frozenset(
+    {"torch.stack", "torch.cat", "torch.concat", "torch.concatenate", "torch.vstack", "torch.hstack",
+     "torch.nn.utils.rnn.pad_sequence"}
+)
+# Methods that return a tensor in the same memory space as their receiver.
+_SAME_PLACE_METHODS = frozenset(
+    {"float", "half", "double", "long", "int", "bool", "byte", "bfloat16", "view", "reshape",
+     "flatten", "squeeze", "unsqueeze", "permute", "transpose", "contiguous", "clone", "detach",
+     "narrow", "expand", "repeat", "t", "chunk", "split", "unbind", "items", "values"}
+)
+_TO_HOST_METHODS = frozenset({"pin_memory", "cpu"})
+_DATA_ITERATOR = re.compile(r"loader|batches|iter", re.IGNORECASE)
+
+
+class HostData:
+    """Names bound to host data, learned in walk order; functions and comprehensions are scopes."""
+
+    def __init__(self, imports: ImportTable, facts: NameFacts) -> None:
+        self._imports = imports
+        self._facts = facts
+        self._scopes: list[dict[str, Origin | None]] = [{}]
+        self._class_scopes: list[dict[str, Origin | None]] = []
+
+    def enter_scope(self) -> None:
+        self._scopes.append({})
+
+    def leave_scope(self) -> None:
+        self._scopes.pop()
+
+    def enter_class(self) -> None:
+        self._class_scopes.append({})
+
+    def leave_class(self) -> None:
+        self._class_scopes.pop()
+
+    def bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """`target = value`; tuples unpack element-wise, or all from one batch (`x, y = batch`)."""
+        if isinstance(target, (cst.Tuple, cst.List)):
+            values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+            if values is not None and len(values) == len(target.elements):
+                for element, item in zip(target.elements, values):
+                    self.bind(element.value, item.value)
+                return
+            self.bind_all(target, self.origin_of(value))
+            return
+        self._set(target, self.origin_of(value))
+
+    def bind_all(self, target: cst.BaseExpression, origin: Origin | None) -> None:
+        """Every name in `target` takes `origin` (a loop target, an unpacked batch)."""
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind_all(element.value, origin)
+        elif isinstance(target, cst.StarredElement):
+            self.bind_all(target.value, origin)
+        else:
+            self._set(target, origin)
+
+    def origin_of(self, node: cst.BaseExpression) -> Origin | None:
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = dotted_name(node)
+            known = self._lookup(name) if name else None
+            if known is not None or isinstance(node, cst.Name):
+                return known
+            return Origin.BATCH if self.origin_of(node.value) is Origin.BATCH else None
+        if isinstance(node, cst.Subscript):
+            inner = self.origin_of(node.value)
+            return Origin.HOST if inner is Origin.FACTORY else inner
+        if isinstance(node, cst.Call):
+            return self._origin_of_call(node)
+        return None
+
+    def is_data_iterator(self, node: cst.BaseExpression) -> bool:
+        """`loader`, `iter(loader)`, `train_iter`: something whose `next()` is a batch."""
+        if isinstance(node, cst.Call) and dotted_name(node.func) == "iter" and node.args:
+            return self.is_data_iterator(node.args[0].value)
+        name = dotted_name(node)
+        return bool(name) and (bool(_DATA_ITERATOR.search(name)) or self._facts.kind_of(node) is Kind.DATALOADER)
+
+    def _origin_of_call(self, call: cst.Call) -> Origin | None:
+        qualified = self._imports.call_name(call) or ""
+        if qualified in HOST_FACTORIES:
+            return Origin.FACTORY if self._made_on_host(call) else None
+        if qualified in _FROM_HOST:
+            return Origin.HOST if self._made_on_host(call) else None
+        if qualified in _JOINS:
+            first = positional_arg(call, 0)
+            return Origin.HOST if first is not None and self._all_on_host(first.value) else None
+        if dotted_name(call.func) == "next" and call.args and self.is_data_iterator(call.args[0].value):
+            return Origin.BATCH
+        method = method_name(call)
+        if method in _TO_HOST_METHODS:
+            return Origin.HOST
+        if method in _SAME_PLACE_METHODS:
+            return self.origin_of(receiver(call))
+        return None
+
+    def _made_on_host(self, call: cst.Call) -> bool:
+        if has_star_args(call):
+            return False
+        device = keyword_arg(call, "device")
+        return device is None or destination(device.value, self._imports) is False
+
+    def _all_on_host(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, (cst.List, cst.Tuple)):
+            return bool(node.elements) and all(self.origin_of(e.value) is not None for e in node.elements)
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            return self.origin_of(node.elt) is not None
+        return self.origin_of(node) is not None
+
+    def _set(self, target: cst.BaseExpression, origin: Origin | None) -> None:
+        name = dotted_name(target)
+        if name is None:
+            return
+        scope = self._class_scopes[-1] if name.startswith("self.") and self._class_scopes else self._scopes[-1]
+        # None is kept, not dropped: a local rebinding hides what an outer scope says.
+        scope[name] = origin
+
+    def _lookup(self, name: str) -> Origin | None:
+        if name.startswith("self."):
+            return self._class_scopes[-1].get(name) if self._class_scopes else None
+        for scope in reversed(self._scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+
+class HostDataRule(Rule):
+    """Base for the copy rules (VP102, VP104): keeps `self.host` current during the walk."""
+
+    def __init__(self, context: ModuleContext) -> None:
+        super().__init__(context)
+        self.host = HostData(context.imports, context.facts)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.host.enter_scope()
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.host.leave_scope()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.host.enter_class()
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.host.leave_class()
+
+    def visit_For(self, node: cst.For) -> None:
+        loop = self.context.heat.where().innermost_loop
+        from_data_source = loop is not None and loop.node is node and loop.data_source
+        self.host.bind_all(node.target, Origin.BATCH if from_data_source else self.host.origin_of(node.iter))
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.host.bind_all(node.target, self.host.origin_of(node.iter))
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self.host.bind(target.target, node.value)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.host.bind(node.target, node.value)
+
+    # A comprehension's targets are its own; they must not shadow the enclosing function's names.
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self.host.enter_scope()
+
+    def leave_ListComp(self, node: cst.ListComp) -> None:
+        self.host.leave_scope()
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self.host.enter_scope()
+
+    def leave_SetComp(self, node: cst.SetComp) -> None:
+        self.host.leave_scope()
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self.host.enter_scope()
+
+    def leave_DictComp(self, node: cst.DictComp) -> None:
+        self.host.leave_scope()
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self.host.enter_scope()
+
+    def leave_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self.host.leave_scope()

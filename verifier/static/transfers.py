@@ -1,0 +1,118 @@
+"""Copies to the accelerator: `.to(device)` and `.cuda()`, where they go and whether they block.
+
+Shared by VP102 (blocking copies of batch data) and VP104 (tensors created on the host and
+moved every step). A destination or a `non_blocking` value that cannot be read statically
+gives None, and the rules stay silent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from verifier.static.facts import Kind, NameFacts
+from verifier.static.heat import is_model_name
+from verifier.static.names import (
+    ImportTable,
+    has_star_args,
+    is_false,
+    is_true,
+    keyword_arg,
+    literal_string,
+    method_name,
+    positional_arg,
+    receiver,
+    terminal_name,
+)
+
+_HOST_DEVICES = frozenset({"cpu", "meta"})
+# Variables that by convention name a device (`device`, `self.dev`, `local_rank`, `gpu_id`).
+_DEVICE_WORDS = ("device", "gpu")
+_DEVICE_NAMES = frozenset({"dev", "cuda", "rank", "local_rank"})
+
+
+@dataclass(frozen=True)
+class DeviceMove:
+    """`source.to(device)` / `source.cuda()`: a copy of `source` onto an accelerator."""
+
+    call: cst.Call
+    source: cst.BaseExpression
+    non_blocking: bool | None
+
+    @property
+    def blocks(self) -> bool:
+        """Known to block the host: `non_blocking` absent or literally False."""
+        return self.non_blocking is False
+
+
+def device_move(call: cst.Call, imports: ImportTable, facts: NameFacts) -> DeviceMove | None:
+    """The copy `call` makes onto an accelerator, or None (a dtype cast, a move to the CPU, a module)."""
+    method = method_name(call)
+    source = receiver(call)
+    if method not in ("to", "cuda") or source is None or has_star_args(call) or is_module(source, facts):
+        return None
+    if method == "cuda":
+        device = keyword_arg(call, "device") or positional_arg(call, 0)
+        if device is not None and destination(device.value, imports) is False:
+            return None
+        return DeviceMove(call, source, _non_blocking(call, imports, extra_positional=1))
+    device = keyword_arg(call, "device") or positional_arg(call, 0)
+    if device is None or destination(device.value, imports) is not True:
+        return None
+    return DeviceMove(call, source, _non_blocking(call, imports, extra_positional=0 if device.keyword else 1))
+
+
+def destination(node: cst.BaseExpression, imports: ImportTable) -> bool | None:
+    """True for an accelerator, False for the host or a dtype, None when it cannot be told."""
+    if isinstance(node, cst.SimpleString):
+        text = literal_string(node)
+        return None if text is None else text.split(":", 1)[0] not in _HOST_DEVICES
+    if isinstance(node, cst.FormattedString):
+        head = node.parts[0] if node.parts else None
+        if isinstance(head, cst.FormattedStringText):
+            return head.value.split(":", 1)[0] not in _HOST_DEVICES if head.value else None
+        return None
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.Call):
+        qualified = imports.call_name(node) or ""
+        if qualified == "torch.device":
+            first = positional_arg(node, 0) or keyword_arg(node, "type")
+            return destination(first.value, imports) if first is not None else None
+        return True if qualified.startswith("torch.cuda.") else None
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        if (imports.qualified_name(node) or "").startswith("torch."):
+            return False  # torch.float16, torch.long: a dtype cast, not a copy
+        name = (terminal_name(node) or "").lower()
+        if "cpu" in name or "dtype" in name:
+            return False
+        if name in _DEVICE_NAMES or any(word in name for word in _DEVICE_WORDS):
+            return True
+    return None
+
+
+def is_module(node: cst.BaseExpression, facts: NameFacts) -> bool:
+    """`model.to(device)` moves parameters once; it is not a per-batch data copy."""
+    name = (terminal_name(node) or "").lower()
+    return is_model_name(name) or "module" in name or facts.kind_of(node) is Kind.MODULE
+
+
+def _non_blocking(call: cst.Call, imports: ImportTable, extra_positional: int) -> bool | None:
+    """The `non_blocking` flag: keyword, or a positional after the device (`.to(dev, None, True)`)."""
+    keyword = keyword_arg(call, "non_blocking")
+    if keyword is not None:
+        return True if is_true(keyword.value) else False if is_false(keyword.value) else None
+    rest = [a.value for a in call.args if a.keyword is None][extra_positional:]
+    if any(is_true(value) for value in rest):
+        return True
+    # `.to(device, dtype)`: a dtype or None leaves the copy blocking; anything else may be the flag.
+    return False if all(_is_dtype_or_none(value, imports) for value in rest) else None
+
+
+def _is_dtype_or_none(node: cst.BaseExpression, imports: ImportTable) -> bool:
+    if is_false(node) or (isinstance(node, cst.Name) and node.value == "None"):
+        return True
+    if (imports.qualified_name(node) or "").startswith("torch."):
+        return True
+    return "dtype" in (terminal_name(node) or "")
