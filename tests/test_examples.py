@@ -14,6 +14,8 @@ GOOD = str(EXAMPLES / "good_train.py")
 EXPECTED_BAD = [
     ("VP101", 21, "MEDIUM", "step"),  # torch.stack over a comprehension in get_batch (called per step)
     ("VP101", 22, "MEDIUM", "step"),
+    ("VP102", 23, "LOW", "step"),  # x.to(device) without non_blocking, per step
+    ("VP102", 23, "LOW", "step"),  # y.to(device)
     ("VP201", 39, "MEDIUM", "step"),  # `return loss.item()` in a helper the step loop calls
     ("VP302", 52, "HIGH", "step"),  # clip_grad_norm_ before scaler.unscale_
     ("VP305", 53, "LOW", "step"),  # if torch.isfinite(norm): scaler.step(...)
@@ -31,7 +33,7 @@ EXPECTED_BAD = [
 
 
 def run_json(capsys, *args) -> tuple[int, dict]:
-    code = main([*args, "--format", "json"])
+    code = main([*args, "--format", "json", "--no-report", "--no-cache"])
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -40,7 +42,7 @@ def test_bad_example_reports_every_planted_anti_pattern(capsys):
     assert code == 1
     assert [(f["code"], f["line"], f["severity"], f["heat"]) for f in report["findings"]] == EXPECTED_BAD
     assert report["decision"]["status"] == "BLOCK"
-    assert report["counts"] == {"CRITICAL": 1, "HIGH": 5, "MEDIUM": 6, "LOW": 3, "INFO": 0}
+    assert report["counts"] == {"CRITICAL": 1, "HIGH": 5, "MEDIUM": 6, "LOW": 5, "INFO": 0}
 
 
 def test_final_item_after_the_loop_is_not_flagged(capsys):
@@ -56,7 +58,7 @@ def test_corrected_twin_has_nothing_above_info(capsys):
 
 
 def test_text_output_lines_and_summary(capsys):
-    assert main([BAD, "--select", "VP301,VP203"]) == 1
+    assert main([BAD, "--select", "VP301,VP203", "--no-report", "--no-cache"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == (
         f"{BAD}:60:5: VP203 [HIGH] `synchronize()` in a loop blocks the host on every iteration"
