@@ -1,0 +1,353 @@
+"""VP401 graph-retaining-accumulation: `total += loss` keeps every iteration's autograd graph.
+
+Reported when the added value carries a graph (a model forward, a criterion, tensor math on
+them; see `verifier.static.autograd`), grad mode is on, and the accumulator was bound outside
+a training step or epoch loop around the addition (or is an attribute set in `__init__`), so
+it lives across training iterations; a loop inside one step (an RNN's time loop) does not count.
+
+Not reported: `.item()`, `.detach()`, `float(...)` values; accumulation under `no_grad` or
+`inference_mode` (also when a caller in the module disables grad); values of unknown origin;
+and accumulators that reach a `backward()` in the same function: that is gradient
+accumulation on purpose, and the backward frees the graphs it was built from. An evaluation
+loop without `no_grad` is VP404's finding; its fix removes this problem too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.autograd import GradMode
+from verifier.static.deferred import deferred
+from verifier.static.heat import Where
+from verifier.static.names import dotted_name, method_name, receiver, terminal_name
+from verifier.static.rule import Invalid
+from verifier.static.training_state import TrainingStateRule
+from verifier.static.walk import iter_descendants
+
+_BACKWARD_CALLS = frozenset({"backward", "manual_backward"})
+_INIT_METHODS = frozenset({"__init__", "reset", "reset_parameters", "setup"})
+
+
+@dataclass(eq=False)
+class _Scope:
+    """One function (or the module): where names were bound, and what reaches `backward()`."""
+
+    bindings: dict[str, Where] = field(default_factory=dict)
+    flows: list[tuple[str, set[str]]] = field(default_factory=list)
+    backward: set[str] = field(default_factory=set)
+    has_backward: bool = False
+    backed: set[str] = field(default_factory=set)
+
+    def close(self) -> None:
+        """Every name whose value flows into a backward() in this scope."""
+        backed = set(self.backward)
+        changed = True
+        while changed:
+            changed = False
+            for target, sources in self.flows:
+                if target in backed and not sources <= backed:
+                    backed |= sources
+                    changed = True
+        self.backed = backed
+
+
+class GraphRetainingAccumulation(TrainingStateRule):
+    code = "VP401"
+    name = "graph-retaining-accumulation"
+    category = Category.MEMORY
+    severity = SeverityByHeat(step=Severity.CRITICAL, epoch=Severity.HIGH, once=None)
+    summary = (
+        "Finds a loss (or any tensor that requires grad) added to an accumulator that lives "
+        "across iterations: `total += loss` instead of `total += loss.item()` or `loss.detach()`."
+    )
+    why = (
+        "A tensor that requires grad references the autograd graph that produced it, and with it "
+        "the saved activations of the forward pass. `total += loss` makes `total` depend on every "
+        "step's graph, so none of them is ever freed: memory grows every step until the run runs "
+        "out of memory, and each addition extends the graph further."
+    )
+    example = """\
+total_loss = 0.0
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    total_loss += loss
+"""
+    use_instead = """\
+total_loss = torch.zeros((), device=device)
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    total_loss += loss.detach()  # no graph, no host sync
+"""
+    fix = "Accumulate `loss.detach()` (stays on the device, no sync) or `loss.item()` at a log interval."
+    references = (
+        "https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory",
+        "https://pytorch.org/docs/stable/generated/torch.Tensor.detach.html",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._scopes: list[_Scope] = [_Scope()]
+        self._function_names: list[str] = []
+        # Per class: attribute -> where `__init__` bound it, or None once another method rebinds it.
+        self._attributes: list[dict[str, Where | None]] = []
+        self._backed_attributes: set[str] = set()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        super().visit_ClassDef(node)
+        self._attributes.append({})
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        super().leave_ClassDef(node)
+        self._attributes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self._scopes.append(_Scope())
+        self._function_names.append(node.name.value)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().leave_FunctionDef(node)
+        self._scopes.pop().close()
+        self._function_names.pop()
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._scopes[0].close()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
+        method = method_name(node)
+        qualified = self.context.imports.call_name(node) or ""
+        backward = method in _BACKWARD_CALLS or terminal_name(node.func) in _BACKWARD_CALLS
+        if backward or qualified == "torch.autograd.grad":
+            scope = self._scopes[-1]
+            scope.has_backward = True
+            for part in (receiver(node), *(arg.value for arg in node.args)):
+                if part is not None:
+                    names = _names_in(part)
+                    scope.backward |= names
+                    self._backed_attributes |= {n for n in names if n.startswith("self.")}
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.AddAssign):
+            self._check(node, node.target, node.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        accumulation = _self_accumulation(node)
+        if accumulation is not None:
+            self._check(node, *accumulation)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        super().leave_Assign(node)
+        sources = _names_in(node.value)
+        accumulates = _self_accumulation(node) is not None
+        for target in node.targets:
+            name = dotted_name(target.target)
+            if name is None:
+                continue
+            self._scopes[-1].flows.append((name, sources))
+            if not accumulates:
+                self._bind(name)
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        super().leave_AugAssign(node)
+        name = dotted_name(node.target)
+        if name is not None:
+            self._scopes[-1].flows.append((name, _names_in(node.value)))
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        super().leave_AnnAssign(node)
+        name = dotted_name(node.target)
+        if name is not None and node.value is not None:
+            self._scopes[-1].flows.append((name, _names_in(node.value)))
+            self._bind(name)
+
+    def _bind(self, name: str) -> None:
+        where = self.context.heat.where()
+        if name.startswith("self."):
+            if self._attributes:
+                in_init = bool(self._function_names) and self._function_names[-1] in _INIT_METHODS
+                attributes = self._attributes[-1]
+                attributes[name] = where if in_init and attributes.get(name, where) is not None else None
+            return
+        self._scopes[-1].bindings[name] = where
+
+    def _check(self, node: cst.CSTNode, target: cst.BaseExpression, added: cst.BaseExpression) -> None:
+        name = dotted_name(target)
+        if name is None or not self.autograd.carries_graph(added):
+            return
+        if self.autograd.grad_mode() is not GradMode.ENABLED:
+            return
+        scope = self._scopes[-1]
+        where = self.context.heat.where()
+        key = self.autograd.function_key
+        evaluating = self.evaluation.reason() is not None
+        is_attribute = name.startswith("self.")
+        attributes = self._attributes[-1] if is_attribute and self._attributes else {}
+        local_binding = None if is_attribute else scope.bindings.get(name)
+        is_training = self.training_loop_predicate()
+
+        def decide() -> SeverityByHeat | None:
+            if name in scope.backed or name in self._backed_attributes:
+                return None
+            if self.autograd.called_without_grad(key) or (evaluating and not scope.has_backward):
+                return None
+            # Attributes are read after the walk: a rebinding in any other method makes them unknown.
+            bound = attributes.get(name) if is_attribute else local_binding
+            if bound is None:
+                return None
+            if is_attribute and bound.function is not where.function:
+                return self.severity
+            if bound.function is not where.function:
+                return None
+            spanned = [loop for loop in where.loops if loop not in bound.loops]
+            outlives_a_step = any(is_training(loop) and (loop.is_step or loop.is_epoch) for loop in spanned)
+            return self.severity if outlives_a_step else None
+
+        added_text = self.context.code_for(added)
+        self.report(
+            node,
+            f"`{name}` accumulates `{added_text}`, which requires grad: `{name}` keeps the autograd "
+            "graph (and saved activations) of every iteration alive",
+            severity=deferred(decide),
+        )
+
+    VALID = (
+        """\
+total = 0.0
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total += loss.item()
+""",
+        """\
+import torch
+total = torch.zeros(())
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total += loss.detach()
+    total = total + float(loss)
+""",
+        """\
+accumulated = 0
+for i, (x, y) in enumerate(loader):
+    accumulated = accumulated + criterion(model(x), y) / accumulation_steps
+    if (i + 1) % accumulation_steps == 0:
+        accumulated.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        accumulated = 0
+""",
+        """\
+import torch
+total = 0.0
+with torch.no_grad():
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        total += loss
+""",
+        """\
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss += 0.01 * regulariser(model)
+    loss.backward()
+    optimizer.step()
+""",
+        """\
+def decode_loss(decoder, hidden, target):
+    loss = 0
+    for t in range(target.size(1)):
+        out, hidden = decoder(target[:, t], hidden)
+        loss += criterion(out, target[:, t])
+    return loss
+""",
+        """\
+def train(loader, running):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        running += loss
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+total_loss = 0.0
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total_loss += loss
+""",
+            line=6,
+            severity=Severity.CRITICAL,
+        ),
+        Invalid(
+            """\
+def train_one_epoch(model, loader, optimizer):
+    epoch_loss = 0
+    for inputs, labels in loader:
+        outputs = model(inputs)
+        loss = criterion(outputs, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        epoch_loss = epoch_loss + loss * inputs.size(0)
+    return epoch_loss / len(loader.dataset)
+""",
+            line=9,
+            severity=Severity.CRITICAL,
+        ),
+        Invalid(
+            """\
+last_losses = 0.0
+for epoch in range(epochs):
+    for x, y in train_loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    last_losses += loss
+""",
+            line=7,
+            severity=Severity.HIGH,
+        ),
+    )
+
+
+def _self_accumulation(node: cst.Assign) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """`total = total + v` (or `v + total`): the accumulator and the added value."""
+    if len(node.targets) != 1 or not isinstance(node.value, cst.BinaryOperation):
+        return None
+    if not isinstance(node.value.operator, cst.Add):
+        return None
+    target = node.targets[0].target
+    name = dotted_name(target)
+    if name is None:
+        return None
+    left, right = node.value.left, node.value.right
+    if dotted_name(left) == name:
+        return target, right
+    if dotted_name(right) == name:
+        return target, left
+    return None
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    names = set()
+    for child in (node, *iter_descendants(node)):
+        if isinstance(child, (cst.Name, cst.Attribute)):
+            name = dotted_name(child)
+            if name is not None:
+                names.add(name)
+    return names

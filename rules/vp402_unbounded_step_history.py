@@ -1,0 +1,378 @@
+"""VP402 unbounded-step-history: a list that grows by one entry every step and is never cut.
+
+Tracks lists bound to `[]`/`list()` (locals, module globals, and attributes set in `__init__`)
+and their `.append(value)` in per-step code. How long the list lives decides the finding:
+- a value that carries an autograd graph (see `verifier.static.autograd`) is HIGH whenever the
+  list outlives one step: every step's graph and activations stay alive with it;
+- any other tensor is HIGH, and a Python value (`.item()`, `float(...)`, `.cpu()`) LOW, only
+  when the list lives for the whole run (bound at module level or outside the epoch loop,
+  never cleared, trimmed or rebound while the loops run) and the loop trains (`backward()` or
+  an optimizer step in it): outputs collected over one pass of a dataset are bounded by it.
+Lists recreated per step or per epoch, trimmed every N steps (`.clear()`, `.pop()`, `del h[:]`,
+`h = h[-k:]`), bounded containers (`deque(maxlen=...)`) and values of unknown kind are not
+reported. In an evaluation loop without `no_grad`, graph-carrying outputs are VP404's finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.autograd import GradMode
+from verifier.static.deferred import deferred
+from verifier.static.facts import Kind
+from verifier.static.heat import LoopInfo, Where
+from verifier.static.names import dotted_name, method_name, positional_arg, receiver
+from verifier.static.rule import Invalid
+from verifier.static.training_state import TrainingStateRule
+
+_TRIMMING_METHODS = frozenset({"clear", "pop", "remove"})
+_HOST_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
+_HOST = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+
+
+@dataclass(eq=False)
+class _History:
+    """A list binding: where it was made and where it was cut (cleared, trimmed, rebound)."""
+
+    name: str
+    bound: Where
+    attribute: bool = False
+    cuts: list[Where] = field(default_factory=list)
+
+
+class UnboundedStepHistory(TrainingStateRule):
+    code = "VP402"
+    name = "unbounded-step-history"
+    category = Category.MEMORY
+    severity = SeverityByHeat(step=Severity.HIGH, epoch=None, once=None)
+    summary = (
+        "Finds per-step `history.append(value)` into a list that is never cleared: tensors that "
+        "keep their graph (or device memory) are HIGH, Python numbers LOW."
+    )
+    why = (
+        "A loss appended as a tensor keeps its autograd graph, and with it the saved activations "
+        "of that step: memory grows every step until the run fails. A detached tensor still holds "
+        "a device allocation per entry. Even Python floats grow host memory for the whole run when "
+        "the list is never cut; keep a running sum or a bounded window instead."
+    )
+    example = """\
+losses = []
+for epoch in range(epochs):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss)
+"""
+    use_instead = """\
+for epoch in range(epochs):
+    epoch_loss = torch.zeros((), device=device)
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        epoch_loss += loss.detach()
+    print(epoch, epoch_loss.item() / len(loader))
+"""
+    fix = (
+        "Append `loss.item()` at a log interval, or accumulate `loss.detach()` on the device and "
+        "reset it per epoch; use `collections.deque(maxlen=N)` for a moving window."
+    )
+    references = (
+        "https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory",
+        "https://docs.python.org/3/library/collections.html#collections.deque",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._scopes: list[dict[str, _History | None]] = [{}]
+        self._classes: list[dict[str, _History | None]] = []
+        self._function_names: list[str] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        super().visit_ClassDef(node)
+        self._classes.append({})
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        super().leave_ClassDef(node)
+        self._classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self._scopes.append({})
+        self._function_names.append(node.name.value)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().leave_FunctionDef(node)
+        self._scopes.pop()
+        self._function_names.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
+        method = method_name(node)
+        owner = receiver(node)
+        name = dotted_name(owner) if owner is not None else None
+        if name is None:
+            return
+        if method in _TRIMMING_METHODS:
+            self._cut(name)
+        elif method == "append" and len(node.args) == 1:
+            self._check(node, name, positional_arg(node, 0))
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        super().leave_Assign(node)
+        for target in node.targets:
+            self._assign(target.target, node.value)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        super().leave_AnnAssign(node)
+        if node.value is not None:
+            self._assign(node.target, node.value)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        if isinstance(node.target, cst.Subscript):
+            name = dotted_name(node.target.value)
+            if name is not None:
+                self._cut(name)
+
+    def _assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Subscript):
+            name = dotted_name(target.value)
+            if name is not None:
+                self._cut(name)
+            return
+        name = dotted_name(target)
+        if name is None:
+            return
+        self._cut(name)
+        where = self.context.heat.where()
+        history = _History(name, where, attribute=name.startswith("self.")) if _is_new_list(value) else None
+        # An attribute made outside `__init__` may be remade per epoch by a hook: unknown lifetime.
+        if history is not None and history.attribute and self._function_names[-1:] != ["__init__"]:
+            history = None
+        self._scope_for(name)[name] = history
+
+    def _cut(self, name: str) -> None:
+        history = self._lookup(name)
+        if history is not None:
+            history.cuts.append(self.context.heat.where())
+
+    def _scope_for(self, name: str) -> dict[str, _History | None]:
+        if name.startswith("self."):
+            return self._classes[-1] if self._classes else {}
+        return self._scopes[-1]
+
+    def _lookup(self, name: str) -> _History | None:
+        if name.startswith("self."):
+            return self._classes[-1].get(name) if self._classes else None
+        for scope in reversed(self._scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def _check(self, node: cst.Call, name: str, value: cst.Arg | None) -> None:
+        history = self._lookup(name)
+        if history is None or value is None or value.star:
+            return
+        kind = self._kind_of(value.value)
+        if kind is None:
+            return
+        where = self.context.heat.where()
+        text = self.context.code_for(value.value)
+        is_training = self.training_loop_predicate()
+        trains = self.evaluation.grad_use()
+
+        def decide() -> SeverityByHeat | None:
+            step_loop = next((loop for loop in where.loops if loop.is_step and is_training(loop)), None)
+            lifetime = _lifetime(history, where, step_loop)
+            if kind == "graph":
+                return self.severity if lifetime in {"epoch", "call", "run"} else None
+            # Collecting detached outputs over one pass of a dataset is bounded by the data: only
+            # a loop that trains (backward or optimizer step) runs for the whole run.
+            if lifetime != "run" or not trains(step_loop):
+                return None
+            return self.severity if kind == "tensor" else _HOST
+
+        self.report(node, _MESSAGES[kind].format(name=name, value=text), severity=deferred(decide))
+
+    def _kind_of(self, value: cst.BaseExpression) -> str | None:
+        """"graph", "tensor" (no graph, may hold device memory), "host" (a Python value), or None."""
+        graph_on = self.autograd.grad_mode() is GradMode.ENABLED and self.evaluation.reason() is None
+        if graph_on and self.autograd.carries_graph(value):
+            return "graph"
+        if isinstance(value, cst.Call) and method_name(value) in _HOST_METHODS:
+            return "host"
+        kind = self.context.facts.kind_of(value)
+        if kind is Kind.NUMBER:
+            return "host"
+        return "tensor" if kind is Kind.TENSOR else None
+
+    VALID = (
+        """\
+for epoch in range(epochs):
+    epoch_losses = []
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        epoch_losses.append(loss.detach())
+    print(torch.stack(epoch_losses).mean().item())
+""",
+        """\
+window = []
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    window.append(loss.item())
+    if step % 100 == 0:
+        print(sum(window) / len(window))
+        window.clear()
+""",
+        """\
+from collections import deque
+recent = deque(maxlen=100)
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    recent.append(loss.item())
+""",
+        """\
+def train_one_epoch(loader):
+    losses = []
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return sum(losses) / len(losses)
+""",
+        """\
+history = []
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    history.append(lr_schedule(step))
+""",
+        """\
+import torch
+predictions = []
+model.eval()
+with torch.no_grad():
+    for x, _ in test_loader:
+        predictions.append(model(x).argmax(-1))
+""",
+        """\
+import torch
+
+def decode(decoder, hidden, steps):
+    outputs = []
+    for t in range(steps):
+        out, hidden = decoder(hidden)
+        outputs.append(out)
+    return torch.stack(outputs)
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+losses = []
+for epoch in range(epochs):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss)
+""",
+            line=7,
+            severity=Severity.HIGH,
+        ),
+        Invalid(
+            """\
+history = []
+for epoch in range(epochs):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        history.append(loss.item())
+""",
+            line=7,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            """\
+def train_one_epoch(loader):
+    outputs = []
+    for x, y in loader:
+        out = model(x)
+        loss = criterion(out, y)
+        loss.backward()
+        optimizer.step()
+        outputs.append(out)
+    return outputs
+""",
+            line=8,
+            severity=Severity.HIGH,
+        ),
+        Invalid(
+            """\
+import torch
+losses = []
+for step, batch in enumerate(loader):
+    loss = model(batch).sum()
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.detach())
+""",
+            line=7,
+            severity=Severity.HIGH,
+        ),
+    )
+
+
+_MESSAGES = {
+    "graph": (
+        "`{name}.append({value})` keeps every step's `{value}` with its autograd graph: the saved "
+        "activations of every step stay alive as long as `{name}`"
+    ),
+    "tensor": (
+        "`{name}` grows by one tensor every step for the whole run and is never cleared: its "
+        "memory (device memory for CUDA tensors) grows without bound"
+    ),
+    "host": "`{name}` grows by one Python value every step for the whole run and is never cleared",
+}
+
+
+def _is_new_list(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.List):
+        return not value.elements
+    return isinstance(value, cst.Call) and dotted_name(value.func) == "list" and not value.args
+
+
+def _lifetime(history: _History, append: Where, step_loop: LoopInfo | None) -> str | None:
+    """How long the list lives relative to the training step loop around the append.
+
+    "step": recreated or cut within each step; "epoch": recreated or cut in a loop around the
+    step loop; "call": local to the function that runs the step loop; "run": all of the run.
+    None when the relation is unknown.
+    """
+    bound = history.bound
+    if history.attribute:
+        return "run" if not history.cuts else None
+    if bound.function is not append.function:
+        return "run" if bound.function is None and not history.cuts else None
+    if step_loop is None or step_loop in bound.loops:
+        return "step"
+    if any(step_loop in cut.loops for cut in history.cuts):
+        return "step"
+    outer = append.loops[: append.loops.index(step_loop)]
+    spanned = [loop for loop in outer if loop not in bound.loops]
+    if any(loop in cut.loops for cut in history.cuts for loop in spanned) or bound.loops:
+        return "epoch"
+    if any(loop.is_epoch for loop in spanned) or bound.function is None:
+        return "run"
+    return "call"

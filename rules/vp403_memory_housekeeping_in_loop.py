@@ -1,0 +1,235 @@
+"""VP403 memory-housekeeping-in-loop: `empty_cache()` or `reset_peak_memory_stats()` every iteration.
+
+`torch.cuda.empty_cache()` (and its mps/xpu/accelerator twins) is reported wherever the heat
+model says the line runs per step or per epoch. `reset_peak_memory_stats()` is reported only
+when nothing in the same loop reads the peak back: a loop that resets and then reads
+`max_memory_allocated()` measures each iteration on purpose. Neither is reported in a loop that
+is per-step only because it is a benchmark function's innermost loop: autotuners release
+memory between measured candidates on purpose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.deferred import DeferredSeverity, deferred
+from verifier.static.heat import Where
+from verifier.static.rule import Invalid, Rule
+
+_EMPTY_CACHE = frozenset(
+    {"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache", "torch.mps.empty_cache",
+     "torch.xpu.empty_cache", "torch.xpu.memory.empty_cache", "torch.accelerator.empty_cache",
+     "torch.accelerator.memory.empty_cache"}
+)
+_RESET_PEAK = frozenset(
+    {"torch.cuda.reset_peak_memory_stats", "torch.cuda.memory.reset_peak_memory_stats",
+     "torch.cuda.reset_max_memory_allocated", "torch.cuda.memory.reset_max_memory_allocated",
+     "torch.cuda.reset_max_memory_cached", "torch.cuda.memory.reset_max_memory_cached",
+     "torch.xpu.reset_peak_memory_stats", "torch.xpu.memory.reset_peak_memory_stats",
+     "torch.accelerator.reset_peak_memory_stats", "torch.accelerator.memory.reset_peak_memory_stats"}
+)
+_PEAK_READS = frozenset(
+    {"max_memory_allocated", "max_memory_reserved", "max_memory_cached", "memory_stats", "memory_summary"}
+)
+
+
+@dataclass(eq=False)
+class _Body:
+    """A loop or function body: the resets met in it, and whether it reads a peak."""
+
+    resets: list[tuple[cst.Call, Where]] = field(default_factory=list)
+    reads_peak: bool = False
+
+
+class MemoryHousekeepingInLoop(Rule):
+    code = "VP403"
+    name = "memory-housekeeping-in-loop"
+    category = Category.MEMORY
+    severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
+    tokens = ("empty_cache", "reset_peak_memory_stats", "reset_max_memory")
+    summary = (
+        "Finds `torch.cuda.empty_cache()` in a training or evaluation loop, and "
+        "`torch.cuda.reset_peak_memory_stats()` in a loop that never reads the peak back."
+    )
+    why = (
+        "`empty_cache()` hands the caching allocator's free blocks back to the driver. The next "
+        "step needs the same memory and gets it through `cudaMalloc` again, which is slow, and "
+        "freeing device memory synchronizes the device. It does not lower the memory a step "
+        "needs, so it cannot prevent an out-of-memory error that the next step would hit anyway. "
+        "`reset_peak_memory_stats()` in a loop discards the peak of every earlier iteration: a "
+        "peak read after the loop reports the last iteration only."
+    )
+    example = """\
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    torch.cuda.empty_cache()
+"""
+    use_instead = """\
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+# Keep the cache; if memory is fragmented, set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+"""
+    fix = (
+        "Remove the per-iteration `empty_cache()`; if memory is fragmented set "
+        "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`. Reset peak statistics once, before "
+        "the loop, or read them in the same iteration."
+    )
+    references = (
+        "https://pytorch.org/docs/stable/notes/cuda.html#memory-management",
+        "https://pytorch.org/docs/stable/generated/torch.cuda.empty_cache.html",
+        "https://pytorch.org/docs/stable/generated/torch.cuda.reset_peak_memory_stats.html",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._bodies: list[_Body] = [_Body()]
+        # How many bodies each function frame holds, so a function's reads stay its own.
+        self._function_starts: list[int] = [0]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._function_starts.append(len(self._bodies))
+        self._bodies.append(_Body())
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._close_body()
+        self._function_starts.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bodies.append(_Body())
+
+    def leave_For(self, node: cst.For) -> None:
+        self._close_body()
+
+    def visit_While(self, node: cst.While) -> None:
+        self._bodies.append(_Body())
+
+    def leave_While(self, node: cst.While) -> None:
+        self._close_body()
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._close_body()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.context.imports.call_name(node)
+        if qualified is None or not qualified.startswith("torch."):
+            return
+        if qualified in _EMPTY_CACHE:
+            self.report(
+                node,
+                "`empty_cache()` every iteration returns cached blocks to the driver; the next "
+                "iteration re-allocates them through cudaMalloc (and freeing syncs the device)",
+                severity=_outside_benchmarks(self.severity, self.context.heat.where()),
+            )
+        elif qualified in _RESET_PEAK:
+            self._bodies[-1].resets.append((node, self.context.heat.where()))
+        elif qualified.rsplit(".", 1)[-1] in _PEAK_READS:
+            for body in self._bodies[self._function_starts[-1]:]:
+                body.reads_peak = True
+
+    def _close_body(self) -> None:
+        body = self._bodies.pop()
+        if body.reads_peak:
+            return
+        for call, where in body.resets:
+            self.report(
+                call,
+                "`reset_peak_memory_stats()` every iteration discards earlier peaks and nothing in "
+                "this loop reads the peak: a peak read after the loop sees the last iteration only",
+                where=where,
+                severity=_outside_benchmarks(self.severity, where),
+                fix="Reset the peak statistics once before the loop, or read the peak in the same iteration.",
+            )
+
+    VALID = (
+        """\
+import torch
+for epoch in range(3):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+torch.cuda.empty_cache()
+""",
+        """\
+import torch
+
+def measure(configs):
+    peaks = {}
+    for config in configs:
+        torch.cuda.reset_peak_memory_stats()
+        run(config)
+        peaks[config] = torch.cuda.max_memory_allocated()
+    return peaks
+""",
+        """\
+import torch
+for name in checkpoints:
+    model = load(name)
+    torch.cuda.empty_cache()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+import torch
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    torch.cuda.empty_cache()
+""",
+            line=6,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+from torch.cuda import empty_cache
+for epoch in range(10):
+    for x, y in train_loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    empty_cache()
+""",
+            line=7,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            """\
+import torch
+for step, batch in enumerate(loader):
+    torch.cuda.reset_peak_memory_stats()
+    loss = model(batch).sum()
+    loss.backward()
+print(torch.cuda.max_memory_allocated())
+""",
+            line=3,
+            severity=Severity.MEDIUM,
+        ),
+    )
+
+
+def _outside_benchmarks(severity: SeverityByHeat, where: Where) -> DeferredSeverity:
+    """Silent in a loop that is per-step only as a benchmark's innermost loop: between measured
+    candidates, releasing memory is part of the measurement protocol, not a training cost."""
+
+    def decide() -> SeverityByHeat | None:
+        step_loop = next((loop for loop in where.loops if loop.is_step), None)
+        benchmark_only = (
+            step_loop is not None
+            and where.function is not None
+            and where.function.timing
+            and not (step_loop.data_source or step_loop.trains)
+        )
+        return None if benchmark_only else severity
+
+    return deferred(decide)

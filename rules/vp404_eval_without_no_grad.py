@@ -1,0 +1,206 @@
+"""VP404 eval-without-no-grad: an evaluation loop that runs the model with autograd on.
+
+An evaluation loop is a loop that calls a model (a model-like name, a module this function put
+in eval mode, `self(...)`) after `model.eval()` / `model.train(False)` in the same function, or
+in a function named like `validate`, `evaluate`, `eval`, `test`, `predict`, `inference`. Grad
+mode is off under `with torch.no_grad()/inference_mode()/set_grad_enabled(False)`, under the
+same decorators, after a `torch.set_grad_enabled(False)` statement, in Lightning's
+`validation_step`/`test_step`/`predict_step`, and when any call site of the function in this
+module disables it. Loops that need gradients (`backward()`, `torch.autograd.grad`,
+`requires_grad_()`) and unittest/pytest test functions are not evaluation loops. One finding
+per loop, at its first model call.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.autograd import GradMode
+from verifier.static.deferred import deferred
+from verifier.static.rule import Invalid
+from verifier.static.training_state import TrainingStateRule
+
+
+class EvalWithoutNoGrad(TrainingStateRule):
+    code = "VP404"
+    name = "eval-without-no-grad"
+    category = Category.MEMORY
+    severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None)
+    summary = (
+        "Finds evaluation loops (after `model.eval()`, or in `validate`/`evaluate`/`test`-like "
+        "functions) that call the model without `torch.no_grad()` or `torch.inference_mode()`."
+    )
+    why = (
+        "`model.eval()` switches dropout and batch norm to inference behaviour; it does not turn "
+        "autograd off. Every batch still records a graph and keeps the forward activations alive "
+        "until the outputs are dropped: more memory (smaller batches fit), slower forwards, and a "
+        "leak when outputs or losses are collected across batches."
+    )
+    example = """\
+def validate(model, loader):
+    model.eval()
+    correct = 0
+    for x, y in loader:
+        correct += (model(x).argmax(-1) == y).sum()
+    return correct.item() / len(loader.dataset)
+"""
+    use_instead = """\
+@torch.inference_mode()
+def validate(model, loader):
+    model.eval()
+    correct = 0
+    for x, y in loader:
+        correct += (model(x).argmax(-1) == y).sum()
+    return correct.item() / len(loader.dataset)
+"""
+    fix = "Wrap the loop in `with torch.inference_mode():` (or `torch.no_grad()`), or decorate the function with it."
+    references = (
+        "https://pytorch.org/docs/stable/generated/torch.inference_mode.html",
+        "https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._reported_loops: set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
+        if not (self.autograd.is_model_call(node) or self.evaluation.evaluates(node)):
+            return
+        reason = self.evaluation.reason()
+        loops = self.context.heat.where().loops
+        if reason is None or not loops or any(id(loop) in self._reported_loops for loop in loops):
+            return
+        if self.autograd.grad_mode() is not GradMode.ENABLED:
+            return
+        loop = loops[-1]
+        self._reported_loops.add(id(loop))
+        key = self.autograd.function_key
+        uses_grad = self.evaluation.grad_use()
+
+        def decide() -> SeverityByHeat | None:
+            if uses_grad(loop) or self.autograd.called_without_grad(key):
+                return None
+            return self.severity
+
+        self.report(
+            node,
+            f"`{self.context.code_for(node.func)}(...)` runs in an evaluation loop ({reason}) with "
+            "autograd on: every batch records a graph and keeps its activations",
+            severity=deferred(decide),
+        )
+
+    VALID = (
+        """\
+import torch
+
+def validate(model, loader):
+    model.eval()
+    total = 0
+    with torch.no_grad():
+        for x, y in loader:
+            total += criterion(model(x), y).item()
+    return total / len(loader)
+""",
+        """\
+import torch
+
+@torch.inference_mode()
+def evaluate(model, loader):
+    model.eval()
+    return [model(x).argmax(-1) for x, _ in loader]
+""",
+        """\
+import torch
+
+def evaluate(model, loader):
+    outputs = []
+    for x, _ in loader:
+        outputs.append(model(x))
+    return outputs
+
+def main():
+    model.eval()
+    with torch.no_grad():
+        evaluate(model, val_loader)
+""",
+        """\
+import torch
+
+def attack(model, loader):
+    model.eval()
+    for x, y in loader:
+        x.requires_grad_(True)
+        loss = criterion(model(x), y)
+        grad, = torch.autograd.grad(loss, x)
+""",
+        """\
+import torch
+torch.set_grad_enabled(False)
+model.eval()
+for x in loader:
+    print(model(x))
+""",
+        """\
+import torch
+
+def train(model, loader):
+    model.train()
+    for module in model.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.eval()
+    for x, y in loader:
+        out = model(x)
+        apply_update(criterion(out, y))
+""",
+        """\
+class TestModel:
+    def test_eval_forward(self):
+        model.eval()
+        for x in batches:
+            model(x)
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+def validate(model, loader):
+    model.eval()
+    correct = 0
+    for x, y in loader:
+        logits = model(x)
+        correct += (logits.argmax(-1) == y).sum().item()
+    return correct / len(loader.dataset)
+""",
+            line=5,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+import torch
+for epoch in range(epochs):
+    model.train()
+    for x, y in train_loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    for x, y in val_loader:
+        val_loss = criterion(model(x), y)
+""",
+            line=10,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+def test(net, test_loader):
+    predictions = []
+    for images, _ in test_loader:
+        predictions.append(net(images).argmax(dim=1))
+    return predictions
+""",
+            line=4,
+            severity=Severity.MEDIUM,
+        ),
+    )

@@ -1,0 +1,249 @@
+"""VP501 unthrottled-tensor-logging: a tensor handed to a logger every step, with no `step % N` guard.
+
+Loggers: `logging.*` and `logger.info/debug/warning/...`, `wandb.log`, `mlflow.log_metric(s)`,
+TensorBoard writers' `add_scalar(s)/add_histogram`, `log_metrics`, tqdm's `set_postfix`. The
+call must sit in a step loop of its own function, outside any rate-limit guard (see
+`verifier.static.guards`), and pass a tensor (directly, in a dict/tuple, `%`-formatted or
+`.format()`-ted): the logger converts it on the host, a sync hidden inside the library.
+
+Where the call itself reads the value (`.item()`, `float(t)`, an f-string or `print` of a
+tensor), VP201 already reports that line with the same fix (read at a log interval), so VP501
+stays silent: one problem, one finding. Python numbers logged every step are not reported
+(the sync, if any, was where they were read), nor are Lightning's `self.log` (which keeps
+tensors on the device and writes every `log_every_n_steps`) and logging helpers called per
+step (whether their call sites are rate-limited is not followed).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.deferred import deferred
+from verifier.static.guards import GuardTracker
+from verifier.static.names import dotted_name, method_name, receiver, terminal_name
+from verifier.static.rule import Invalid, Rule
+from verifier.static.syncs import sync_of_call, sync_of_fstring
+from verifier.static.walk import iter_descendants
+
+_LOGGING_FUNCTIONS = frozenset(
+    {"wandb.log", "mlflow.log_metric", "mlflow.log_metrics", "logging.info", "logging.debug",
+     "logging.warning", "logging.error", "logging.critical", "logging.log", "logging.exception"}
+)
+_LOGGER_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "exception"})
+_METRIC_METHODS = frozenset({"add_scalar", "add_scalars", "add_histogram", "log_metrics", "log_metric", "set_postfix"})
+
+
+class UnthrottledTensorLogging(Rule):
+    code = "VP501"
+    name = "unthrottled-tensor-logging"
+    category = Category.SYNC
+    severity = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+    summary = (
+        "Finds tensors passed to a logger (`logger.info`, `wandb.log`, `writer.add_scalar`, "
+        "`set_postfix`) every step, outside an `if step % N == 0:` guard."
+    )
+    why = (
+        "Loggers turn a tensor into a number or text on the host, which waits for the device to "
+        "finish every queued kernel: a sync hidden in the library, every step. Writing every step "
+        "also floods the log and the tracking backend. Logging every N steps costs the same "
+        "information at a fraction of the stalls."
+    )
+    example = """\
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    writer.add_scalar("train/loss", loss, step)
+"""
+    use_instead = """\
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    if step % log_every == 0:
+        writer.add_scalar("train/loss", loss.item(), step)
+"""
+    fix = "Log every N steps (`if step % log_every == 0:`), or accumulate on the device and log per epoch."
+    references = (
+        "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+        "https://pytorch.org/docs/stable/tensorboard.html",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._guards = GuardTracker(context.imports)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._guards.enter_function()
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._guards.leave_function()
+
+    def visit_For(self, node: cst.For) -> None:
+        self._guards.enter_loop()
+
+    def leave_For(self, node: cst.For) -> None:
+        self._guards.leave_loop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self._guards.enter_loop()
+
+    def leave_While(self, node: cst.While) -> None:
+        self._guards.leave_loop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self._guards.enter_if(node)
+
+    def leave_If(self, node: cst.If) -> None:
+        self._guards.leave_if(node)
+
+    def visit_Else(self, node: cst.Else) -> None:
+        self._guards.enter_else(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._guards.guarded or not self._is_logging_call(node):
+            return
+        values = [value for arg in node.args for value in _logged_values(arg.value)]
+        tensors = [value for value in values if self.context.facts.is_tensor(value)]
+        if not tensors or self._reads_explicitly(node):
+            return
+        loops = self.context.heat.where().loops
+
+        def decide() -> SeverityByHeat | None:
+            return self.severity if any(loop.is_step for loop in loops) else None
+
+        self.report(
+            node,
+            f"`{self.context.code_for(node.func)}` gets tensor `{self.context.code_for(tensors[0])}` "
+            "every step: the logger converts it on the host (a hidden sync) with no `step % N` guard",
+            severity=deferred(decide),
+        )
+
+    def _is_logging_call(self, call: cst.Call) -> bool:
+        qualified = self.context.imports.call_name(call)
+        if qualified in _LOGGING_FUNCTIONS:
+            return True
+        method = method_name(call)
+        if method in _METRIC_METHODS:
+            return True
+        if method in _LOGGER_METHODS and qualified is None:
+            owner = (terminal_name(receiver(call)) or "").lower()
+            return "logger" in owner or owner in {"log", "logging"}
+        return False
+
+    def _reads_explicitly(self, call: cst.Call) -> bool:
+        """A sync VP201 already reports on this line (`.item()`, `float(t)`, f-string of a tensor)."""
+        facts, imports = self.context.facts, self.context.imports
+        for node in iter_descendants(call):
+            if isinstance(node, cst.Call) and sync_of_call(node, facts, imports) is not None:
+                return True
+            if isinstance(node, cst.FormattedStringExpression) and sync_of_fstring(node, facts) is not None:
+                return True
+        return False
+
+    VALID = (
+        """\
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    if step % log_every == 0:
+        writer.add_scalar("train/loss", loss, step)
+        wandb.log({"loss": loss})
+""",
+        """\
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    if step % 100 != 0:
+        continue
+    logger.info("step %d loss %s", step, loss)
+""",
+        """\
+import torch
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    logger.info(f"loss {loss.item():.4f}")
+""",
+        """\
+import torch
+for epoch in range(epochs):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    writer.add_scalar("train/loss", loss, epoch)
+""",
+        """\
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    loss_value = loss.item()
+    logger.info("loss %.4f", loss_value)
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    writer.add_scalar("train/loss", loss, step)
+""",
+            line=5,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            """\
+import wandb
+for batch in train_loader:
+    loss = model(batch).mean()
+    loss.backward()
+    optimizer.step()
+    wandb.log({"loss": loss, "lr": scheduler.get_last_lr()[0]})
+""",
+            line=6,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            """\
+import logging
+logger = logging.getLogger(__name__)
+for step, batch in enumerate(loader):
+    loss = model(batch).mean()
+    loss.backward()
+    if step % 100 == 0:
+        logger.info("checkpoint")
+    else:
+        logger.debug("loss %s", loss)
+""",
+            line=9,
+            severity=Severity.LOW,
+        ),
+    )
+
+
+def _logged_values(value: cst.BaseExpression):
+    """The values a logging argument formats: dict values, tuple items, `%` and `.format()` operands."""
+    if isinstance(value, cst.Dict):
+        for element in value.elements:
+            if isinstance(element, cst.DictElement):
+                yield from _logged_values(element.value)
+    elif isinstance(value, (cst.Tuple, cst.List)):
+        for element in value.elements:
+            yield from _logged_values(element.value)
+    elif isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Modulo) and _is_text(value.left):
+        yield from _logged_values(value.right)
+    elif isinstance(value, cst.Call) and method_name(value) == "format" and _is_text(receiver(value)):
+        for arg in value.args:
+            yield from _logged_values(arg.value)
+    elif dotted_name(value) is not None or isinstance(value, (cst.Call, cst.Subscript, cst.BinaryOperation)):
+        yield value
+
+
+def _is_text(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, (cst.SimpleString, cst.ConcatenatedString))

@@ -1,0 +1,90 @@
+"""VP401: which accumulators outlive an iteration, and when a graph in them is intended."""
+
+from __future__ import annotations
+
+SELECT = ("VP401",)
+
+
+def test_attribute_accumulator_in_a_method_called_every_step(analyse):
+    code = """\
+    import torch
+
+    class Trainer:
+        def __init__(self, model):
+            self.model = model
+            self.total = 0.0
+
+        def train_step(self, x, y):
+            loss = criterion(self.model(x), y)
+            loss.backward()
+            self.total += loss
+
+        def fit(self, loader):
+            for x, y in loader:
+                self.train_step(x, y)
+    """
+    assert analyse(code, select=SELECT) == [("VP401", 11, "CRITICAL")]
+
+
+def test_accumulation_where_every_caller_disables_grad_is_silent(analyse):
+    code = """\
+    import torch
+
+    def score(model, loader):
+        total = 0
+        for x, y in loader:
+            total += criterion(model(x), y)
+        return total
+
+    with torch.no_grad():
+        score(model, val_loader)
+    """
+    assert analyse(code, select=SELECT) == []
+
+
+def test_evaluation_loop_without_no_grad_is_vp404_not_vp401(analyse):
+    code = """\
+    import torch
+
+    def validate(model, loader):
+        model.eval()
+        total = 0
+        for x, y in loader:
+            total += criterion(model(x), y)
+        return total / len(loader)
+    """
+    assert analyse(code, select=("VP401", "VP404")) == [("VP404", 7, "MEDIUM")]
+
+
+def test_per_step_sum_over_heads_is_not_an_accumulation_across_steps(analyse):
+    code = """\
+    import torch
+
+    def heads_loss(x, y):
+        total = 0
+        for head in heads:
+            total += criterion(head(x), y)
+        return total
+
+    for x, y in loader:
+        loss = heads_loss(x, y)
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=SELECT) == []
+
+
+def test_accumulator_backwarded_through_another_name_is_gradient_accumulation(analyse):
+    code = """\
+    import torch
+    pending = 0
+    for i, (x, y) in enumerate(loader):
+        pending = pending + criterion(model(x), y)
+        if (i + 1) % 4 == 0:
+            mean_loss = pending / 4
+            scaler.scale(mean_loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            pending = 0
+    """
+    assert analyse(code, select=SELECT) == []

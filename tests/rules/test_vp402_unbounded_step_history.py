@@ -1,0 +1,81 @@
+"""VP402: how long a history list lives decides whether, and how severely, it is reported."""
+
+from __future__ import annotations
+
+SELECT = ("VP402",)
+
+
+def test_severity_follows_the_value_kind_for_a_run_long_list(analyse):
+    code = """\
+    import torch
+    graph_list = []
+    tensor_list = []
+    float_list = []
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            graph_list.append(loss)
+            tensor_list.append(loss.detach())
+            float_list.append(loss.item())
+    """
+    assert analyse(code, select=SELECT) == [("VP402", 10, "HIGH"), ("VP402", 11, "HIGH"), ("VP402", 12, "LOW")]
+
+
+def test_a_list_reset_per_epoch_only_matters_for_graphs(analyse):
+    code = """\
+    import torch
+    for epoch in range(epochs):
+        outputs = []
+        losses = []
+        for x, y in loader:
+            out = model(x)
+            loss = criterion(out, y)
+            loss.backward()
+            optimizer.step()
+            outputs.append(out)
+            losses.append(loss.detach())
+    """
+    assert analyse(code, select=SELECT) == [("VP402", 10, "HIGH")]
+
+
+def test_lists_trimmed_within_the_step_loop_or_cleared_by_a_hook_are_bounded(analyse):
+    code = """\
+    import torch
+
+    class Trainer:
+        def __init__(self):
+            self.losses = []
+
+        def on_epoch_end(self):
+            self.losses.clear()
+
+        def fit(self, loader):
+            recent = []
+            for step, (x, y) in enumerate(loader):
+                loss = self.model(x).sum()
+                loss.backward()
+                self.losses.append(loss.item())
+                recent.append(loss.item())
+                if len(recent) > 100:
+                    recent = recent[-100:]
+    """
+    assert analyse(code, select=SELECT) == []
+
+
+def test_attribute_history_never_cleared_grows_for_the_run(analyse):
+    code = """\
+    import torch
+
+    class Trainer:
+        def __init__(self):
+            self.history = []
+
+        def fit(self, loader):
+            for x, y in loader:
+                loss = self.model(x).sum()
+                loss.backward()
+                self.history.append(loss.item())
+    """
+    assert analyse(code, select=SELECT) == [("VP402", 11, "LOW")]

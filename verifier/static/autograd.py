@@ -1,0 +1,321 @@
+"""Autograd facts: where grad mode is off, and which names hold tensors that carry a graph.
+
+Learned in walk order. Grad mode comes from `with torch.no_grad()/inference_mode()/
+set_grad_enabled(...)`, grad-mode decorators, `torch.set_grad_enabled(False)` statements and
+framework hooks that run without grad (Lightning's `validation_step`). A name carries a graph
+when it was bound, with grad on, to a model forward, a criterion, or tensor math on such a
+value; `.detach()`, `.item()`, `.data` and friends cut the graph. Anything else is unknown and
+reported as no graph: rules built on this stay silent rather than guess.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from verifier.static.facts import Kind, NameFacts
+from verifier.static.heat import is_model_name
+from verifier.static.names import ImportTable, dotted_name, is_false, is_true, keyword_arg, method_name, positional_arg, receiver, terminal_name
+
+
+class GradMode(enum.Enum):
+    ENABLED = "enabled"
+    DISABLED = "disabled"
+    UNKNOWN = "unknown"
+
+
+# Lightning runs these hooks under no_grad/inference_mode itself.
+_HOOKS_WITHOUT_GRAD = frozenset({"validation_step", "test_step", "predict_step"})
+_HOOK_PREFIXES_WITHOUT_GRAD = ("on_validation", "on_test", "on_predict", "validation_epoch", "test_epoch")
+
+# Methods whose result is still part of the graph when their receiver is.
+_GRAPH_METHODS = frozenset(
+    {
+        "sum", "mean", "max", "min", "norm", "abs", "std", "var", "float", "half", "bfloat16",
+        "double", "clone", "exp", "log", "sqrt", "pow", "square", "to", "cuda", "cpu", "view",
+        "view_as", "reshape", "reshape_as", "flatten", "squeeze", "unsqueeze", "softmax",
+        "log_softmax", "sigmoid", "tanh", "relu", "prod", "cumsum", "contiguous", "t",
+        "transpose", "permute", "masked_fill", "clamp", "add", "sub", "mul", "div", "matmul",
+        "type_as", "expand", "repeat", "gather", "index_select", "neg", "narrow", "select",
+        "logsumexp", "nansum", "nanmean",
+    }
+)
+_GRAPH_ATTRIBUTES = frozenset({"loss", "logits", "last_hidden_state", "pooler_output", "T", "mT", "real", "imag"})
+# Torch functions whose result never requires grad (indices, booleans, fresh tensors, copies).
+_NO_GRAPH_FUNCTIONS = frozenset(
+    {
+        "argmax", "argmin", "argsort", "eq", "ne", "lt", "gt", "le", "ge", "isnan", "isfinite",
+        "isinf", "count_nonzero", "nonzero", "tensor", "zeros_like", "ones_like", "empty_like",
+        "full_like", "rand_like", "randn_like", "randint_like", "equal", "allclose", "numel",
+        "bucketize", "searchsorted", "unique",
+    }
+)
+# Methods whose result never carries the graph of their receiver.
+_GRAPH_CUTS = frozenset(
+    {"detach", "item", "tolist", "numpy", "argmax", "argmin", "argsort", "long", "int", "bool", "size", "dim", "numel"}
+)
+_CONTAINER_FUNCTIONS = frozenset({"sum", "max", "min", "abs"})
+_LOSS_CALLEE_SUFFIXES = ("loss_fn", "loss_func", "loss_function", "lossfn", "_loss", "criterion")
+
+
+def grad_mode_of(expr: cst.BaseExpression, imports: ImportTable) -> GradMode | None:
+    """The grad mode a context manager or decorator sets; None when it is not a grad-mode one."""
+    call = expr if isinstance(expr, cst.Call) else None
+    func = call.func if call is not None else expr
+    name = imports.qualified_name(func) or dotted_name(func) or ""
+    if not (name.startswith("torch.") or "." not in name):
+        return None
+    last = name.rsplit(".", 1)[-1]
+    if last == "no_grad":
+        return GradMode.DISABLED
+    if last == "enable_grad":
+        return GradMode.ENABLED
+    if last == "inference_mode":
+        flag = _first_argument(call, "mode")
+        return GradMode.DISABLED if flag is None else _mode_from_flag(flag, enabled_when_true=False)
+    if last == "set_grad_enabled" and call is not None:
+        flag = _first_argument(call, "mode")
+        return GradMode.UNKNOWN if flag is None else _mode_from_flag(flag, enabled_when_true=True)
+    return None
+
+
+def _first_argument(call: cst.Call | None, keyword: str) -> cst.BaseExpression | None:
+    if call is None:
+        return None
+    arg = keyword_arg(call, keyword) or positional_arg(call, 0)
+    return arg.value if arg is not None else None
+
+
+def _mode_from_flag(flag: cst.BaseExpression, *, enabled_when_true: bool) -> GradMode:
+    if is_true(flag):
+        return GradMode.ENABLED if enabled_when_true else GradMode.DISABLED
+    if is_false(flag):
+        return GradMode.DISABLED if enabled_when_true else GradMode.ENABLED
+    return GradMode.UNKNOWN
+
+
+def is_loss_callee(name: str | None) -> bool:
+    """`criterion`, `loss_fn`, `self.compute_loss`: callables that turn outputs into a loss."""
+    if not name:
+        return False
+    lowered = name.lower()
+    if lowered in {"loss", "criterion"} or lowered.startswith("compute_loss"):
+        return True
+    return lowered.endswith(_LOSS_CALLEE_SUFFIXES)
+
+
+@dataclass(eq=False)
+class _Frame:
+    key: str | None
+    decorator: GradMode | None = None
+    statement: GradMode | None = None
+    withs: list[GradMode | None] = field(default_factory=list)
+    graphs: dict[str, bool | None] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class _Class:
+    name: str
+    depth: int
+    graphs: dict[str, bool | None] = field(default_factory=dict)
+
+
+class AutogradTracker:
+    def __init__(self, imports: ImportTable, facts: NameFacts) -> None:
+        self._imports = imports
+        self._facts = facts
+        self._frames: list[_Frame] = [_Frame(key=None)]
+        self._classes: list[_Class] = []
+        # Call sites by callee key (`f`, `Class.method`): the grad mode at each call.
+        self._sites: dict[str, list[GradMode]] = {}
+
+    def enter_class(self, node: cst.ClassDef) -> None:
+        self._classes.append(_Class(node.name.value, depth=len(self._frames)))
+
+    def leave_class(self) -> None:
+        self._classes.pop()
+
+    def enter_function(self, node: cst.FunctionDef) -> None:
+        name = node.name.value
+        in_class = bool(self._classes) and self._classes[-1].depth == len(self._frames)
+        key = f"{self._classes[-1].name}.{name}" if in_class else name
+        frame = _Frame(key=key)
+        for decorator in node.decorators:
+            mode = grad_mode_of(decorator.decorator, self._imports)
+            if mode is not None:
+                frame.decorator = mode
+        if in_class and (name in _HOOKS_WITHOUT_GRAD or name.startswith(_HOOK_PREFIXES_WITHOUT_GRAD)):
+            frame.decorator = frame.decorator or GradMode.DISABLED
+        self._frames.append(frame)
+
+    def leave_function(self) -> None:
+        self._frames.pop()
+
+    def enter_with(self, node: cst.With) -> None:
+        modes = [grad_mode_of(item.item, self._imports) for item in node.items]
+        known = [m for m in modes if m is not None]
+        self._frames[-1].withs.append(known[-1] if known else None)
+
+    def leave_with(self) -> None:
+        self._frames[-1].withs.pop()
+
+    def on_statement(self, node: cst.Expr) -> None:
+        """`torch.set_grad_enabled(False)` as a statement switches grad mode for what follows."""
+        if isinstance(node.value, cst.Call):
+            qualified = self._imports.call_name(node.value) or ""
+            if qualified.startswith("torch.") and qualified.endswith(".set_grad_enabled"):
+                self._frames[-1].statement = grad_mode_of(node.value, self._imports)
+
+    def on_call(self, call: cst.Call) -> None:
+        key = self._callee_key(call)
+        if key is not None:
+            self._sites.setdefault(key, []).append(self.grad_mode())
+
+    def bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind(element.value, None)
+            return
+        if isinstance(target, cst.StarredElement):
+            self.bind(target.value, None)
+            return
+        name = dotted_name(target)
+        if name is None:
+            return
+        self._scope_for(name)[name] = self._graph_state(value)
+
+    def bind_in_place(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """`x += v`: x keeps its graph and gains v's."""
+        name = dotted_name(target)
+        if name is not None:
+            grows = self.grad_mode() is GradMode.ENABLED and self.carries_graph(value)
+            self._scope_for(name)[name] = True if grows else self._lookup(name)
+
+    def grad_mode(self) -> GradMode:
+        frame = self._frames[-1]
+        for mode in reversed(frame.withs):
+            if mode is not None:
+                return mode
+        return frame.statement or frame.decorator or GradMode.ENABLED
+
+    @property
+    def function_key(self) -> str | None:
+        return self._frames[-1].key
+
+    def called_without_grad(self, key: str | None) -> bool:
+        """Some call site in this module runs the function with grad off (ask after the walk)."""
+        return key is not None and any(mode is not GradMode.ENABLED for mode in self._sites.get(key, ()))
+
+    def carries_graph(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = dotted_name(node)
+            if name is not None and self._is_bound(name):
+                return bool(self._lookup(name))
+            if isinstance(node, cst.Attribute):
+                return node.attr.value in _GRAPH_ATTRIBUTES and self.carries_graph(node.value)
+            return False
+        if isinstance(node, cst.Subscript):
+            return self.carries_graph(node.value)
+        if isinstance(node, cst.BinaryOperation):
+            return self.carries_graph(node.left) or self.carries_graph(node.right)
+        if isinstance(node, cst.UnaryOperation):
+            return not isinstance(node.operator, cst.Not) and self.carries_graph(node.expression)
+        if isinstance(node, (cst.List, cst.Tuple)):
+            return any(self.carries_graph(e.value) for e in node.elements)
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            return self.carries_graph(node.elt)
+        if isinstance(node, cst.IfExp):
+            return self.carries_graph(node.body) and self.carries_graph(node.orelse)
+        if isinstance(node, cst.Call):
+            return self._call_carries_graph(node)
+        return False
+
+    def _call_carries_graph(self, call: cst.Call) -> bool:
+        if self.is_forward(call):
+            return True
+        args_carry = any(self.carries_graph(arg.value) for arg in call.args if not arg.star)
+        qualified = self._imports.call_name(call)
+        if qualified is not None:
+            last = qualified.rsplit(".", 1)[-1]
+            return qualified.startswith("torch.") and last not in _NO_GRAPH_FUNCTIONS and args_carry
+        method = method_name(call)
+        if method is not None:
+            owner = receiver(call)
+            if method == "scale":
+                return args_carry
+            return method in _GRAPH_METHODS and owner is not None and self.carries_graph(owner)
+        func = dotted_name(call.func)
+        return func in _CONTAINER_FUNCTIONS and args_carry
+
+    def is_forward(self, call: cst.Call) -> bool:
+        """A model forward, or a criterion applied to something that may carry a graph."""
+        func = call.func
+        callee = terminal_name(func)
+        if self._imports.qualified_name(func) is None and is_loss_callee(callee):
+            # The prediction comes first by convention; targets rarely carry a graph.
+            inputs = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+            return not inputs or not self._is_graph_free(inputs[0]) or any(self.carries_graph(v) for v in inputs)
+        return self.is_model_call(call)
+
+    def is_model_call(self, call: cst.Call) -> bool:
+        """`model(x)`, `self.encoder(x)`, `self(x)` in a class, a name bound to an `nn.Module`."""
+        func = call.func
+        if isinstance(func, cst.Name) and func.value == "self":
+            return bool(self._classes)
+        if self._imports.qualified_name(func) is not None:
+            return False
+        return is_model_name(terminal_name(func)) or self._facts.kind_of(func) is Kind.MODULE
+
+    def _graph_state(self, value: cst.BaseExpression | None) -> bool | None:
+        """True: carries a graph; False: known not to; None: unknown."""
+        if value is None:
+            return None
+        if self.grad_mode() is not GradMode.ENABLED or self._is_graph_free(value):
+            return False
+        return True if self.carries_graph(value) else None
+
+    def _is_graph_free(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString)):
+            return True
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = dotted_name(node)
+            if name is not None and self._lookup(name) is False:
+                return True
+            return isinstance(node, cst.Attribute) and node.attr.value in {"data", "grad", "shape"}
+        if isinstance(node, cst.Call):
+            method = method_name(node)
+            if method in _GRAPH_CUTS:
+                return True
+            if method in _GRAPH_METHODS and receiver(node) is not None:
+                return self._is_graph_free(receiver(node))
+            func = dotted_name(node.func)
+            return func in {"float", "int", "len", "bool"} and self._imports.qualify(func) is None
+        return False
+
+    def _scope_for(self, name: str) -> dict[str, bool | None]:
+        if name.startswith("self.") and self._classes:
+            return self._classes[-1].graphs
+        return self._frames[-1].graphs
+
+    def _lookup(self, name: str) -> bool | None:
+        if name.startswith("self.") and self._classes:
+            return self._classes[-1].graphs.get(name)
+        for frame in reversed(self._frames):
+            if name in frame.graphs:
+                return frame.graphs[name]
+        return None
+
+    def _is_bound(self, name: str) -> bool:
+        if name.startswith("self.") and self._classes:
+            return name in self._classes[-1].graphs
+        return any(name in frame.graphs for frame in self._frames)
+
+    def _callee_key(self, call: cst.Call) -> str | None:
+        func = call.func
+        if isinstance(func, cst.Name):
+            return func.value
+        if isinstance(func, cst.Attribute) and dotted_name(func.value) == "self" and self._classes:
+            return f"{self._classes[-1].name}.{func.attr.value}"
+        return None

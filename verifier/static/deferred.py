@@ -1,0 +1,29 @@
+"""Severities that depend on facts known only once the heat model has resolved.
+
+Some findings hinge on more than the heat of their own line: a list appended to every step
+is only a leak when it outlives the step loop, which the heat model knows only after the
+walk. A rule reports during the walk with a `DeferredSeverity`; the engine asks it for the
+severity after `resolve()`, and `decide()` may then look at other places' loops and heat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from verifier.findings import Heat, Severity, SeverityByHeat
+
+
+@dataclass(frozen=True)
+class DeferredSeverity(SeverityByHeat):
+    """`decide()` returns the severity table to apply, or None to drop the finding."""
+
+    decide: Callable[[], SeverityByHeat | None] = field(default=lambda: None, compare=False)
+
+    def at(self, heat: Heat) -> Severity | None:
+        table = self.decide()
+        return table.at(heat) if table is not None else None
+
+
+def deferred(decide: Callable[[], SeverityByHeat | None]) -> DeferredSeverity:
+    return DeferredSeverity(step=None, epoch=None, once=None, decide=decide)
