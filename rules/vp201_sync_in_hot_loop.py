@@ -5,12 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.rule import Invalid, Rule
+from verifier.static.guards import GuardedRule
+from verifier.static.rule import Invalid
 from verifier.static.scaler import is_finite_guard
 from verifier.static.syncs import Sync, sync_of_call, sync_of_fstring, sync_of_test
 
 
-class SyncInHotLoop(Rule):
+class SyncInHotLoop(GuardedRule):
     code = "VP201"
     name = "sync-in-hot-loop"
     category = Category.SYNC
@@ -69,15 +70,18 @@ print(running.item() / len(loader))
         # An isfinite() guard around scaler.step is VP305's finding; one line, one finding.
         if not is_finite_guard(node, self.context):
             self._report(sync_of_test(node.test, self.context.facts))
+        super().visit_If(node)
 
     def visit_While(self, node: cst.While) -> None:
         self._report(sync_of_test(node.test, self.context.facts))
+        super().visit_While(node)
 
     def visit_Assert(self, node: cst.Assert) -> None:
         self._report(sync_of_test(node.test, self.context.facts))
 
     def _report(self, sync: Sync | None) -> None:
-        if sync is None or self._raising:
+        # Under `if step % log_every == 0:` the read happens once per interval: the recommended pattern.
+        if sync is None or self._raising or self.guarded:
             return
         subject = self.context.code_for(sync.subject)
         self.report(
@@ -94,6 +98,16 @@ for epoch in range(10):
         loss.backward()
         optimizer.step()
 print(loss.item())
+""",
+        """\
+import torch
+total = torch.zeros((), device="cuda")
+for step, (x, y) in enumerate(train_loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    total += loss.detach()
+    if step % 100 == 0:
+        print(f"step {step}: mean loss {total.item() / (step + 1):.4f}")
 """,
         """\
 import torch

@@ -16,7 +16,7 @@ import libcst as cst
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.heat import Where
 from verifier.static.names import local_callee_name
-from verifier.static.periodic import periodic_calls
+from verifier.static.guards import guarded_calls
 from verifier.static.rule import Invalid, Rule
 from verifier.static.walk import iter_descendants
 
@@ -87,7 +87,7 @@ for step, (x, y) in enumerate(loader):
 
     def visit_If(self, node: cst.If) -> None:
         if self._active:
-            self._periodic |= periodic_calls(node)
+            self._periodic |= guarded_calls(node, self.context.imports)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._active:

@@ -20,9 +20,9 @@ import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.deferred import deferred
-from verifier.static.guards import GuardTracker
+from verifier.static.guards import GuardedRule
 from verifier.static.names import dotted_name, method_name, receiver, terminal_name
-from verifier.static.rule import Invalid, Rule
+from verifier.static.rule import Invalid
 from verifier.static.syncs import sync_of_call, sync_of_fstring
 from verifier.static.walk import iter_descendants
 
@@ -34,7 +34,7 @@ _LOGGER_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "criti
 _METRIC_METHODS = frozenset({"add_scalar", "add_scalars", "add_histogram", "log_metrics", "log_metric", "set_postfix"})
 
 
-class UnthrottledTensorLogging(Rule):
+class UnthrottledTensorLogging(GuardedRule):
     code = "VP501"
     name = "unthrottled-tensor-logging"
     category = Category.SYNC
@@ -70,39 +70,8 @@ for step, (x, y) in enumerate(loader):
         "https://pytorch.org/docs/stable/tensorboard.html",
     )
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._guards = GuardTracker(context.imports)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._guards.enter_function()
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._guards.leave_function()
-
-    def visit_For(self, node: cst.For) -> None:
-        self._guards.enter_loop()
-
-    def leave_For(self, node: cst.For) -> None:
-        self._guards.leave_loop()
-
-    def visit_While(self, node: cst.While) -> None:
-        self._guards.enter_loop()
-
-    def leave_While(self, node: cst.While) -> None:
-        self._guards.leave_loop()
-
-    def visit_If(self, node: cst.If) -> None:
-        self._guards.enter_if(node)
-
-    def leave_If(self, node: cst.If) -> None:
-        self._guards.leave_if(node)
-
-    def visit_Else(self, node: cst.Else) -> None:
-        self._guards.enter_else(node)
-
     def visit_Call(self, node: cst.Call) -> None:
-        if self._guards.guarded or not self._is_logging_call(node):
+        if self.guarded or not self._is_logging_call(node):
             return
         values = [value for arg in node.args for value in _logged_values(arg.value)]
         tensors = [value for value in values if self.context.facts.is_tensor(value)]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from verifier.static.names import ImportTable, dotted_name, terminal_name
+from verifier.static.rule import Rule
 from verifier.static.walk import iter_descendants
 
 # `should_log`, `log_interval`, `print_freq`; not `logger` (a null check is no rate limit).
@@ -34,6 +35,13 @@ def is_rate_limit(test: cst.BaseExpression, imports: ImportTable) -> bool:
         if isinstance(node, cst.Call) and (imports.call_name(node) or "").startswith("time."):
             return True
     return False
+
+
+def guarded_calls(node: cst.If, imports: ImportTable) -> frozenset[int]:
+    """Ids of the calls that run only when a rate-limit `if` holds (its body, not its `else`)."""
+    if not is_rate_limit(node.test, imports):
+        return frozenset()
+    return frozenset(id(n) for n in iter_descendants(node.body) if isinstance(n, cst.Call))
 
 
 def _compares_index_for_equality(node: cst.Comparison) -> bool:
@@ -98,3 +106,43 @@ class GuardTracker:
     def guarded(self) -> bool:
         frame = self._frames[-1]
         return any(frame.ifs) or any(frame.loops)
+
+
+class GuardedRule(Rule):
+    """A rule that stays quiet under rate-limit guards: `self.guarded` says whether the node
+    being visited runs only every N steps. Subclasses overriding these hooks call super()."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._guards = GuardTracker(context.imports)
+
+    @property
+    def guarded(self) -> bool:
+        return self._guards.guarded
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._guards.enter_function()
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._guards.leave_function()
+
+    def visit_For(self, node: cst.For) -> None:
+        self._guards.enter_loop()
+
+    def leave_For(self, node: cst.For) -> None:
+        self._guards.leave_loop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self._guards.enter_loop()
+
+    def leave_While(self, node: cst.While) -> None:
+        self._guards.leave_loop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self._guards.enter_if(node)
+
+    def leave_If(self, node: cst.If) -> None:
+        self._guards.leave_if(node)
+
+    def visit_Else(self, node: cst.Else) -> None:
+        self._guards.enter_else(node)
