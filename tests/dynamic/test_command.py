@@ -51,7 +51,7 @@ def test_bench_prints_the_table_and_writes_json_and_chart(tmp_path, capsys, monk
     printed = capsys.readouterr().out
     assert printed.splitlines()[0].startswith("preset tiny (26,944 parameters, 1,024 tokens/step) on cpu: ")
     assert "mode  step ms" in printed
-    assert f"NOT_EVALUATED  AMP speedup over FP32 (bf16): " in printed
+    assert "NOT_EVALUATED  AMP speedup over FP32 (bf16): " in printed
     assert CPU_REASON in printed
     data = json.loads(output.read_text())
     assert [m["mode"] for m in data["modes"]] == ["fp32", "bf16"]
