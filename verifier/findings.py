@@ -60,6 +60,11 @@ class SeverityByHeat:
     def at(self, heat: Heat) -> Severity | None:
         return {Heat.STEP: self.step, Heat.EPOCH: self.epoch, Heat.ONCE: self.once}[heat]
 
+    def name_at(self, heat: Heat) -> str | None:
+        """The severity's name at `heat`, None when not reported (INFO is a severity, not falsy)."""
+        severity = self.at(heat)
+        return severity.name if severity is not None else None
+
     @classmethod
     def always(cls, severity: Severity) -> SeverityByHeat:
         return cls(severity, severity, severity)

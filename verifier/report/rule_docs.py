@@ -12,7 +12,7 @@ from verifier.static.rule import Rule
 
 def rule_markdown(rule: type[Rule]) -> str:
     severities = ", ".join(
-        f"{heat.label}: {sev.name if (sev := rule.severity.at(heat)) else 'not reported'}"
+        f"{heat.label}: {rule.severity.name_at(heat) or 'not reported'}"
         for heat in (Heat.STEP, Heat.EPOCH, Heat.ONCE)
     )
     parts = [
@@ -49,7 +49,7 @@ def rule_record(rule: type[Rule]) -> dict:
         "name": rule.name,
         "category": rule.category.value,
         "severity": {
-            heat.label: (sev.name if (sev := rule.severity.at(heat)) else None)
+            heat.label: rule.severity.name_at(heat)
             for heat in (Heat.STEP, Heat.EPOCH, Heat.ONCE)
         },
         "summary": rule.summary,

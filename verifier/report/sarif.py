@@ -76,7 +76,7 @@ def render_sarif(report: Report) -> str:
 
 
 def _descriptor(rule) -> dict:
-    severities = {heat.label: (s.name if (s := rule.severity.at(heat)) else None) for heat in Heat}
+    severities = {heat.label: rule.severity.name_at(heat) for heat in Heat}
     top = max((s for s in (rule.severity.at(h) for h in Heat) if s is not None), default=Severity.INFO)
     return {
         "id": rule.code,
