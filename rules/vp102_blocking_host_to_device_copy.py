@@ -5,8 +5,9 @@ Only copies whose source is known to be host data are reported: a batch from a d
 host data (`torch.stack` of host slices, `torch.from_numpy`, `.pin_memory()`). Moving a model,
 a dtype cast (`.to(torch.float16)`), a move to the CPU, and a tensor of unknown origin (a
 function parameter, a model output) are not. A tensor made by a factory and moved (`torch.zeros
-(n).to(dev)`) is VP104's finding, not this one. Known limit: a batch handed to a helper as a
-parameter (`def train_step(batch): batch.to(dev)`) has no known origin there and is missed.
+(n).to(dev)`) is VP104's finding, not this one. A batch handed to a helper as a parameter
+(`def train_step(batch): batch.to(dev)`) is reported when a call in the same module passes it
+host data; callers in other files are not seen.
 """
 
 from __future__ import annotations
@@ -14,9 +15,16 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.deferred import deferred
 from verifier.static.placement import HostDataRule, Origin
 from verifier.static.rule import Invalid
 from verifier.static.transfers import device_move
+
+
+_MESSAGE = (
+    "blocking copy of `{source}` ({origin}) to the device every step: the host waits "
+    "for it instead of queuing work; pin the memory and pass `non_blocking=True`"
+)
 
 
 class BlockingHostToDeviceCopy(HostDataRule):
@@ -56,19 +64,51 @@ for x, y in loader:
         "https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html",
     )
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # Parameters that receive host data at some call site in the module: (function, position or name).
+        self._host_arguments: set[tuple[str, int | str]] = set()
+        self._parameters: dict[str, list[str]] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self._parameters[node.name.value] = [p.name.value for p in node.params.params]
+
     def visit_Call(self, node: cst.Call) -> None:
+        self._note_host_arguments(node)
         move = device_move(node, self.context.imports, self.context.facts)
         if move is None or not move.blocks:
             return
         origin = self.host.origin_of(move.source)
-        if origin not in (Origin.BATCH, Origin.HOST):
-            return
         source = self.context.code_for(move.source)
-        self.report(
-            node,
-            f"blocking copy of `{source}` ({origin.value}) to the device every step: the host waits "
-            "for it instead of queuing work; pin the memory and pass `non_blocking=True`",
-        )
+        if origin in (Origin.BATCH, Origin.HOST):
+            self.report(node, _MESSAGE.format(source=source, origin=origin.value))
+            return
+        function = self.context.heat.where().function
+        if origin is None and isinstance(move.source, cst.Name) and function is not None:
+            # `def train_batch(src): src.to(dev)`: decided once every call site has been seen.
+            name, parameter = function.node.name.value, move.source.value
+            if parameter in function.params:
+                self.report(
+                    node,
+                    _MESSAGE.format(source=source, origin="a batch passed in from a data-source loop"),
+                    severity=deferred(lambda: self.severity if self._receives_host_data(name, parameter) else None),
+                )
+
+    def _note_host_arguments(self, call: cst.Call) -> None:
+        if not isinstance(call.func, cst.Name):
+            return
+        for index, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
+            if self.host.origin_of(arg.value) in (Origin.BATCH, Origin.HOST):
+                self._host_arguments.add((call.func.value, index))
+        for arg in call.args:
+            if arg.keyword is not None and self.host.origin_of(arg.value) in (Origin.BATCH, Origin.HOST):
+                self._host_arguments.add((call.func.value, arg.keyword.value))
+
+    def _receives_host_data(self, function: str, parameter: str) -> bool:
+        order = self._parameters.get(function, [])
+        position = order.index(parameter) if parameter in order else None
+        return (function, parameter) in self._host_arguments or (function, position) in self._host_arguments
 
     VALID = (
         """\
@@ -90,12 +130,12 @@ for x, y in loader:
 """,
         """\
 import torch
-def train_step(batch):
-    batch = batch.to(device)
-    model(batch).sum().backward()
+def refine(hidden):
+    hidden = hidden.to(device)
+    return head(hidden)
 
 for batch in loader:
-    train_step(batch)
+    refine(model(batch.to(device, non_blocking=True))).sum().backward()
 """,
         """\
 import torch
@@ -106,6 +146,19 @@ for x, y in loader:
 """,
     )
     INVALID = (
+        Invalid(
+            """\
+import torch
+def train_step(batch):
+    batch = batch.to(device)
+    model(batch).sum().backward()
+
+for batch in loader:
+    train_step(batch)
+""",
+            line=3,
+            severity=Severity.LOW,
+        ),
         Invalid(
             """\
 import torch

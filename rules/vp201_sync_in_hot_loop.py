@@ -76,6 +76,9 @@ print(running.item() / len(loader))
         self._report(sync_of_test(node.test, self.context.facts))
         super().visit_While(node)
 
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._report(sync_of_test(node.test, self.context.facts))
+
     def visit_Assert(self, node: cst.Assert) -> None:
         self._report(sync_of_test(node.test, self.context.facts))
 
@@ -120,6 +123,17 @@ for x, y in train_loader:
         """\
 for name in ["a", "b"]:
     value = float(name_to_value[name])
+""",
+        """\
+import numpy as np
+
+def cosine(total):
+    return np.cos(np.linspace(0, np.pi, total))
+
+schedules = {"lr": cosine(100)}
+for step, batch in enumerate(loader):
+    model(batch).sum().backward()
+    lr = schedules["lr"][step].item()
 """,
         """\
 import torch

@@ -52,9 +52,12 @@ for x, y in loader:
 
     def _decide(self) -> None:
         updated_anywhere = {c.scaler for s in self._scopes_seen for c in s.calls_of("update")}
-        prepared_anywhere = {
-            c.scaler for s in self._scopes_seen for c in s.scaler_calls if c.method in ("step", "unscale_")
-        }
+        prepared_by: dict[str, set[str]] = {}
+        for other in self._scopes_seen:
+            if other.name is not None:
+                prepared_by.setdefault(other.name, set()).update(
+                    c.scaler for c in other.scaler_calls if c.method in ("step", "unscale_")
+                )
         for scope in self._scopes_seen:
             updates = scope.calls_of("update")
             for step in scope.calls_of("step"):
@@ -64,8 +67,11 @@ for x, y in loader:
                 if not any(u.scaler == step.scaler for u in updates) and step.scaler in updated_anywhere:
                     continue
                 self._report(step, f"`{step.scaler}.step()` has no `{step.scaler}.update()` in the same step")
+            prepared_here = {c.scaler for c in scope.scaler_calls if c.method in ("step", "unscale_")}
             for update in updates:
-                if update.scaler not in prepared_anywhere:
+                # Stepped here, by a helper this scope calls, or by one it hands the scaler to.
+                helper_steps = any(update.scaler in prepared_by.get(name, ()) for name in scope.called_names)
+                if not (update.scaler in prepared_here or helper_steps or update.scaler in scope.passed):
                     self._report(update, f"`{update.scaler}.update()` without `step()` or `unscale_()` before it raises at run time")
 
     def _report(self, call: ScalerCall, message: str) -> None:

@@ -59,7 +59,7 @@ for x, y in loader:
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._active = not context.mentions(*_PRECISION_CHOSEN)
+        self._active = not context.mentions_in_code(*_PRECISION_CHOSEN)
         self._loops: list[tuple[cst.CSTNode, Where]] = []
         self._training_loops: set[int] = set()
         # Calls made from each loop, and from each function outside its loops, by callee name.

@@ -8,8 +8,9 @@ it lives across training iterations; a loop inside one step (an RNN's time loop)
 Not reported: `.item()`, `.detach()`, `float(...)` values; accumulation under `no_grad` or
 `inference_mode` (also when a caller in the module disables grad); values of unknown origin;
 and accumulators that reach a `backward()` in the same function: that is gradient
-accumulation on purpose, and the backward frees the graphs it was built from. An evaluation
-loop without `no_grad` is VP404's finding; its fix removes this problem too.
+accumulation on purpose, and the backward frees the graphs it was built from. In an evaluation
+loop without `no_grad` the accumulator holds every batch's activations until the loop ends
+(an out-of-memory risk VP404 does not block on), so both rules report it.
 """
 
 from __future__ import annotations
@@ -189,7 +190,6 @@ for x, y in loader:
         scope = self._scopes[-1]
         where = self.context.heat.where()
         key = self.autograd.function_key
-        evaluating = self.evaluation.reason() is not None
         is_attribute = name.startswith("self.")
         attributes = self._attributes[-1] if is_attribute and self._attributes else {}
         local_binding = None if is_attribute else scope.bindings.get(name)
@@ -198,7 +198,7 @@ for x, y in loader:
         def decide() -> SeverityByHeat | None:
             if name in scope.backed or name in self._backed_attributes:
                 return None
-            if self.autograd.called_without_grad(key) or (evaluating and not scope.has_backward):
+            if self.autograd.called_without_grad(key):
                 return None
             # Attributes are read after the walk: a rebinding in any other method makes them unknown.
             bound = attributes.get(name) if is_attribute else local_binding

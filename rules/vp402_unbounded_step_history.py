@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.findings import Category, Heat, Severity, SeverityByHeat
 from verifier.static.autograd import GradMode
 from verifier.static.deferred import deferred
 from verifier.static.facts import Kind
@@ -139,6 +139,13 @@ for epoch in range(epochs):
                 self._cut(name)
 
     def _assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            # `d_losses, g_losses = [], []` binds each name to its own value.
+            values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()
+            for index, element in enumerate(target.elements):
+                paired = values[index].value if index < len(values) and len(values) == len(target.elements) else cst.Name("None")
+                self._assign(element.value, paired)
+            return
         if isinstance(target, cst.Subscript):
             name = dotted_name(target.value)
             if name is not None:
@@ -177,9 +184,8 @@ for epoch in range(epochs):
         history = self._lookup(name)
         if history is None or value is None or value.star:
             return
-        kind = self._kind_of(value.value)
-        if kind is None:
-            return
+        # A value of unknown kind still grows a run-long list by one entry per step: LOW at least.
+        kind = self._kind_of(value.value) or "unknown"
         where = self.context.heat.where()
         text = self.context.code_for(value.value)
         is_training = self.training_loop_predicate()
@@ -187,9 +193,14 @@ for epoch in range(epochs):
 
         def decide() -> SeverityByHeat | None:
             step_loop = next((loop for loop in where.loops if loop.is_step and is_training(loop)), None)
+            if step_loop is None and _per_step_hook(where) and history.attribute and not history.cuts:
+                # A hook the training loop calls every step, growing a list made in `__init__`.
+                return self.severity if kind in ("graph", "tensor") else _HOST
             lifetime = _lifetime(history, where, step_loop)
             if kind == "graph":
                 return self.severity if lifetime in {"epoch", "call", "run"} else None
+            if kind == "unknown" and not history.attribute:
+                return None
             # Collecting detached outputs over one pass of a dataset is bounded by the data: only
             # a loop that trains (backward or optimizer step) runs for the whole run.
             if lifetime != "run" or not trains(step_loop):
@@ -335,6 +346,10 @@ for step, batch in enumerate(loader):
 
 
 _MESSAGES = {
+    "unknown": (
+        "`{name}` grows by one entry every step for the whole run and is never cleared: "
+        "it grows without bound"
+    ),
     "graph": (
         "`{name}.append({value})` keeps every step's `{value}` with its autograd graph: the saved "
         "activations of every step stay alive as long as `{name}`"
@@ -351,6 +366,12 @@ def _is_new_list(value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.List):
         return not value.elements
     return isinstance(value, cst.Call) and dotted_name(value.func) == "list" and not value.args
+
+
+def _per_step_hook(where: Where) -> bool:
+    """Code outside loops in a function that a training step loop calls (directly or not)."""
+    function = where.function
+    return not where.loops and function is not None and function.heat is Heat.STEP
 
 
 def _lifetime(history: _History, append: Where, step_loop: LoopInfo | None) -> str | None:

@@ -163,3 +163,26 @@ def test_heat_propagates_through_recursion_without_looping_forever():
         """
     )
     assert heats == {"a": Heat.STEP}
+
+
+def test_methods_of_instances_of_classes_in_the_module_carry_heat():
+    heats = heat_of_marked_lines(
+        """
+        class Meter:
+            def update(self, value):
+                mark("meter")
+
+        class Trainer:
+            def __init__(self):
+                self.meter = Meter()
+
+            def fit(self):
+                for batch in self.loader:
+                    self.model(batch).sum().backward()
+                    self.meter.update(batch)
+
+        trainer = Trainer()
+        trainer.fit()
+        """
+    )
+    assert heats == {"meter": Heat.STEP}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -10,6 +11,10 @@ from verifier.static.facts import NameFacts
 from verifier.static.heat import HeatModel
 from verifier.static.names import ImportTable
 from verifier.static.rule import Candidate
+
+
+# A `#` to the end of the line; one inside a string is cut too, which only hides a mention.
+_COMMENT = re.compile(r"#[^\n]*")
 
 
 @dataclass(eq=False)
@@ -32,6 +37,11 @@ class ModuleContext:
     def mentions(self, *tokens: str) -> bool:
         """A cheap text test: rules about GradScalers have nothing to do in a file without one."""
         return any(self._mentions(token) for token in tokens)
+
+    def mentions_in_code(self, *tokens: str) -> bool:
+        """Like `mentions`, ignoring comments: `# TODO: try autocast` is not using autocast."""
+        code = self.memo("code-without-comments", lambda: _COMMENT.sub("", self.text))
+        return any(token in code for token in tokens)
 
     def _mentions(self, token: str) -> bool:
         key = ("mentions", token)

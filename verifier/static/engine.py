@@ -328,7 +328,7 @@ def _walk_module(module, heat, facts, imports, visitors, leavers) -> None:
             heat.on_call(node)
         elif kind is cst.FunctionDef:
             heat.enter_function(node)
-            facts.enter_function()
+            facts.enter_function(node.name.value)
         elif kind is cst.For:
             heat.enter_loop(node)
             _bind_unknown(facts, node.target)
@@ -354,6 +354,8 @@ def _walk_module(module, heat, facts, imports, visitors, leavers) -> None:
         elif kind is cst.AnnAssign:
             if node.value is not None:
                 _bind(facts, node.target, node.value)
+        elif kind is cst.Return:
+            facts.on_return(node.value)
         elif kind is cst.AugAssign:
             facts.bind(node.target, cst.BinaryOperation(node.target, cst.Add(), node.value))
         elif kind is cst.FunctionDef:

@@ -23,6 +23,7 @@ class Kind(enum.Enum):
     SCHEDULER = "scheduler"
     DATALOADER = "dataloader"
     MODULE = "module"
+    NUMPY = "numpy"
     OTHER = "other"
 
 
@@ -51,6 +52,10 @@ _TENSOR_METHODS = frozenset(
     }
 )
 _TENSOR_ATTRIBUTES = frozenset({"grad", "data", "loss", "logits", "T", "mT"})
+_NUMBER_FUNCTIONS = frozenset(
+    {"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
+     "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer", "random.random"}
+)
 _NUMBER_METHODS = frozenset({"item", "tolist"})
 _NUMBER_BUILTINS = frozenset({"float", "int", "len", "round", "abs", "sum", "min", "max"})
 
@@ -60,12 +65,23 @@ class NameFacts:
         self._imports = imports
         self._scopes: list[dict[str, Kind]] = [{}]
         self._class_scopes: list[dict[str, Kind]] = []
+        # What the module's own functions return, when every `return` agrees (`make_schedule()`).
+        self._functions: list[tuple[str, list[Kind | None]]] = []
+        self._returns: dict[str, Kind | None] = {}
 
-    def enter_function(self) -> None:
+    def enter_function(self, name: str = "") -> None:
         self._scopes.append({})
+        self._functions.append((name, []))
 
     def leave_function(self) -> None:
         self._scopes.pop()
+        name, kinds = self._functions.pop()
+        if name and kinds:
+            self._returns[name] = kinds[0] if all(k is kinds[0] for k in kinds) else None
+
+    def on_return(self, value: cst.BaseExpression | None) -> None:
+        if self._functions:
+            self._functions[-1][1].append(self.kind_of(value) if value is not None else None)
 
     def enter_class(self) -> None:
         self._class_scopes.append({})
@@ -109,7 +125,12 @@ class NameFacts:
         if isinstance(node, cst.Call):
             return self._kind_of_call(node)
         if isinstance(node, cst.Subscript):
-            return Kind.TENSOR if self.kind_of(node.value) is Kind.TENSOR else None
+            container = self.kind_of(node.value)
+            return container if container in (Kind.TENSOR, Kind.NUMPY) else None
+        if isinstance(node, cst.Dict):
+            # A dict whose values are all NumPy arrays: `schedules["lr"][step]` is NumPy too.
+            values = [self.kind_of(e.value) for e in node.elements if isinstance(e, cst.DictElement)]
+            return Kind.NUMPY if values and all(v is Kind.NUMPY for v in values) else None
         if isinstance(node, cst.BinaryOperation):
             return _combine(self.kind_of(node.left), self.kind_of(node.right))
         if isinstance(node, cst.UnaryOperation):
@@ -146,6 +167,12 @@ class NameFacts:
     def _kind_of_call(self, call: cst.Call) -> Kind | None:
         qualified = self._imports.call_name(call) or ""
         last = qualified.rsplit(".", 1)[-1]
+        if qualified.startswith("numpy."):
+            return Kind.NUMPY
+        if qualified in _NUMBER_FUNCTIONS or qualified.startswith("math."):
+            return Kind.NUMBER
+        if isinstance(call.func, cst.Name) and not qualified and call.func.value in self._returns:
+            return self._returns[call.func.value]
         if last == "GradScaler":
             return Kind.SCALER
         if last == "DataLoader":

@@ -32,6 +32,7 @@ _MODEL_NAMES = frozenset(
 _DATA_SOURCE = re.compile(r"loader|batches|batch_iter|data_iter", re.IGNORECASE)
 _STEP_COUNT = re.compile(r"step|iter|batch", re.IGNORECASE)
 _TIMING_FUNCTION = re.compile(r"bench|timing|timeit|profil|measure|latency|throughput", re.IGNORECASE)
+_UPDATES = frozenset({"backward", "zero_grad", "step"})
 _TIMING_CALLS = frozenset(
     {"time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic",
      "time.monotonic_ns", "timeit.default_timer", "torch.cuda.Event"}
@@ -86,6 +87,7 @@ class FunctionInfo:
     params: frozenset[str]
     timing: bool = False
     trains: bool = False
+    updates: bool = False
     loops: list[LoopInfo] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     trains_transitively: bool = False
@@ -120,6 +122,8 @@ class HeatModel:
         self._loop_stack: list[list[LoopInfo]] = [[]]
         self._class_stack: list[str] = []
         self._dataloader_names: set[str] = set()
+        # `self.metric = RunningAccuracy()` / `trainer = Trainer()`: the class behind a name.
+        self._instances: dict[str, str] = {}
 
     # ----- recording, called by the engine in walk order -----
 
@@ -171,6 +175,12 @@ class HeatModel:
 
     def on_assign(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
         if isinstance(value, cst.Call):
+            class_key = self._class_key(value)
+            if class_key is not None:
+                for target in targets:
+                    name = dotted_name(target)
+                    if name:
+                        self._instances[name] = class_key
             qualified = self._imports.call_name(value) or ""
             if qualified.endswith("DataLoader"):
                 for target in targets:
@@ -189,6 +199,7 @@ class HeatModel:
                 loop.trains = True
             if function is not None:
                 function.trains = True
+                function.updates = function.updates or method_name(call) in _UPDATES
         if loops and self._is_tensor_work(call, qualified, function):
             for loop in loops:
                 loop.tensor_work = True
@@ -236,9 +247,24 @@ class HeatModel:
     def _local_key(self, name: str) -> str:
         return f"{self._module}.{name}" if self._module else name
 
+    def _class_key(self, call: cst.Call) -> str | None:
+        """The key of the class a call constructs (by the CapWords convention), else None."""
+        dotted = dotted_name(call.func)
+        if dotted is None or not dotted.rsplit(".", 1)[-1][:1].isupper():
+            return None
+        imported = self._imports.qualify(dotted)
+        if imported is not None:
+            return absolute_name(imported, self._module)
+        return self._local_key(dotted) if "." not in dotted else None
+
     def _callee_key(self, call: cst.Call) -> str | None:
-        """The key of the called function: local names, `self.method`, and imported functions."""
+        """The key of the called function: local names, `self.method`, methods of instances of
+        classes constructed in this module, and imported functions."""
         func = call.func
+        if isinstance(func, cst.Attribute):
+            owner = dotted_name(func.value)
+            if owner is not None and owner in self._instances:
+                return f"{self._instances[owner]}.{func.attr.value}"
         if (
             isinstance(func, cst.Attribute)
             and isinstance(func.value, cst.Name)
@@ -357,7 +383,8 @@ class _Resolver:
                     fn.trains_transitively, changed = trains, True
 
         all_loops = self.module_loops + [loop for fn in functions for loop in fn.loops]
-        timing_loops = {id(loop) for fn in functions if fn.timing for loop in fn.loops}
+        # A function that reads a clock to log while it updates weights is a training function.
+        timing_loops = {id(loop) for fn in functions if fn.timing and not fn.updates for loop in fn.loops}
         for _ in range(len(functions) + 2):
             changed = False
             for loop in _innermost_first(all_loops):

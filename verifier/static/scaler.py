@@ -113,6 +113,13 @@ class AmpScope:
     clips: list[tuple[cst.Call, Where, bool]] = field(default_factory=list)
     exempt: set[int] = field(default_factory=set)
     scaled_names: set[str] = field(default_factory=set)
+    # Names this scope calls (`helper()`, `self.helper()`) and expressions it passes to calls.
+    called_names: set[str] = field(default_factory=set)
+    passed: set[str] = field(default_factory=set)
+
+    @property
+    def name(self) -> str | None:
+        return self.node.name.value if isinstance(self.node, cst.FunctionDef) else None
 
     def calls_of(self, method: str) -> list[ScalerCall]:
         return [c for c in self.scaler_calls if c.method == method]
@@ -198,6 +205,10 @@ class AmpScopeRule(Rule):
         if method is not None:
             scope.scaler_calls.append(ScalerCall(method, self.context.code_for(receiver(node)), node, where))
             return
+        callee = terminal_name(node.func)
+        if callee is not None:
+            scope.called_names.add(callee)
+        scope.passed.update(code for arg in node.args if (code := dotted_name(arg.value)) is not None)
         name = method_name(node)
         if name == "step" and not node.args and facts.is_optimizer(receiver(node)):
             scope.optimizer_steps.append((node, where))

@@ -34,7 +34,7 @@ def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync
     if method in SYNC_METHODS and owner is not None and not call.args:
         if method == "cpu" and _is_module(owner, facts):
             return None
-        if facts.kind_of(owner) in (Kind.NUMBER, Kind.MODULE, Kind.OTHER):
+        if facts.kind_of(owner) in (Kind.NUMBER, Kind.NUMPY, Kind.MODULE, Kind.OTHER):
             return None
         # `t.cpu().numpy()`: the copy already synced; reading the host copy costs nothing more.
         if isinstance(owner, cst.Call) and sync_of_call(owner, facts, imports) is not None:
