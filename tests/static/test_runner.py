@@ -67,3 +67,17 @@ def test_a_file_over_the_time_limit_becomes_one_vp900(tmp_path):
     result = analyze_paths([str(tmp_path)], Settings(file_timeout=0.01))
     assert [(f.code, f.line) for f in result.findings] == [("VP900", 1)]
     assert "time limit of 0.01 s" in result.findings[0].message
+
+
+def test_json_output_is_identical_across_runs_processes_and_cache(tmp_path, capsys, monkeypatch):
+    from verifier.cli import main
+
+    (tmp_path / "src").mkdir()
+    make_tree(tmp_path / "src", copies=3)
+    monkeypatch.chdir(tmp_path)
+    outputs = []
+    for extra in (["-j", "1", "--no-cache"], ["-j", "2", "--no-cache"], ["-j", "2"], ["-j", "2"]):
+        assert main(["src", "--format", "json", "--no-report", *extra]) == 1
+        outputs.append(capsys.readouterr().out)
+    assert len(set(outputs)) == 1
+    assert (tmp_path / ".verify_perf_cache").is_dir()
