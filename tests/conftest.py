@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from verifier.config import Settings
-from verifier.static.engine import analyze_paths
+from verifier.static.runner import analyze_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

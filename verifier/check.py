@@ -162,7 +162,7 @@ def reproduce_command(args: argparse.Namespace, task: str, date: str) -> str:
 
 def _analyse(args: argparse.Namespace, settings: Settings):
     from verifier.static.discovery import discover
-    from verifier.static.engine import analyze_paths
+    from verifier.static.runner import analyze_paths
 
     from verifier.progress import analysis_progress
 

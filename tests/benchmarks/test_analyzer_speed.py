@@ -16,7 +16,7 @@ import pytest
 
 from verifier.config import Settings
 from verifier.static.discovery import discover
-from verifier.static.engine import analyze_paths
+from verifier.static.runner import analyze_paths
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from verifier.config import Settings
 from verifier.findings import Finding, Severity
 from verifier.rules import all_rules
-from verifier.static.engine import analyze_paths
+from verifier.static.runner import analyze_paths
 
 SAMPLES = Path(__file__).resolve().parent / "samples"
 MIN_PRECISION = 0.95

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from verifier.config import Settings
-from verifier.static.engine import analyze_paths
+from verifier.static.runner import analyze_paths
 
 CUDA = 'model.to("cuda")\n'
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from verifier.config import Settings
-from verifier.static.engine import analyze_paths
+from verifier.static.runner import analyze_paths
 
 LOOP = "import torch\nfor x in loader:\n    model(x).sum().backward()\n"
 

@@ -6,7 +6,7 @@ import textwrap
 
 from verifier.config import Settings
 from verifier.static.discovery import module_name_for
-from verifier.static.engine import analyze_paths
+from verifier.static.runner import analyze_paths
 from verifier.static.heat import absolute_name
 
 HELPERS = """

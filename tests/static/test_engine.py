@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from verifier.config import Settings
-from verifier.static.engine import analyze_paths
+from verifier.static.runner import analyze_paths
 
 SYNC_LOOP = "for x in loader:\n    model(x).sum().backward()\n    print(x.sum().item())\n"
 

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from verifier.config import Settings
 from verifier.rules import all_rules
-from verifier.static.engine import analyze_file, analyze_paths
+from verifier.static.engine import analyze_file
+from verifier.static.runner import analyze_paths
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SEEDS = [(EXAMPLES / name).read_bytes() for name in ("bad_train.py", "good_train.py")]

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from verifier.config import Settings
-from verifier.static.engine import analyze_paths
+from verifier.static.runner import analyze_paths
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
