@@ -193,7 +193,7 @@ for epoch in range(epochs):
 
         def decide() -> SeverityByHeat | None:
             step_loop = next((loop for loop in where.loops if loop.is_step and is_training(loop)), None)
-            if step_loop is None and _per_step_hook(where) and history.attribute and not history.cuts:
+            if step_loop is None and _per_step_hook(where, self.context.heat) and history.attribute and not history.cuts:
                 # A hook the training loop calls every step, growing a list made in `__init__`.
                 return self.severity if kind in ("graph", "tensor") else _HOST
             lifetime = _lifetime(history, where, step_loop)
@@ -368,10 +368,16 @@ def _is_new_list(value: cst.BaseExpression) -> bool:
     return isinstance(value, cst.Call) and dotted_name(value.func) == "list" and not value.args
 
 
-def _per_step_hook(where: Where) -> bool:
-    """Code outside loops in a function that a training step loop calls (directly or not)."""
+def _per_step_hook(where: Where, heat) -> bool:
+    """Code outside loops in a method that its own class's training loop calls every step."""
     function = where.function
-    return not where.loops and function is not None and function.heat is Heat.STEP
+    if where.loops or function is None or function.heat is not Heat.STEP or "." not in function.key:
+        return False
+    owner = function.key.rsplit(".", 1)[0] + "."
+    return any(
+        other.key.startswith(owner) and other.has_step_loop and other.trains_transitively
+        for other in heat.functions
+    )
 
 
 def _lifetime(history: _History, append: Where, step_loop: LoopInfo | None) -> str | None:

@@ -186,3 +186,20 @@ def test_methods_of_instances_of_classes_in_the_module_carry_heat():
         """
     )
     assert heats == {"meter": Heat.STEP}
+
+
+def test_memoised_functions_run_once_whatever_calls_them():
+    heats = heat_of_marked_lines(
+        """
+        import functools
+
+        @functools.lru_cache
+        def has_nvlink():
+            mark("cached")
+
+        for batch in loader:
+            model(batch).sum().backward()
+            has_nvlink()
+        """
+    )
+    assert heats == {"cached": Heat.ONCE}

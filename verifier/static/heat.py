@@ -32,6 +32,7 @@ _MODEL_NAMES = frozenset(
 _DATA_SOURCE = re.compile(r"loader|batches|batch_iter|data_iter", re.IGNORECASE)
 _STEP_COUNT = re.compile(r"step|iter|batch", re.IGNORECASE)
 _TIMING_FUNCTION = re.compile(r"bench|timing|timeit|profil|measure|latency|throughput", re.IGNORECASE)
+_MEMOISERS = frozenset({"functools.cache", "functools.lru_cache", "functools.cached_property"})
 _UPDATES = frozenset({"backward", "zero_grad", "step"})
 _TIMING_CALLS = frozenset(
     {"time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic",
@@ -88,6 +89,7 @@ class FunctionInfo:
     timing: bool = False
     trains: bool = False
     updates: bool = False
+    memoised: bool = False
     loops: list[LoopInfo] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     trains_transitively: bool = False
@@ -147,6 +149,8 @@ class HeatModel:
         key = self._local_key(local)
         params = frozenset(p.name.value for p in _all_params(node.params))
         info = FunctionInfo(key, node, params, timing=bool(_TIMING_FUNCTION.search(name)))
+        # `@functools.cache` bodies run once per distinct argument, not once per call.
+        info.memoised = any(self._is_memoising(d.decorator) for d in node.decorators)
         self._functions.setdefault(key, []).append(info)
         self._all_functions.append(info)
         self._function_stack.append(info)
@@ -243,6 +247,10 @@ class HeatModel:
         if is_model_name(terminal_name(call.func)):
             return True
         return function is not None and isinstance(call.func, cst.Name) and call.func.value in function.params
+
+    def _is_memoising(self, decorator: cst.BaseExpression) -> bool:
+        target = decorator.func if isinstance(decorator, cst.Call) else decorator
+        return self._imports.qualified_name(target) in _MEMOISERS
 
     def _local_key(self, name: str) -> str:
         return f"{self._module}.{name}" if self._module else name
@@ -405,6 +413,8 @@ class _Resolver:
         while changed:
             changed = False
             for fn in functions:
+                if fn.memoised:
+                    continue
                 heat = max((heat_of(site.where) for site in callers_by_key.get(fn.key, ())), default=Heat.ONCE)
                 if heat > fn.heat:
                     fn.heat, changed = heat, True
