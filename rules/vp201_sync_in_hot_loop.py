@@ -184,12 +184,13 @@ for batch in batches:
         ),
         Invalid(
             """\
+import torch
 for x, y in loader:
     out = model(x)
     out.sum().backward()
     predictions.append(out.argmax(-1).cpu().numpy())
 """,
-            line=4,
+            line=5,
             severity=Severity.MEDIUM,
         ),
     )

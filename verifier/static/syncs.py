@@ -31,6 +31,10 @@ class Sync:
 def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync | None:
     method = method_name(call)
     owner = receiver(call)
+    # Without torch imported, `.tolist()`/`.cpu()` belong to memoryviews, arrays and the like;
+    # `.item()` still reads tensors handed in by other modules (a helper the loop calls).
+    if method in SYNC_METHODS and method != "item" and not imports.imports_module("torch"):
+        return None
     if method in SYNC_METHODS and owner is not None and not call.args:
         if method == "cpu" and _is_module(owner, facts):
             return None
