@@ -14,6 +14,7 @@ import re
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -174,7 +175,9 @@ def too_deeply_nested(text: str) -> bool:
 def _syntax_error(text: str, error: cst.ParserSyntaxError) -> UnreadableSource:
     """Python's own compiler names the line and the problem more precisely than libcst does."""
     try:
-        ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. invalid escape sequences: not ours to report
+            ast.parse(text)
     except SyntaxError as python_error:
         return UnreadableSource(f"syntax error: {python_error.msg}", python_error.lineno or 1)
     except (ValueError, RecursionError, MemoryError) as python_error:
