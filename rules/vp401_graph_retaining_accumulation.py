@@ -39,7 +39,6 @@ class _Scope:
     bindings: dict[str, Where] = field(default_factory=dict)
     flows: list[tuple[str, set[str]]] = field(default_factory=list)
     backward: set[str] = field(default_factory=set)
-    has_backward: bool = False
     backed: set[str] = field(default_factory=set)
 
     def close(self) -> None:
@@ -130,7 +129,6 @@ for x, y in loader:
         backward = method in _BACKWARD_CALLS or terminal_name(node.func) in _BACKWARD_CALLS
         if backward or qualified == "torch.autograd.grad":
             scope = self._scopes[-1]
-            scope.has_backward = True
             for part in (receiver(node), *(arg.value for arg in node.args)):
                 if part is not None:
                     names = _names_in(part)

@@ -20,6 +20,7 @@ from verifier.report import dynamic_view, figures
 from verifier.report.markdown_text import code_span, fenced_block, table_cell, table_divider, table_row
 from verifier.report.model import Report
 from verifier.report.scoring import MEASURED
+from verifier.report.text import counted
 
 HEAT_PHRASE = {
     Heat.STEP: "runs once per training step",
@@ -295,11 +296,9 @@ def _summary_sentence(report: Report) -> str:
         return "PASS: nothing found blocks this merge under the policy below."
     parts = []
     if decision.blocking:
-        count = len(decision.blocking)
-        parts.append(f"{count} finding{'s' if count != 1 else ''} of blocking severity")
+        parts.append(f"{counted(len(decision.blocking), 'finding')} of blocking severity")
     if decision.missed:
-        count = len(decision.missed)
-        parts.append(f"{count} measured target{'s' if count != 1 else ''} missed")
+        parts.append(f"{counted(len(decision.missed), 'measured target')} missed")
     if report.scorecard.total < report.policy.min_score and any(r.startswith("score ") for r in decision.reasons):
         parts.append(f"a score below {report.policy.min_score}")
     return f"BLOCK: {' and '.join(parts)} must be fixed before merging."

@@ -26,16 +26,19 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
             f"Baseline {report.baseline.path}: {len(report.baseline.new)} new, "
             f"{len(report.baseline.existing)} existing, {len(report.baseline.fixed)} fixed."
         )
-    files = len(report.files)
-    noun = "file" if files == 1 else "files"
+    files = counted(len(report.files), "file")
     if findings:
         listed = ", ".join(f"{n} {name}" for name, n in severity_counts(findings).items() if n)
-        plural = "s" if len(findings) != 1 else ""
-        lines.append(f"Found {len(findings)} finding{plural} in {files} {noun} ({listed}).")
+        lines.append(f"Found {counted(len(findings), 'finding')} in {files} ({listed}).")
     else:
-        lines.append(f"No findings in {files} {noun}.")
+        lines.append(f"No findings in {files}.")
     lines.append(f"Decision: {report.decision.status}{_decision_detail(report)}")
     return "\n".join(lines) + "\n"
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 finding`, `3 findings`: every count a reader sees goes through here."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _decision_detail(report: Report) -> str:
@@ -45,11 +48,9 @@ def _decision_detail(report: Report) -> str:
         return ""
     parts = []
     if decision.blocking:
-        count = len(decision.blocking)
-        parts.append(f"{count} blocking finding{'s' if count != 1 else ''}")
+        parts.append(counted(len(decision.blocking), "blocking finding"))
     if decision.missed:
-        count = len(decision.missed)
-        parts.append(f"{count} measured target{'s' if count != 1 else ''} missed")
+        parts.append(f"{counted(len(decision.missed), 'measured target')} missed")
     if not parts:
         parts.append(f"score {report.scorecard.total}/100 below the minimum {report.policy.min_score}")
     return ": " + ", ".join(parts)

@@ -52,8 +52,6 @@ class ResultCache:
     def __init__(self, root: str, settings: Settings, rule_codes: list[str]) -> None:
         self.folder = Path(root) / tool_fingerprint() / settings_digest(settings, rule_codes)
         self._root = Path(root)
-        self.hits = 0
-        self.misses = 0
 
     def key_for(self, path: str) -> str | None:
         try:
@@ -67,9 +65,7 @@ class ResultCache:
             with open(self._path(key), "rb") as handle:
                 value = pickle.load(handle)
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
-            self.misses += 1
             return None
-        self.hits += 1
         return value
 
     def store(self, key: str, value) -> None:

@@ -59,7 +59,8 @@ class FileResult:
     skipped: bool = False
 
 
-def needed_tokens(rules: Sequence[type[Rule]]) -> tuple[str, ...]:
+@functools.cache
+def needed_tokens(rules: tuple[type[Rule], ...]) -> tuple[str, ...]:
     """Any of these in a file's text means it must be parsed; none means nothing can be found."""
     return tuple(sorted({t for rule in rules for t in rule.tokens} | set(HEAT_TOKENS)))
 
@@ -78,7 +79,7 @@ def analyze_file(
     analysis = None
     try:
         source = read_source(path)
-        if settings.prefilter and not _mentions_any(source.text, needed_tokens(rules)):
+        if settings.prefilter and not _mentions_any(source.text, needed_tokens(tuple(rules))):
             return FileResult(path, [], time.perf_counter() - started, skipped=True)
         with _TimeLimit(settings.file_timeout):
             analysis = analyze_source(path, source, rules, settings, module_name_for(path), external)

@@ -11,7 +11,7 @@ import enum
 
 import libcst as cst
 
-from verifier.static.heat import is_model_name
+from verifier.static.heat import is_model_name, is_optimizer_name, is_scaler_name
 from verifier.static.names import ImportTable, dotted_name, method_name, receiver, terminal_name
 
 
@@ -152,8 +152,7 @@ class NameFacts:
         kind = self.kind_of(node)
         if kind is not None:
             return kind is Kind.SCALER
-        name = terminal_name(node)
-        return bool(name) and "scaler" in name.lower()
+        return is_scaler_name(terminal_name(node))
 
     def is_optimizer(self, node: cst.BaseExpression | None) -> bool:
         if node is None:
@@ -161,8 +160,7 @@ class NameFacts:
         kind = self.kind_of(node)
         if kind is not None:
             return kind is Kind.OPTIMIZER
-        name = terminal_name(node)
-        return bool(name) and ("optim" in name.lower() or name.lower() in {"opt", "opt_g", "opt_d"})
+        return is_optimizer_name(terminal_name(node))
 
     def _kind_of_call(self, call: cst.Call) -> Kind | None:
         qualified = self._imports.call_name(call) or ""
