@@ -19,6 +19,8 @@ class ListComprehensionBatching(Rule):
     name = "list-comprehension-batching"
     category = Category.DATA
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
+    # `torch.stack`, `torch.cat` and their aliases (`concat`, `vstack`) all contain one of these.
+    tokens = ("stack", "cat")
     summary = (
         "Finds `torch.stack/cat([x[i] for i in idx])`: a batch gathered one element at a time "
         "in a Python comprehension."

@@ -71,7 +71,6 @@ for x, y in loader:
         self._parameters: dict[str, list[str]] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
         self._parameters[node.name.value] = [p.name.value for p in node.params.params]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -61,19 +61,15 @@ for x, y in loader:
         super().__init__(context)
         self._devices = DeviceEvidence()
         self._loaders: list[tuple[cst.Call, LoaderSettings, Where]] = []
-        self._active = context.mentions("DataLoader")
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._active:
-            return
         self._devices.see_call(node, self.context.imports)
         settings = loader_settings(node, self.context.imports)
         if settings is not None:
             self._loaders.append((node, settings, self.context.heat.where()))
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if self._active:
-            self._devices.see_string(node)
+        self._devices.see_string(node)
 
     def leave_Module(self, node: cst.Module) -> None:
         # Judged at the end: CUDA may first be mentioned after the loader is built.

@@ -70,11 +70,9 @@ print(running.item() / len(loader))
         # An isfinite() guard around scaler.step is VP305's finding; one line, one finding.
         if not is_finite_guard(node, self.context):
             self._report(sync_of_test(node.test, self.context.facts))
-        super().visit_If(node)
 
     def visit_While(self, node: cst.While) -> None:
         self._report(sync_of_test(node.test, self.context.facts))
-        super().visit_While(node)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._report(sync_of_test(node.test, self.context.facts))

@@ -119,6 +119,8 @@ if loss_value > best:
         if name is None:
             return
         seen = self._seen[-1]
+        if not seen:
+            return
         mention = _mention_of(name)
         for key in list(seen):
             if mention.search(key.partition(":")[2]):

@@ -72,7 +72,6 @@ for step, (x, y) in enumerate(loader):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._active = context.mentions("subprocess", "system", "popen")
         self._periodic: set[int] = set()
         self._functions: list[str] = []
         # Whether each call of a module function by name (`helper()`, `self.helper()`) is periodic.
@@ -86,12 +85,9 @@ for step, (x, y) in enumerate(loader):
         self._functions.pop()
 
     def visit_If(self, node: cst.If) -> None:
-        if self._active:
-            self._periodic |= guarded_calls(node, self.context.imports)
+        self._periodic |= guarded_calls(node, self.context.imports)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._active:
-            return
         callee = local_callee_name(node.func)
         if callee is not None:
             self._calls_by_name.setdefault(callee, []).append(id(node) in self._periodic)

@@ -53,7 +53,6 @@ scaler.scale(loss).backward()
         super().__init__(context)
         # Per function: the regions opened by each enclosing `with` (a function body starts afresh).
         self._regions: list[list[list[AutocastRegion]]] = [[]]
-        self._active = context.mentions("autocast")
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._regions.append([])
@@ -69,27 +68,26 @@ scaler.scale(loss).backward()
 
     def visit_With(self, node: cst.With) -> None:
         opened: list[AutocastRegion] = []
-        if self._active:
-            for item in node.items:
-                region = autocast_region(item.item, self.context.imports)
-                if region is None:
-                    continue
-                outer = opened[-1] if opened else self._innermost()
-                if region.enabled is True and outer is not None and outer.enabled is not False and region.same_casting_as(outer):
-                    self.report(
-                        region.call,
-                        f"`{self.context.code_for(region.call.func)}` is nested in an autocast region that already "
-                        "casts on the same device to the same dtype: it changes nothing",
-                        fix="Remove the nested region; nest autocast only to change it (`enabled=False`, another dtype).",
-                    )
-                opened.append(region)
+        for item in node.items:
+            region = autocast_region(item.item, self.context.imports)
+            if region is None:
+                continue
+            outer = opened[-1] if opened else self._innermost()
+            if region.enabled is True and outer is not None and outer.enabled is not False and region.same_casting_as(outer):
+                self.report(
+                    region.call,
+                    f"`{self.context.code_for(region.call.func)}` is nested in an autocast region that already "
+                    "casts on the same device to the same dtype: it changes nothing",
+                    fix="Remove the nested region; nest autocast only to change it (`enabled=False`, another dtype).",
+                )
+            opened.append(region)
         self._regions[-1].append(opened)
 
     def leave_With(self, node: cst.With) -> None:
         self._regions[-1].pop()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._active or not is_backward(node, self.context.imports):
+        if not is_backward(node, self.context.imports):
             return
         region = self._innermost()
         if region is not None and region.enabled is not False:

@@ -58,11 +58,8 @@ with torch.autocast("cuda", dtype=torch.float16):
         super().__init__(context)
         self._devices = DeviceEvidence()
         self._implicit_device: list[tuple[cst.Call, str, Where]] = []
-        self._active = context.mentions(*self.tokens)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._active:
-            return
         self._devices.see_call(node, self.context.imports)
         qualified = self.context.imports.call_name(node)
         if qualified in DEPRECATED_AMP:
@@ -72,14 +69,13 @@ with torch.autocast("cuda", dtype=torch.float16):
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         # `@custom_fwd` without parentheses; the called form is a Call and seen by visit_Call.
-        if self._active and not isinstance(node.decorator, cst.Call):
+        if not isinstance(node.decorator, cst.Call):
             qualified = self.context.imports.qualified_name(node.decorator)
             if qualified in DEPRECATED_AMP:
                 self._report_deprecated(node.decorator, qualified)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if self._active:
-            self._devices.see_string(node)
+        self._devices.see_string(node)
 
     def leave_Module(self, node: cst.Module) -> None:
         if not self._devices.cuda_may_be_absent:

@@ -59,6 +59,13 @@ class GraphRetainingAccumulation(TrainingStateRule):
     name = "graph-retaining-accumulation"
     category = Category.MEMORY
     severity = SeverityByHeat(step=Severity.CRITICAL, epoch=Severity.HIGH, once=None)
+    # A value carries a graph only through a model forward, a criterion or torch math (autograd.py).
+    tokens = (
+        "torch", "nn.", "self(", "loss", "Loss", "criterion", "Criterion", "model", "Model", "net", "Net",
+        "module", "Module", "encoder", "Encoder", "decoder", "Decoder", "backbone", "policy", "Policy",
+        "generator", "Generator", "discriminator", "Discriminator", "critic", "Critic", "actor", "Actor",
+        "forward",
+    )
     summary = (
         "Finds a loss (or any tensor that requires grad) added to an accumulator that lives "
         "across iterations: `total += loss` instead of `total += loss.item()` or `loss.detach()`."
@@ -102,20 +109,16 @@ for x, y in loader:
         self._backed_attributes: set[str] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        super().visit_ClassDef(node)
         self._attributes.append({})
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        super().leave_ClassDef(node)
         self._attributes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
         self._scopes.append(_Scope())
         self._function_names.append(node.name.value)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().leave_FunctionDef(node)
         self._scopes.pop().close()
         self._function_names.pop()
 
@@ -123,7 +126,6 @@ for x, y in loader:
         self._scopes[0].close()
 
     def visit_Call(self, node: cst.Call) -> None:
-        super().visit_Call(node)
         method = method_name(node)
         qualified = self.context.imports.call_name(node) or ""
         backward = method in _BACKWARD_CALLS or terminal_name(node.func) in _BACKWARD_CALLS
@@ -145,7 +147,6 @@ for x, y in loader:
             self._check(node, *accumulation)
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        super().leave_Assign(node)
         sources = _names_in(node.value)
         accumulates = _self_accumulation(node) is not None
         for target in node.targets:
@@ -157,13 +158,11 @@ for x, y in loader:
                 self._bind(name)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        super().leave_AugAssign(node)
         name = dotted_name(node.target)
         if name is not None:
             self._scopes[-1].flows.append((name, _names_in(node.value)))
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        super().leave_AnnAssign(node)
         name = dotted_name(node.target)
         if name is not None and node.value is not None:
             self._scopes[-1].flows.append((name, _names_in(node.value)))

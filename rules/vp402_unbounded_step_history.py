@@ -48,6 +48,7 @@ class UnboundedStepHistory(TrainingStateRule):
     name = "unbounded-step-history"
     category = Category.MEMORY
     severity = SeverityByHeat(step=Severity.HIGH, epoch=None, once=None)
+    tokens = ("append",)
     summary = (
         "Finds per-step `history.append(value)` into a list that is never cleared: tensors that "
         "keep their graph (or device memory) are HIGH, Python numbers LOW."
@@ -93,25 +94,20 @@ for epoch in range(epochs):
         self._function_names: list[str] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        super().visit_ClassDef(node)
         self._classes.append({})
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        super().leave_ClassDef(node)
         self._classes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
         self._scopes.append({})
         self._function_names.append(node.name.value)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().leave_FunctionDef(node)
         self._scopes.pop()
         self._function_names.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
-        super().visit_Call(node)
         method = method_name(node)
         owner = receiver(node)
         name = dotted_name(owner) if owner is not None else None
@@ -123,12 +119,10 @@ for epoch in range(epochs):
             self._check(node, name, positional_arg(node, 0))
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        super().leave_Assign(node)
         for target in node.targets:
             self._assign(target.target, node.value)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        super().leave_AnnAssign(node)
         if node.value is not None:
             self._assign(node.target, node.value)
 

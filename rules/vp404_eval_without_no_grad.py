@@ -27,6 +27,8 @@ class EvalWithoutNoGrad(TrainingStateRule):
     name = "eval-without-no-grad"
     category = Category.MEMORY
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None)
+    # `.eval()`, `.train(False)`, or a function named for evaluation (`validate`, `test_step`, `predict`).
+    tokens = ("val", "Val", "test", "Test", "infer", "Infer", "predict", "Predict", "train")
     summary = (
         "Finds evaluation loops (after `model.eval()`, or in `validate`/`evaluate`/`test`-like "
         "functions) that call the model without `torch.no_grad()` or `torch.inference_mode()`."
@@ -65,7 +67,6 @@ def validate(model, loader):
         self._reported_loops: set[int] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
-        super().visit_Call(node)
         if not (self.autograd.is_model_call(node) or self.evaluation.evaluates(node)):
             return
         reason = self.evaluation.reason()

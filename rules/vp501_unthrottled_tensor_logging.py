@@ -39,6 +39,8 @@ class UnthrottledTensorLogging(GuardedRule):
     name = "unthrottled-tensor-logging"
     category = Category.SYNC
     severity = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+    # Every logger this rule knows is named `log*`/`*logger*`/`logging`, or is one of the writer methods.
+    tokens = ("log", "add_scalar", "add_histogram", "set_postfix")
     summary = (
         "Finds tensors passed to a logger (`logger.info`, `wandb.log`, `writer.add_scalar`, "
         "`set_postfix`) every step, outside an `if step % N == 0:` guard."

@@ -19,9 +19,9 @@ def probe(code: str, path: str = "train.py") -> dict[str, tuple[GradMode, bool, 
 
     class Probe(TrainingStateRule):
         code = "VP000"
+        tokens = ("mark",)
 
         def visit_Call(self, node: cst.Call) -> None:
-            super().visit_Call(node)
             if isinstance(node.func, cst.Name) and node.func.value == "mark":
                 label = node.args[0].value.evaluated_value
                 graph = self.autograd.carries_graph(node.args[1].value)

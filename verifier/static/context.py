@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import libcst as cst
 
@@ -11,6 +12,9 @@ from verifier.static.facts import NameFacts
 from verifier.static.heat import HeatModel
 from verifier.static.names import ImportTable
 from verifier.static.rule import Candidate
+from verifier.static.tracker import Tracker
+
+T = TypeVar("T", bound=Tracker)
 
 
 # A `#` to the end of the line; one inside a string is cut too, which only hides a mention.
@@ -26,7 +30,21 @@ class ModuleContext:
     heat: HeatModel
     facts: NameFacts
     candidates: list[Candidate] = field(default_factory=list)
+    trackers: dict[type[Tracker], Tracker] = field(default_factory=dict)
     _memo: dict = field(default_factory=dict)
+
+    def tracker(self, kind: type[T]) -> T:
+        """The module's one `kind` tracker; created on first ask (after the trackers it asks for)."""
+        found = self.trackers.get(kind)
+        if found is None:
+            found = self.trackers[kind] = kind(self)
+        return found  # type: ignore[return-value]
+
+    def release(self) -> None:
+        """Forget the tree and everything the rules hung on this context, once the file is done."""
+        self.candidates = []
+        self.trackers = {}
+        self._memo = {}
 
     def memo(self, key: object, compute):
         """Compute a fact once per module for every rule that asks (e.g. AMP facts per `if`)."""

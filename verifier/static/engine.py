@@ -31,6 +31,7 @@ from verifier.static.names import ImportTable
 from verifier.static.rule import Candidate, Rule
 from verifier.static.source import Source, UnreadableSource, read_source
 from verifier.static.suppression import is_suppressed
+from verifier.static.tracker import Tracker
 from verifier.static.walk import walk
 
 UNANALYSABLE = "VP900"
@@ -145,17 +146,26 @@ def analyze_source(
     heat = HeatModel(imports, module_name)
     facts = NameFacts(imports)
     context = ModuleContext(path, source.text, module, imports, heat, facts)
-    visitors, leavers = _dispatch_tables([rule(context) for rule in rules])
+    # A rule whose tokens the file never mentions cannot fire here: it does not join the walk.
+    active = [rule(context) for rule in rules if context.mentions(*rule.tokens)]
+    visitors, leavers = _dispatch_tables([*context.trackers.values(), *active])
     try:
         _walk_module(module, heat, facts, imports, visitors, leavers)
         heat.resolve(external)
-        findings = _to_findings(path, source, module, context.candidates, heat, settings) if context.candidates else []
+        had_candidates = bool(context.candidates)
+        findings = _to_findings(path, source, module, context.candidates, heat, settings) if had_candidates else []
     except RecursionError:
         # Python accepts a few expression shapes (e.g. `a + a + ... + a`) deeper than code can recurse.
         raise UnreadableSource("expressions nested too deeply to analyse") from None
+    finally:
+        # Rules, trackers and deferred judgements refer to each other and to the tree: left to the
+        # cycle collector, every parsed tree would outlive its file (memory and GC time both grow).
+        context.release()
+        visitors.clear()
+        leavers.clear()
     local_facts = heat.facts()
     heat.release_tree()
-    return ModuleAnalysis(findings, heat, local_facts, bool(context.candidates))
+    return ModuleAnalysis(findings, heat, local_facts, had_candidates)
 
 
 MAX_NESTING = 200  # CPython's own limit on nested brackets; libcst's native parser crashes far beyond it
@@ -186,27 +196,28 @@ def _syntax_error(text: str, error: cst.ParserSyntaxError) -> UnreadableSource:
     return UnreadableSource(f"libcst cannot parse this file: {error.message}", error.raw_line)
 
 
-def _dispatch_tables(rules: list[Rule]) -> tuple[dict[type, list[Callable]], dict[type, list[Callable]]]:
+def _dispatch_tables(walkers: list[Rule | Tracker]) -> tuple[dict[type, list[Callable]], dict[type, list[Callable]]]:
+    """Per node type, the hooks to call in order (trackers come first in `walkers`)."""
     visitors: dict[type, list[Callable]] = {}
     leavers: dict[type, list[Callable]] = {}
-    for rule in rules:
-        for is_visit, node_type, attribute in _hooks_of(type(rule)):
+    for walker in walkers:
+        for is_visit, node_type, attribute in _hooks_of(type(walker)):
             table = visitors if is_visit else leavers
-            table.setdefault(node_type, []).append(getattr(rule, attribute))
+            table.setdefault(node_type, []).append(getattr(walker, attribute))
     return visitors, leavers
 
 
 @functools.cache
-def _hooks_of(rule_class: type[Rule]) -> tuple[tuple[bool, type, str], ...]:
-    """A rule class's `visit_<Node>` / `leave_<Node>` methods, looked up once per process."""
+def _hooks_of(walker_class: type[Rule | Tracker]) -> tuple[tuple[bool, type, str], ...]:
+    """A rule's or tracker's `visit_<Node>` / `leave_<Node>` methods, looked up once per process."""
     hooks = []
-    for attribute in dir(rule_class):
+    for attribute in dir(walker_class):
         prefix, _, node_name = attribute.partition("_")
         if prefix not in ("visit", "leave") or not node_name:
             continue
         node_type = getattr(cst, node_name, None)
         if not isinstance(node_type, type):
-            raise TypeError(f"{rule_class.__name__}.{attribute}: no libcst node {node_name}")
+            raise TypeError(f"{walker_class.__name__}.{attribute}: no libcst node {node_name}")
         hooks.append((prefix == "visit", node_type, attribute))
     return tuple(hooks)
 

@@ -15,6 +15,7 @@ import libcst as cst
 
 from verifier.static.names import ImportTable, dotted_name, terminal_name
 from verifier.static.rule import Rule
+from verifier.static.tracker import Tracker
 from verifier.static.walk import iter_descendants
 
 # `should_log`, `log_interval`, `print_freq`; not `logger` (a null check is no rate limit).
@@ -60,89 +61,79 @@ def _leaves_iteration(body: cst.BaseSuite) -> bool:
 
 @dataclass(eq=False)
 class _Frame:
-    ifs: list[bool] = field(default_factory=list)
+    guarded_bodies: int = 0
     loops: list[bool] = field(default_factory=list)
 
 
-class GuardTracker:
-    def __init__(self, imports: ImportTable) -> None:
-        self._imports = imports
+class Guards(Tracker):
+    """Whether the node being visited runs only every N steps: inside the body of a rate-limit
+    `if` of the same function, or after `if step % N: continue` in its loop. The test of the
+    `if` itself, and its `else`, run every time."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
         self._frames: list[_Frame] = [_Frame()]
-        # `orelse` node id -> index of its guard in the `ifs` stack of the current frame.
-        self._else_of_guard: dict[int, int] = {}
-
-    def enter_function(self) -> None:
-        self._frames.append(_Frame())
-
-    def leave_function(self) -> None:
-        self._frames.pop()
-
-    def enter_loop(self) -> None:
-        self._frames[-1].loops.append(False)
-
-    def leave_loop(self) -> None:
-        self._frames[-1].loops.pop()
-
-    def enter_if(self, node: cst.If) -> None:
-        self.enter_else(node)
-        frame = self._frames[-1]
-        guard = is_rate_limit(node.test, self._imports)
-        frame.ifs.append(guard)
-        if guard and node.orelse is not None:
-            self._else_of_guard[id(node.orelse)] = len(frame.ifs) - 1
-
-    def enter_else(self, node: cst.CSTNode) -> None:
-        index = self._else_of_guard.pop(id(node), None)
-        if index is not None:
-            self._frames[-1].ifs[index] = False
-
-    def leave_if(self, node: cst.If) -> None:
-        frame = self._frames[-1]
-        guard = frame.ifs.pop()
-        if guard and frame.loops and node.orelse is None and _leaves_iteration(node.body):
-            frame.loops[-1] = True
+        self._guarded_bodies: set[int] = set()
 
     @property
     def guarded(self) -> bool:
         frame = self._frames[-1]
-        return any(frame.ifs) or any(frame.loops)
+        return frame.guarded_bodies > 0 or any(frame.loops)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._frames.append(_Frame())
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._frames.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        self._frames[-1].loops.append(False)
+
+    def leave_For(self, node: cst.For) -> None:
+        self._frames[-1].loops.pop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self._frames[-1].loops.append(False)
+
+    def leave_While(self, node: cst.While) -> None:
+        self._frames[-1].loops.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        if is_rate_limit(node.test, self.context.imports):
+            self._guarded_bodies.add(id(node.body))
+
+    def leave_If(self, node: cst.If) -> None:
+        frame = self._frames[-1]
+        if id(node.body) in self._guarded_bodies:
+            self._guarded_bodies.discard(id(node.body))
+            if frame.loops and node.orelse is None and _leaves_iteration(node.body):
+                frame.loops[-1] = True
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._enter_body(node, 1)
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._enter_body(node, -1)
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._enter_body(node, 1)
+
+    def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._enter_body(node, -1)
+
+    def _enter_body(self, body: cst.BaseSuite, step: int) -> None:
+        if id(body) in self._guarded_bodies:
+            self._frames[-1].guarded_bodies += step
 
 
 class GuardedRule(Rule):
     """A rule that stays quiet under rate-limit guards: `self.guarded` says whether the node
-    being visited runs only every N steps. Subclasses overriding these hooks call super()."""
+    being visited runs only every N steps."""
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._guards = GuardTracker(context.imports)
+        self._guards = context.tracker(Guards)
 
     @property
     def guarded(self) -> bool:
         return self._guards.guarded
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._guards.enter_function()
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._guards.leave_function()
-
-    def visit_For(self, node: cst.For) -> None:
-        self._guards.enter_loop()
-
-    def leave_For(self, node: cst.For) -> None:
-        self._guards.leave_loop()
-
-    def visit_While(self, node: cst.While) -> None:
-        self._guards.enter_loop()
-
-    def leave_While(self, node: cst.While) -> None:
-        self._guards.leave_loop()
-
-    def visit_If(self, node: cst.If) -> None:
-        self._guards.enter_if(node)
-
-    def leave_If(self, node: cst.If) -> None:
-        self._guards.leave_if(node)
-
-    def visit_Else(self, node: cst.Else) -> None:
-        self._guards.enter_else(node)

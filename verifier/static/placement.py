@@ -26,6 +26,7 @@ from verifier.static.names import (
     receiver,
 )
 from verifier.static.rule import Rule
+from verifier.static.tracker import Tracker
 from verifier.static.transfers import destination
 
 if TYPE_CHECKING:
@@ -62,25 +63,26 @@ _TO_HOST_METHODS = frozenset({"pin_memory", "cpu"})
 _DATA_ITERATOR = re.compile(r"loader|batches|iter", re.IGNORECASE)
 
 
-class HostData:
+class HostData(Tracker):
     """Names bound to host data, learned in walk order; functions and comprehensions are scopes."""
 
-    def __init__(self, imports: ImportTable, facts: NameFacts) -> None:
-        self._imports = imports
-        self._facts = facts
+    def __init__(self, context: ModuleContext) -> None:
+        super().__init__(context)
+        self._imports: ImportTable = context.imports
+        self._facts: NameFacts = context.facts
         self._scopes: list[dict[str, Origin | None]] = [{}]
         self._class_scopes: list[dict[str, Origin | None]] = []
 
-    def enter_scope(self) -> None:
+    def _open_scope(self) -> None:
         self._scopes.append({})
 
-    def leave_scope(self) -> None:
+    def _close_scope(self) -> None:
         self._scopes.pop()
 
-    def enter_class(self) -> None:
+    def _open_class(self) -> None:
         self._class_scopes.append({})
 
-    def leave_class(self) -> None:
+    def _close_class(self) -> None:
         self._class_scopes.pop()
 
     def bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
@@ -173,63 +175,63 @@ class HostData:
                 return scope[name]
         return None
 
-
-class HostDataRule(Rule):
-    """Base for the copy rules (VP102, VP104): keeps `self.host` current during the walk."""
-
-    def __init__(self, context: ModuleContext) -> None:
-        super().__init__(context)
-        self.host = HostData(context.imports, context.facts)
-
+    # Scopes follow the walk: functions, classes, and comprehensions (their targets are their own).
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.host.enter_scope()
+        self._open_scope()
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.host.leave_scope()
+        self._close_scope()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.host.enter_class()
+        self._open_class()
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        self.host.leave_class()
+        self._close_class()
 
     def visit_For(self, node: cst.For) -> None:
         loop = self.context.heat.where().innermost_loop
         from_data_source = loop is not None and loop.node is node and loop.data_source
-        self.host.bind_all(node.target, Origin.BATCH if from_data_source else self.host.origin_of(node.iter))
+        self.bind_all(node.target, Origin.BATCH if from_data_source else self.origin_of(node.iter))
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
-        self.host.bind_all(node.target, self.host.origin_of(node.iter))
+        self.bind_all(node.target, self.origin_of(node.iter))
 
     def leave_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
-            self.host.bind(target.target, node.value)
+            self.bind(target.target, node.value)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
-            self.host.bind(node.target, node.value)
+            self.bind(node.target, node.value)
 
-    # A comprehension's targets are its own; they must not shadow the enclosing function's names.
     def visit_ListComp(self, node: cst.ListComp) -> None:
-        self.host.enter_scope()
+        self._open_scope()
 
     def leave_ListComp(self, node: cst.ListComp) -> None:
-        self.host.leave_scope()
+        self._close_scope()
 
     def visit_SetComp(self, node: cst.SetComp) -> None:
-        self.host.enter_scope()
+        self._open_scope()
 
     def leave_SetComp(self, node: cst.SetComp) -> None:
-        self.host.leave_scope()
+        self._close_scope()
 
     def visit_DictComp(self, node: cst.DictComp) -> None:
-        self.host.enter_scope()
+        self._open_scope()
 
     def leave_DictComp(self, node: cst.DictComp) -> None:
-        self.host.leave_scope()
+        self._close_scope()
 
     def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
-        self.host.enter_scope()
+        self._open_scope()
 
     def leave_GeneratorExp(self, node: cst.GeneratorExp) -> None:
-        self.host.leave_scope()
+        self._close_scope()
+
+
+class HostDataRule(Rule):
+    """Base for the copy rules (VP102, VP104): reads the module's `HostData` as `self.host`."""
+
+    def __init__(self, context: ModuleContext) -> None:
+        super().__init__(context)
+        self.host = context.tracker(HostData)

@@ -145,7 +145,6 @@ class AmpScopeRule(Rule):
         # Per open class: its methods' scopes, checked together when the class ends.
         self._classes: list[list[AmpScope]] = []
         self._enclosing: list[str] = []
-        self._active = context.mentions("scale")
 
     def check(self, scope: AmpScope) -> None:
         raise NotImplementedError
@@ -181,8 +180,6 @@ class AmpScopeRule(Rule):
         self.check(self._scopes.pop())
 
     def visit_If(self, node: cst.If) -> None:
-        if not self._active:
-            return
         exempt = self.context.memo(
             ("scaler-free-branch", id(node)), lambda: _scaler_free_ids(node, self.context.facts)
         )
@@ -196,8 +193,6 @@ class AmpScopeRule(Rule):
                     self._scopes[-1].scaled_names.add(name)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._active:
-            return
         scope = self._scopes[-1]
         facts = self.context.facts
         where = self.context.heat.where()

@@ -1,8 +1,8 @@
-"""A rule base that follows grad mode, graph-carrying names and evaluation mode through the walk.
+"""Grad mode, graph-carrying names and evaluation mode, followed once per module.
 
-Rules about autograd memory (VP401, VP402) and evaluation loops (VP404) need the same
-walk-order state; this base feeds an `AutogradTracker` and an `EvalTracker` from the engine's
-single walk. A subclass that defines one of these visitor methods itself calls `super()`.
+Rules about autograd memory (VP401, VP402) and evaluation loops (VP404) read the same
+walk-order state: one `TrainingState` tracker feeds an `AutogradTracker` and an `EvalTracker`
+from the engine's single walk, and each of those rules reads it through `TrainingStateRule`.
 """
 
 from __future__ import annotations
@@ -12,27 +12,14 @@ import libcst as cst
 from verifier.static.autograd import AutogradTracker
 from verifier.static.evaluation import EvalTracker
 from verifier.static.rule import Rule
+from verifier.static.tracker import Tracker
 
 
-class TrainingStateRule(Rule):
+class TrainingState(Tracker):
     def __init__(self, context) -> None:
         super().__init__(context)
         self.autograd = AutogradTracker(context.imports, context.facts)
         self.evaluation = EvalTracker(context.path, context.imports, context.facts)
-
-    def training_loop_predicate(self):
-        """A judge for after the walk: is this loop a training step loop, not a loop inside one?
-
-        The heat model calls any innermost loop that runs a model a step loop; an RNN's time loop
-        inside one training step is one too. Graphs kept across *its* iterations are freed by the
-        step's single backward, so memory rules ask for a loop that iterates data or trains.
-        """
-        training = self.evaluation.training_loops()
-
-        def is_training_step(loop) -> bool:
-            return loop.data_source or id(loop) in training or (loop.is_step and not loop.trains) or loop.is_epoch
-
-        return is_training_step
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.autograd.enter_class(node)
@@ -82,3 +69,27 @@ class TrainingStateRule(Rule):
     def leave_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self.autograd.bind(node.asname.name, None)
+
+
+class TrainingStateRule(Rule):
+    """A rule that reads the module's `TrainingState`: `self.autograd` and `self.evaluation`."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        state = context.tracker(TrainingState)
+        self.autograd = state.autograd
+        self.evaluation = state.evaluation
+
+    def training_loop_predicate(self):
+        """A judge for after the walk: is this loop a training step loop, not a loop inside one?
+
+        The heat model calls any innermost loop that runs a model a step loop; an RNN's time loop
+        inside one training step is one too. Graphs kept across *its* iterations are freed by the
+        step's single backward, so memory rules ask for a loop that iterates data or trains.
+        """
+        training = self.evaluation.training_loops()
+
+        def is_training_step(loop) -> bool:
+            return loop.data_source or id(loop) in training or (loop.is_step and not loop.trains) or loop.is_epoch
+
+        return is_training_step
