@@ -67,3 +67,44 @@ def test_analysing_never_imports_or_executes_the_code(tmp_path):
     assert done.stdout.strip().splitlines()[-1] == "0 False"
     assert "VP201" in done.stdout
     assert not marker.exists()
+
+
+def test_rules_share_one_tracker_and_the_tree_dies_with_its_file():
+    """Three autograd rules read one TrainingState; nothing keeps the parsed tree alive in a cycle."""
+    import gc
+
+    import libcst as cst
+
+    from verifier.rules import rule_by_selector
+    from verifier.static import engine
+    from verifier.static.source import decode_source
+    from verifier.static.training_state import TrainingStateRule
+
+    code = "import torch\nhistory = []\nfor x in loader:\n    loss = model(x).sum()\n    history.append(loss)\n"
+    rules = [r for code_ in ("VP401", "VP402", "VP404") for r in rule_by_selector(code_)]
+    seen = []
+    original = engine._dispatch_tables
+
+    def spy(walkers):
+        seen.extend(walkers)
+        return original(walkers)
+
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        engine._dispatch_tables = spy
+        analysis = engine.analyze_source("train.py", decode_source(code.encode()), rules, Settings())
+        engine._dispatch_tables = original
+        state_trackers = {id(w.autograd) for w in seen if isinstance(w, TrainingStateRule)}
+        del seen[:]
+        gc.collect()
+        leaked = [o for o in gc.garbage if isinstance(o, cst.CSTNode)]
+    finally:
+        engine._dispatch_tables = original
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert [(f.code, f.line) for f in analysis.findings] == [("VP402", 5)]
+    assert len(state_trackers) == 1
+    assert leaked == []

@@ -35,3 +35,30 @@ def test_rate_limits(test):
 @pytest.mark.parametrize("test", ["verbose", "rank == 0", "logger is not None", "loss > best", "epoch > warmup"])
 def test_not_rate_limits(test):
     assert not is_rate_limit(cst.parse_expression(test), _imports())
+
+
+def _vp201_lines(code: str) -> list[int]:
+    from verifier.config import Settings
+    from verifier.rules import rule_by_selector
+    from verifier.static.engine import analyze_source
+    from verifier.static.source import decode_source
+
+    analysis = analyze_source("train.py", decode_source(code.encode()), rule_by_selector("VP201"), Settings())
+    return [f.line for f in analysis.findings]
+
+
+def test_a_guard_covers_its_body_not_its_own_test_nor_its_else():
+    code = """\
+import torch
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    if step % 10 == 0 and loss.item() > 4.0:
+        print(loss.item())
+    else:
+        print(loss.item())
+    if step % 10:
+        continue
+    print(loss.item())
+"""
+    assert _vp201_lines(code) == [5, 8]
