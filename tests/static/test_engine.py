@@ -85,9 +85,9 @@ def test_rules_share_one_tracker_and_the_tree_dies_with_its_file():
     seen = []
     original = engine._dispatch_tables
 
-    def spy(walkers):
+    def spy(first, walkers):
         seen.extend(walkers)
-        return original(walkers)
+        return original(first, walkers)
 
     gc.collect()
     gc.disable()

@@ -19,31 +19,28 @@ def heat_of_marked_lines(code: str) -> dict[str, Heat]:
     heat = HeatModel(imports)
     marks: list[tuple[str, object]] = []
 
-    def enter(node):
-        if isinstance(node, cst.Call):
-            heat.on_call(node)
-            if isinstance(node.func, cst.Name) and node.func.value == "mark":
-                marks.append((node.args[0].value.evaluated_value, heat.where()))
-        elif isinstance(node, cst.FunctionDef):
-            heat.enter_function(node)
-        elif isinstance(node, (cst.For, cst.While)):
-            heat.enter_loop(node)
-        elif isinstance(node, cst.ClassDef):
-            heat.enter_class(node)
-        elif isinstance(node, (cst.Import, cst.ImportFrom)):
-            imports.add(node)
+    def on_call(node):
+        heat.on_call(node)
+        if isinstance(node.func, cst.Name) and node.func.value == "mark":
+            marks.append((node.args[0].value.evaluated_value, heat.where()))
 
-    def leave(node):
-        if isinstance(node, cst.FunctionDef):
-            heat.leave_function()
-        elif isinstance(node, (cst.For, cst.While)):
-            heat.leave_loop()
-        elif isinstance(node, cst.ClassDef):
-            heat.leave_class()
-        elif isinstance(node, cst.Assign):
-            heat.on_assign([t.target for t in node.targets], node.value)
-
-    walk(module, enter, leave)
+    visitors = {
+        cst.Call: [on_call],
+        cst.FunctionDef: [heat.enter_function],
+        cst.For: [heat.enter_loop],
+        cst.While: [heat.enter_loop],
+        cst.ClassDef: [heat.enter_class],
+        cst.Import: [imports.add],
+        cst.ImportFrom: [imports.add],
+    }
+    leavers = {
+        cst.FunctionDef: [lambda node: heat.leave_function()],
+        cst.For: [lambda node: heat.leave_loop()],
+        cst.While: [lambda node: heat.leave_loop()],
+        cst.ClassDef: [lambda node: heat.leave_class()],
+        cst.Assign: [lambda node: heat.on_assign([t.target for t in node.targets], node.value)],
+    }
+    walk(module, visitors, leavers)
     heat.resolve()
     return {label: heat.heat_of(where) for label, where in marks}
 

@@ -15,7 +15,7 @@ import signal
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -32,7 +32,7 @@ from verifier.static.rule import Candidate, Rule
 from verifier.static.source import Source, UnreadableSource, read_source
 from verifier.static.suppression import is_suppressed
 from verifier.static.tracker import Tracker
-from verifier.static.walk import walk
+from verifier.static.walk import Hooks, walk
 
 UNANALYSABLE = "VP900"
 # Text that makes a file part of a training loop's call graph even when no rule fires in it.
@@ -148,9 +148,10 @@ def analyze_source(
     context = ModuleContext(path, source.text, module, imports, heat, facts)
     # A rule whose tokens the file never mentions cannot fire here: it does not join the walk.
     active = [rule(context) for rule in rules if context.mentions(*rule.tokens)]
-    visitors, leavers = _dispatch_tables([*context.trackers.values(), *active])
+    own = _ModuleFacts(heat, facts, imports)
+    visitors, leavers = _dispatch_tables(own, [*context.trackers.values(), *active])
     try:
-        _walk_module(module, heat, facts, imports, visitors, leavers)
+        walk(module, visitors, leavers)
         heat.resolve(external)
         had_candidates = bool(context.candidates)
         findings = _to_findings(path, source, module, context.candidates, heat, settings) if had_candidates else []
@@ -196,19 +197,20 @@ def _syntax_error(text: str, error: cst.ParserSyntaxError) -> UnreadableSource:
     return UnreadableSource(f"libcst cannot parse this file: {error.message}", error.raw_line)
 
 
-def _dispatch_tables(walkers: list[Rule | Tracker]) -> tuple[dict[type, list[Callable]], dict[type, list[Callable]]]:
-    """Per node type, the hooks to call in order (trackers come first in `walkers`)."""
-    visitors: dict[type, list[Callable]] = {}
-    leavers: dict[type, list[Callable]] = {}
-    for walker in walkers:
-        for is_visit, node_type, attribute in _hooks_of(type(walker)):
-            table = visitors if is_visit else leavers
-            table.setdefault(node_type, []).append(getattr(walker, attribute))
+def _dispatch_tables(first: object, walkers: list[Rule | Tracker]) -> tuple[Hooks, Hooks]:
+    """Per node type, the hooks in call order: `first` visits before every walker and leaves after."""
+    visitors: Hooks = {}
+    leavers: Hooks = {}
+    for table, order, visiting in ((visitors, (first, *walkers), True), (leavers, (*walkers, first), False)):
+        for walker in order:
+            for is_visit, node_type, attribute in _hooks_of(type(walker)):
+                if is_visit is visiting:
+                    table.setdefault(node_type, []).append(getattr(walker, attribute))
     return visitors, leavers
 
 
 @functools.cache
-def _hooks_of(walker_class: type[Rule | Tracker]) -> tuple[tuple[bool, type, str], ...]:
+def _hooks_of(walker_class: type) -> tuple[tuple[bool, type, str], ...]:
     """A rule's or tracker's `visit_<Node>` / `leave_<Node>` methods, looked up once per process."""
     hooks = []
     for attribute in dir(walker_class):
@@ -222,55 +224,73 @@ def _hooks_of(walker_class: type[Rule | Tracker]) -> tuple[tuple[bool, type, str
     return tuple(hooks)
 
 
-def _walk_module(module, heat, facts, imports, visitors, leavers) -> None:
-    def enter(node: cst.CSTNode) -> None:
-        kind = type(node)
-        if kind is cst.Call:
-            heat.on_call(node)
-        elif kind is cst.FunctionDef:
-            heat.enter_function(node)
-            facts.enter_function(node.name.value)
-        elif kind is cst.For:
-            heat.enter_loop(node)
-            _bind_unknown(facts, node.target)
-        elif kind is cst.While:
-            heat.enter_loop(node)
-        elif kind is cst.ClassDef:
-            heat.enter_class(node)
-            facts.enter_class()
-        elif kind is cst.Import or kind is cst.ImportFrom:
-            imports.add(node)
-        for visit in visitors.get(kind, ()):
-            visit(node)
+class _ModuleFacts:
+    """The engine's own share of the walk: imports, heat and type facts, in walk order.
 
-    def leave(node: cst.CSTNode) -> None:
-        kind = type(node)
-        for leave_rule in leavers.get(kind, ()):
-            leave_rule(node)
-        if kind is cst.Assign:
-            targets = [t.target for t in node.targets]
-            for target in targets:
-                _bind(facts, target, node.value)
-            heat.on_assign(targets, node.value)
-        elif kind is cst.AnnAssign:
-            if node.value is not None:
-                _bind(facts, node.target, node.value)
-        elif kind is cst.Return:
-            facts.on_return(node.value)
-        elif kind is cst.AugAssign:
-            facts.bind(node.target, cst.BinaryOperation(node.target, cst.Add(), node.value))
-        elif kind is cst.FunctionDef:
-            heat.leave_function()
-            facts.leave_function()
-        elif kind is cst.For or kind is cst.While:
-            heat.leave_loop()
-        elif kind is cst.ClassDef:
-            heat.leave_class()
-            facts.leave_class()
-        elif kind is cst.WithItem and node.asname is not None:
-            _bind_unknown(facts, node.asname.name)
+    Its visits come before any tracker's or rule's, and its leaves after them: a rule leaving
+    `x = f()` still sees what `x` meant before the assignment.
+    """
 
-    walk(module, enter, leave)
+    def __init__(self, heat: HeatModel, facts: NameFacts, imports: ImportTable) -> None:
+        self.heat, self.facts, self.imports = heat, facts, imports
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.heat.on_call(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.heat.enter_function(node)
+        self.facts.enter_function(node.name.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.heat.enter_loop(node)
+        _bind_unknown(self.facts, node.target)
+
+    def visit_While(self, node: cst.While) -> None:
+        self.heat.enter_loop(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.heat.enter_class(node)
+        self.facts.enter_class()
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self.imports.add(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.imports.add(node)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        targets = [t.target for t in node.targets]
+        for target in targets:
+            _bind(self.facts, target, node.value)
+        self.heat.on_assign(targets, node.value)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            _bind(self.facts, node.target, node.value)
+
+    def leave_Return(self, node: cst.Return) -> None:
+        self.facts.on_return(node.value)
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        self.facts.bind(node.target, cst.BinaryOperation(node.target, cst.Add(), node.value))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.heat.leave_function()
+        self.facts.leave_function()
+
+    def leave_For(self, node: cst.For) -> None:
+        self.heat.leave_loop()
+
+    def leave_While(self, node: cst.While) -> None:
+        self.heat.leave_loop()
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.heat.leave_class()
+        self.facts.leave_class()
+
+    def leave_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            _bind_unknown(self.facts, node.asname.name)
 
 
 def _bind(facts: NameFacts, target: cst.BaseExpression, value: cst.BaseExpression) -> None:

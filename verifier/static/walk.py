@@ -39,6 +39,8 @@ _FIELD_ORDER = {
 }
 
 _fields_cache: dict[type, tuple[str, ...]] = {}
+# Annotations of fields that never hold a node (`Name.value` is a str).
+_PLAIN_VALUES = (str, bool, int, float)
 
 
 def child_fields(node_type: type) -> tuple[str, ...]:
@@ -48,7 +50,7 @@ def child_fields(node_type: type) -> tuple[str, ...]:
         declared = [
             f.name
             for f in dataclasses.fields(node_type)
-            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace") and f.type not in _PLAIN_VALUES
         ]
         order = _FIELD_ORDER.get(node_type)
         if order:
@@ -72,7 +74,9 @@ def _is_node(value: object) -> bool:
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Direct children of `node` in evaluation order."""
     found: list[cst.CSTNode] = []
-    names = _fields_cache.get(type(node)) or child_fields(type(node))
+    names = _fields_cache.get(type(node))
+    if names is None:
+        names = child_fields(type(node))
     for name in names:
         value = getattr(node, name)
         kind = type(value)
@@ -87,28 +91,63 @@ class _Leave(tuple):
     """Marks a node whose children are done, on the walk's explicit stack."""
 
 
-def walk(
-    node: cst.CSTNode,
-    enter: Callable[[cst.CSTNode], bool | None],
-    leave: Callable[[cst.CSTNode], None],
-) -> None:
-    """Depth-first walk calling `enter` then `leave`; `enter` returning False skips the children.
+Hooks = dict[type, list[Callable[[cst.CSTNode], None]]]
 
-    Iterative, so deeply nested expressions cannot exhaust the Python stack.
+
+def walk(node: cst.CSTNode, visitors: Hooks, leavers: Hooks) -> None:
+    """Depth-first walk in evaluation order: each node's `visitors[type]` hooks on the way in,
+    its `leavers[type]` hooks once its children are done.
+
+    Iterative, so deeply nested expressions cannot exhaust the Python stack. Leaves that no
+    hook asks for (most `Name`s, literals) are never put on the stack: a walk costs little
+    more than the nodes somebody looks at.
     """
+    child_fields(type(node))
+    hooked = visitors.keys() | leavers.keys()
+    # Per value type: worth a place on the stack (a node with children, or one a hook asks for)?
+    worth: dict[type, bool] = {}
+
+    def judge(value: object) -> bool:
+        kind = type(value)
+        verdict = worth[kind] = _is_node(value) and (bool(child_fields(kind)) or kind in hooked)
+        return verdict
+
     stack: list = [node]
+    pop = stack.pop
     while stack:
-        current = stack.pop()
-        if type(current) is _Leave:
-            leave(current[0])
+        current = pop()
+        kind = type(current)
+        if kind is _Leave:
+            current = current[0]
+            for leave in leavers[type(current)]:
+                leave(current)
             continue
-        if enter(current) is False:
-            leave(current)
-            continue
-        stack.append(_Leave((current,)))
-        below = children(current)
-        below.reverse()
-        stack.extend(below)
+        hooks = visitors.get(kind)
+        if hooks is not None:
+            for visit in hooks:
+                visit(current)
+        if kind in leavers:
+            stack.append(_Leave((current,)))
+        below: list = []
+        for name in _fields_cache[kind]:
+            value = getattr(current, name)
+            value_kind = type(value)
+            if value_kind is tuple or value_kind is list:
+                for item in value:
+                    keep = worth.get(type(item))
+                    if keep is None:
+                        keep = judge(item)
+                    if keep:
+                        below.append(item)
+            else:
+                keep = worth.get(value_kind)
+                if keep is None:
+                    keep = judge(value)
+                if keep:
+                    below.append(value)
+        if below:
+            below.reverse()
+            stack.extend(below)
 
 
 def iter_descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
