@@ -29,7 +29,6 @@ scaler.step(optimizer)
 scaler.update()
 """
     fix = "Step through the scaler: `scaler.step(optimizer)` then `scaler.update()`."
-    tokens = ("scale",)
     references = (
         "https://pytorch.org/docs/stable/amp.html#gradient-scaling",
         "https://pytorch.org/docs/stable/notes/amp_examples.html",

@@ -32,7 +32,6 @@ scaler.step(optimizer)
 scaler.update()
 """
     fix = "Call `scaler.unscale_(optimizer)` before clipping; `scaler.step` then does not unscale twice."
-    tokens = ("scale",)
     references = ("https://pytorch.org/docs/stable/notes/amp_examples.html#gradient-clipping",)
 
     def check(self, scope: AmpScope) -> None:

@@ -29,7 +29,6 @@ scaler.step(optimizer)
 scaler.update()
 """
     fix = "Backpropagate the scaled loss: `scaler.scale(loss).backward()`."
-    tokens = ("scale",)
     references = ("https://pytorch.org/docs/stable/amp.html#torch.amp.GradScaler.scale",)
 
     def check(self, scope: AmpScope) -> None:

@@ -37,7 +37,6 @@ for x, y in loader:
     scaler.update()
 """
     fix = "Call `scaler.update()` once per optimizer step, right after `scaler.step(optimizer)`."
-    tokens = ("scale",)
     references = ("https://pytorch.org/docs/stable/amp.html#torch.amp.GradScaler.update",)
 
     def __init__(self, context) -> None:

@@ -35,7 +35,8 @@ scaler.step(optimizer)  # skips the step itself on inf/NaN gradients
 scaler.update()
 """
     fix = "Drop the check and call `scaler.step(optimizer)` unconditionally; it skips inf/NaN steps itself."
-    tokens = ("scale",)
+    # The guard must sit around a GradScaler, known by its constructor or a name like `scaler`.
+    tokens = ("scaler", "Scaler", "SCALER")
     references = ("https://pytorch.org/docs/stable/amp.html#torch.amp.GradScaler.step",)
 
     def visit_If(self, node: cst.If) -> None:

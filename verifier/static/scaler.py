@@ -10,6 +10,7 @@ import libcst as cst
 from verifier.static.heat import Where
 from verifier.static.names import dotted_name, method_name, receiver, terminal_name
 from verifier.static.rule import Rule
+from verifier.static.tracker import Tracker
 from verifier.static.walk import iter_descendants
 
 if TYPE_CHECKING:
@@ -136,18 +137,21 @@ class AmpScope:
 _CLIPS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_grad_value"})
 
 
-class AmpScopeRule(Rule):
-    """Base for the GradScaler rules: collects each scope's AMP calls and checks it on exit."""
+class AmpScopes(Tracker):
+    """Each scope's GradScaler, optimizer, backward and clipping calls, in the order scopes close.
+
+    A function closes at its end, except a method: Lightning-style code scales in one method
+    and steps in another, so a class's methods close together when the class ends, each
+    sharing the calls on a `self.` scaler. The module closes last.
+    """
 
     def __init__(self, context: ModuleContext) -> None:
         super().__init__(context)
+        self.closed: list[AmpScope] = []
         self._scopes: list[AmpScope] = [AmpScope(context.module)]
-        # Per open class: its methods' scopes, checked together when the class ends.
+        # Per open class: its methods' scopes, closed together when the class ends.
         self._classes: list[list[AmpScope]] = []
         self._enclosing: list[str] = []
-
-    def check(self, scope: AmpScope) -> None:
-        raise NotImplementedError
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.append([])
@@ -162,7 +166,7 @@ class AmpScopeRule(Rule):
         for method in methods:
             own = set(map(id, method.scaler_calls))
             method.scaler_calls.extend(c for c in shared if id(c) not in own)
-            self.check(method)
+            self.closed.append(method)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append(AmpScope(node))
@@ -174,16 +178,13 @@ class AmpScopeRule(Rule):
         if self._enclosing and self._enclosing[-1] == "class":
             self._classes[-1].append(scope)
         else:
-            self.check(scope)
+            self.closed.append(scope)
 
     def leave_Module(self, node: cst.Module) -> None:
-        self.check(self._scopes.pop())
+        self.closed.append(self._scopes.pop())
 
     def visit_If(self, node: cst.If) -> None:
-        exempt = self.context.memo(
-            ("scaler-free-branch", id(node)), lambda: _scaler_free_ids(node, self.context.facts)
-        )
-        self._scopes[-1].exempt.update(exempt)
+        self._scopes[-1].exempt.update(_scaler_free_ids(node, self.context.facts))
 
     def leave_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Call) and scaler_method(node.value, self.context.facts) == "scale":
@@ -222,3 +223,21 @@ class AmpScopeRule(Rule):
             if dotted_name(part) in scope.scaled_names:
                 return True
         return False
+
+
+class AmpScopeRule(Rule):
+    """Base for the GradScaler rules: checks every scope `AmpScopes` collected, once the module ends."""
+
+    # A GradScaler is known by its constructor (`GradScaler(...)`) or a name like `scaler`.
+    tokens = ("scaler", "Scaler", "SCALER")
+
+    def __init__(self, context: ModuleContext) -> None:
+        super().__init__(context)
+        self._amp = context.tracker(AmpScopes)
+
+    def check(self, scope: AmpScope) -> None:
+        raise NotImplementedError
+
+    def leave_Module(self, node: cst.Module) -> None:
+        for scope in self._amp.closed:
+            self.check(scope)
