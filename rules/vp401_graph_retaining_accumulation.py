@@ -37,20 +37,24 @@ class _Scope:
     """One function (or the module): where names were bound, and what reaches `backward()`."""
 
     bindings: dict[str, Where] = field(default_factory=dict)
-    flows: list[tuple[str, set[str]]] = field(default_factory=list)
+    # `target = value` in walk order; the names in `value` are read only if a check needs them.
+    flows: list[tuple[str, cst.CSTNode]] = field(default_factory=list)
     backward: set[str] = field(default_factory=set)
     backed: set[str] = field(default_factory=set)
+    has_accumulation: bool = False
 
     def close(self) -> None:
         """Every name whose value flows into a backward() in this scope."""
         backed = set(self.backward)
-        changed = True
-        while changed:
-            changed = False
-            for target, sources in self.flows:
-                if target in backed and not sources <= backed:
-                    backed |= sources
-                    changed = True
+        if backed and self.has_accumulation:
+            flows = [(target, _names_in(value)) for target, value in self.flows]
+            changed = True
+            while changed:
+                changed = False
+                for target, sources in flows:
+                    if target in backed and not sources <= backed:
+                        backed |= sources
+                        changed = True
         self.backed = backed
 
 
@@ -147,25 +151,24 @@ for x, y in loader:
             self._check(node, *accumulation)
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        sources = _names_in(node.value)
         accumulates = _self_accumulation(node) is not None
         for target in node.targets:
             name = dotted_name(target.target)
             if name is None:
                 continue
-            self._scopes[-1].flows.append((name, sources))
+            self._scopes[-1].flows.append((name, node.value))
             if not accumulates:
                 self._bind(name)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         name = dotted_name(node.target)
         if name is not None:
-            self._scopes[-1].flows.append((name, _names_in(node.value)))
+            self._scopes[-1].flows.append((name, node.value))
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         name = dotted_name(node.target)
         if name is not None and node.value is not None:
-            self._scopes[-1].flows.append((name, _names_in(node.value)))
+            self._scopes[-1].flows.append((name, node.value))
             self._bind(name)
 
     def _bind(self, name: str) -> None:
@@ -185,6 +188,7 @@ for x, y in loader:
         if self.autograd.grad_mode() is not GradMode.ENABLED:
             return
         scope = self._scopes[-1]
+        scope.has_accumulation = True
         where = self.context.heat.where()
         key = self.autograd.function_key
         is_attribute = name.startswith("self.")

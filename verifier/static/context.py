@@ -45,6 +45,7 @@ class ModuleContext:
         self.candidates = []
         self.trackers = {}
         self._memo = {}
+        self.imports.forget_nodes()
 
     def memo(self, key: object, compute):
         """Compute a fact once per module for every rule that asks (e.g. AMP facts per `if`)."""

@@ -126,15 +126,18 @@ class HeatModel:
         self._dataloader_names: set[str] = set()
         # `self.metric = RunningAccuracy()` / `trainer = Trainer()`: the class behind a name.
         self._instances: dict[str, str] = {}
+        # The current `Where`, shared by every ask until a function or loop opens or closes.
+        self._where: Where | None = None
 
     # ----- recording, called by the engine in walk order -----
 
     def where(self) -> Where:
-        function = self._function_stack[-1] if self._function_stack else None
-        loops = self._loop_stack[-1]
-        if function is None and not loops:
-            return _MODULE_LEVEL
-        return Where(function, tuple(loops))
+        where = self._where
+        if where is None:
+            function = self._function_stack[-1] if self._function_stack else None
+            loops = self._loop_stack[-1]
+            where = self._where = Where(function, tuple(loops)) if function is not None or loops else _MODULE_LEVEL
+        return where
 
     def enter_class(self, node: cst.ClassDef) -> None:
         self._class_stack.append(node.name.value)
@@ -155,8 +158,10 @@ class HeatModel:
         self._all_functions.append(info)
         self._function_stack.append(info)
         self._loop_stack.append([])
+        self._where = None
 
     def leave_function(self) -> None:
+        self._where = None
         self._function_stack.pop()
         self._loop_stack.pop()
 
@@ -173,8 +178,10 @@ class HeatModel:
         else:
             self._module_loops.append(info)
         loops.append(info)
+        self._where = None
 
     def leave_loop(self) -> None:
+        self._where = None
         self._loop_stack[-1].pop()
 
     def on_assign(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:

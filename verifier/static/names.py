@@ -37,8 +37,17 @@ class ImportTable:
 
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
+        # Several walkers ask for the same node's name: id -> (node, aliases seen, answer).
+        # Holding the node keeps its id from being reused while the table lives.
+        self._answers: dict[int, tuple[cst.CSTNode, int, str | None]] = {}
+        self._version = 0
+
+    def forget_nodes(self) -> None:
+        """Drop the remembered answers (and the nodes they hold) once the walk is over."""
+        self._answers = {}
 
     def add(self, statement: cst.Import | cst.ImportFrom) -> None:
+        self._version += 1
         if isinstance(statement, cst.Import):
             for alias in statement.names:
                 full = _module_name(alias.name)
@@ -67,8 +76,13 @@ class ImportTable:
         return f"{target}.{rest}" if rest else target
 
     def qualified_name(self, node: cst.CSTNode) -> str | None:
+        known = self._answers.get(id(node))
+        if known is not None and known[0] is node and known[1] == self._version:
+            return known[2]
         dotted = dotted_name(node)
-        return self.qualify(dotted) if dotted else None
+        answer = self.qualify(dotted) if dotted else None
+        self._answers[id(node)] = (node, self._version, answer)
+        return answer
 
     def call_name(self, call: cst.Call) -> str | None:
         """Qualified name of the called function, e.g. `torch.stack` for `t.stack(...)`."""
