@@ -108,3 +108,34 @@ def test_module_names_and_relative_resolution(tmp_path):
     assert absolute_name(".utils.f", "pkg.train") == "pkg.utils.f"
     assert absolute_name("..utils.f", "pkg.sub.train") == "pkg.utils.f"
     assert absolute_name("torch.stack", "pkg.train") == "torch.stack"
+
+
+def test_only_files_whose_heat_the_project_changed_are_analysed_again(tmp_path, monkeypatch):
+    from verifier.static import runner
+
+    write(tmp_path, {
+        "helpers.py": HELPERS,
+        "report.py": """
+            def summary(loss):
+                return loss.item()
+        """,
+        "train.py": """
+            from helpers import read_loss
+            for x in loader:
+                loss = model(x).sum()
+                loss.backward()
+                read_loss(loss)
+        """,
+    })
+    again: list[str] = []
+    original = runner.analyse_many
+
+    def spy(paths, *args, **kwargs):
+        if kwargs.get("external") is not None:
+            again.extend(p.rsplit("/", 1)[-1] for p in paths)
+        return original(paths, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "analyse_many", spy)
+    assert findings(tmp_path) == [("helpers.py", "VP201", 3, "MEDIUM", "step")]
+    # report.py has a candidate too, but nothing elsewhere calls it: its heat is unchanged.
+    assert again == ["helpers.py"]

@@ -48,6 +48,8 @@ class ModuleAnalysis:
     heat: HeatModel | None = None
     local_facts: dict[str, FunctionFacts] = field(default_factory=dict)
     had_candidates: bool = False
+    # `heat.resolved_state()` under this module's own heat, before any project-wide pass.
+    resolved_state: tuple = ()
 
 
 @dataclass
@@ -166,7 +168,7 @@ def analyze_source(
         leavers.clear()
     local_facts = heat.facts()
     heat.release_tree()
-    return ModuleAnalysis(findings, heat, local_facts, had_candidates)
+    return ModuleAnalysis(findings, heat, local_facts, had_candidates, heat.resolved_state())
 
 
 MAX_NESTING = 200  # CPython's own limit on nested brackets; libcst's native parser crashes far beyond it

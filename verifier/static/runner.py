@@ -111,7 +111,8 @@ def _apply_project_heat(
     """Heat crosses modules: a helper imported by another file's batch loop is step code.
 
     Each file was analysed under its own heat; one fixed point over every file's summary
-    then says which files' heat changed, and only those are analysed again with it.
+    (it updates the summaries in place) then says which files' heat changed, and only those
+    with candidate findings are analysed again with it.
     """
     analysed = [(i, f) for i, f in enumerate(files) if f.analysis is not None and f.analysis.heat is not None]
     if len(analysed) < 2:
@@ -119,7 +120,8 @@ def _apply_project_heat(
     project = resolve_project([f.analysis.heat for _, f in analysed])
     redo: list[tuple[int, str | None]] = []
     for index, file_result in analysed:
-        if file_result.analysis.had_candidates and _heat_changed(file_result.analysis, project):
+        analysis = file_result.analysis
+        if analysis.had_candidates and analysis.heat.resolved_state() != analysis.resolved_state:
             key = keys[index]
             if key is not None:
                 key = f"{key}-{_facts_digest(file_result.analysis, project)}"
@@ -141,16 +143,3 @@ def _facts_digest(analysis: ModuleAnalysis, project: dict[str, FunctionFacts]) -
     touched = set(analysis.local_facts) | {site.callee for site in analysis.heat.call_sites}
     relevant = sorted((key, project[key]) for key in touched if key in project)
     return hashlib.sha256(repr(relevant).encode()).hexdigest()[:16]
-
-
-
-
-def _heat_changed(analysis: ModuleAnalysis, project: dict[str, FunctionFacts]) -> bool:
-    local = analysis.local_facts
-    if any(project.get(key, facts) != facts for key, facts in local.items()):
-        return True
-    return any(
-        site.callee not in local and (known := project.get(site.callee)) is not None
-        and (known.trains or known.has_step_loop)
-        for site in analysis.heat.call_sites
-    )
