@@ -26,7 +26,7 @@ from verifier.findings import Category, Finding, Heat, Severity
 from verifier.static.context import ModuleContext
 from verifier.static.discovery import module_name_for
 from verifier.static.facts import NameFacts
-from verifier.static.heat import FunctionFacts, HeatModel
+from verifier.static.heat import FunctionFacts, HeatModel, Where
 from verifier.static.names import ImportTable
 from verifier.static.rule import Candidate, Rule
 from verifier.static.source import Source, UnreadableSource, read_source
@@ -48,7 +48,9 @@ class ModuleAnalysis:
     heat: HeatModel | None = None
     local_facts: dict[str, FunctionFacts] = field(default_factory=dict)
     had_candidates: bool = False
-    # `heat.resolved_state()` under this module's own heat, before any project-wide pass.
+    # Where each candidate finding was seen, and `heat.resolved_state()` of those places under
+    # this module's own heat, before any project-wide pass.
+    candidate_wheres: list[Where] = field(default_factory=list)
     resolved_state: tuple = ()
 
 
@@ -155,8 +157,9 @@ def analyze_source(
     try:
         walk(module, visitors, leavers)
         heat.resolve(external)
-        had_candidates = bool(context.candidates)
-        findings = _to_findings(path, source, module, context.candidates, heat, settings) if had_candidates else []
+        candidates = context.candidates
+        had_candidates = bool(candidates)
+        findings = _to_findings(path, source, module, candidates, heat, settings) if had_candidates else []
     except RecursionError:
         # Python accepts a few expression shapes (e.g. `a + a + ... + a`) deeper than code can recurse.
         raise UnreadableSource("expressions nested too deeply to analyse") from None
@@ -168,7 +171,8 @@ def analyze_source(
         leavers.clear()
     local_facts = heat.facts()
     heat.release_tree()
-    return ModuleAnalysis(findings, heat, local_facts, had_candidates, heat.resolved_state())
+    wheres = [candidate.where for candidate in candidates]
+    return ModuleAnalysis(findings, heat, local_facts, had_candidates, wheres, heat.resolved_state(wheres))
 
 
 MAX_NESTING = 200  # CPython's own limit on nested brackets; libcst's native parser crashes far beyond it

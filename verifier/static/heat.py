@@ -331,12 +331,15 @@ class HeatModel:
             found[fn.key] = found[fn.key].merge(mine) if fn.key in found else mine
         return found
 
-    def resolved_state(self) -> tuple:
-        """All that resolution decided about this module's functions and loops: when a
-        project-wide pass leaves it unchanged, so are the module's findings."""
-        functions = tuple((fn.heat, fn.trains_transitively, fn.has_step_loop) for fn in self._all_functions)
+    def resolved_state(self, wheres: list[Where]) -> tuple:
+        """What resolution decided that findings at `wheres` can depend on: their functions'
+        heat, and whether each function of the module trains or runs a step loop, and each loop's
+        kind. When a project-wide pass leaves this unchanged, so are the findings."""
+        functions = tuple((fn.trains_transitively, fn.has_step_loop) for fn in self._all_functions)
         loops = tuple((loop.is_step, loop.is_epoch) for fn in self._all_functions for loop in fn.loops)
-        return functions, loops, tuple((loop.is_step, loop.is_epoch) for loop in self._module_loops)
+        module_loops = tuple((loop.is_step, loop.is_epoch) for loop in self._module_loops)
+        heats = tuple(where.function.heat if where.function is not None else None for where in wheres)
+        return functions, loops, module_loops, heats
 
     def release_tree(self) -> None:
         """Drop references to syntax nodes so a summary outlives its parsed module cheaply."""
