@@ -22,11 +22,12 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from verifier.config import Settings
-from verifier.findings import Category, Finding, Heat, Severity
+from verifier.findings import Category, Finding, Heat, Severity, SeverityByHeat
 from verifier.static.context import ModuleContext
+from verifier.static.deferred import DeferredSeverity
 from verifier.static.discovery import module_name_for
 from verifier.static.facts import NameFacts
-from verifier.static.heat import FunctionFacts, HeatModel, Where
+from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of
 from verifier.static.names import ImportTable
 from verifier.static.rule import Candidate, Rule
 from verifier.static.source import Source, UnreadableSource, read_source
@@ -47,11 +48,40 @@ class ModuleAnalysis:
     findings: list[Finding]
     heat: HeatModel | None = None
     local_facts: dict[str, FunctionFacts] = field(default_factory=dict)
-    had_candidates: bool = False
-    # Where each candidate finding was seen, and `heat.resolved_state()` of those places under
-    # this module's own heat, before any project-wide pass.
-    candidate_wheres: list[Where] = field(default_factory=list)
-    resolved_state: tuple = ()
+    candidates: list[CandidateHeat] = field(default_factory=list)
+    # `heat.resolved_state()` for the deferred candidates, under this module's own heat.
+    deferred_state: tuple = ()
+
+    def findings_may_change(self) -> bool:
+        """After a project-wide pass updated `heat` in place: could a finding be different now?
+
+        A plain candidate changes only if its heat changed where its rule reports at either
+        heat; a deferred one whenever anything its judgement can read was decided differently.
+        """
+        if self.heat is None:
+            return False
+        deferred = [c.where for c in self.candidates if c.table is None]
+        if deferred and self.heat.resolved_state(deferred) != self.deferred_state:
+            return True
+        for candidate in self.candidates:
+            if candidate.table is None:
+                continue
+            now = heat_of(candidate.where)
+            if now is not candidate.heat and (
+                candidate.table.at(now) is not None or candidate.table.at(candidate.heat) is not None
+            ):
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class CandidateHeat:
+    """What a candidate's finding depends on, kept (without syntax nodes) for the project pass."""
+
+    where: Where
+    heat: Heat
+    # The rule's severity per heat; None when a deferred judgement decides it.
+    table: SeverityByHeat | None
 
 
 @dataclass
@@ -158,8 +188,7 @@ def analyze_source(
         walk(module, visitors, leavers)
         heat.resolve(external)
         candidates = context.candidates
-        had_candidates = bool(candidates)
-        findings = _to_findings(path, source, module, candidates, heat, settings) if had_candidates else []
+        findings = _to_findings(path, source, module, candidates, heat, settings) if candidates else []
     except RecursionError:
         # Python accepts a few expression shapes (e.g. `a + a + ... + a`) deeper than code can recurse.
         raise UnreadableSource("expressions nested too deeply to analyse") from None
@@ -171,8 +200,12 @@ def analyze_source(
         leavers.clear()
     local_facts = heat.facts()
     heat.release_tree()
-    wheres = [candidate.where for candidate in candidates]
-    return ModuleAnalysis(findings, heat, local_facts, had_candidates, wheres, heat.resolved_state(wheres))
+    kept = [
+        CandidateHeat(c.where, heat_of(c.where), None if isinstance(c.severity, DeferredSeverity) else c.severity)
+        for c in candidates
+    ]
+    deferred = [c.where for c in kept if c.table is None]
+    return ModuleAnalysis(findings, heat, local_facts, kept, heat.resolved_state(deferred) if deferred else ())
 
 
 MAX_NESTING = 200  # CPython's own limit on nested brackets; libcst's native parser crashes far beyond it

@@ -121,7 +121,7 @@ def _apply_project_heat(
     redo: list[tuple[int, str | None]] = []
     for index, file_result in analysed:
         analysis = file_result.analysis
-        if analysis.had_candidates and analysis.heat.resolved_state(analysis.candidate_wheres) != analysis.resolved_state:
+        if analysis.findings_may_change():
             key = keys[index]
             if key is not None:
                 key = f"{key}-{_facts_digest(file_result.analysis, project)}"
