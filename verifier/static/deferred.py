@@ -3,7 +3,14 @@
 Some findings hinge on more than the heat of their own line: a list appended to every step
 is only a leak when it outlives the step loop, which the heat model knows only after the
 walk. A rule reports during the walk with a `DeferredSeverity`; the engine asks it for the
-severity after `resolve()`, and `decide()` may then look at other places' loops and heat.
+severity after `resolve()`.
+
+What `decide()` may read of the heat model: the kinds of the loops around its place (and
+around places seen earlier in the same function) and, for code outside loops, its function's
+heat and, when that function runs every step, the training facts of the functions of its
+class. The table it returns is applied at its place's heat. The project-wide pass re-analyses
+a file only when those inputs changed (`HeatModel.judgement_inputs`) or the heat changed where
+the table reports; a judgement that read more would go stale.
 """
 
 from __future__ import annotations

@@ -49,26 +49,21 @@ class ModuleAnalysis:
     heat: HeatModel | None = None
     local_facts: dict[str, FunctionFacts] = field(default_factory=dict)
     candidates: list[CandidateHeat] = field(default_factory=list)
-    # `heat.resolved_state()` for the deferred candidates, under this module's own heat.
-    deferred_state: tuple = ()
 
     def findings_may_change(self) -> bool:
         """After a project-wide pass updated `heat` in place: could a finding be different now?
 
-        A plain candidate changes only if its heat changed where its rule reports at either
-        heat; a deferred one whenever anything its judgement can read was decided differently.
+        Only where a candidate's heat changed and its table reports at the old or the new
+        heat, or where a deferred judgement's inputs changed (then its table may differ too).
         """
         if self.heat is None:
             return False
-        deferred = [c.where for c in self.candidates if c.table is None]
-        if deferred and self.heat.resolved_state(deferred) != self.deferred_state:
-            return True
         for candidate in self.candidates:
-            if candidate.table is None:
-                continue
-            now = heat_of(candidate.where)
-            if now is not candidate.heat and (
-                candidate.table.at(now) is not None or candidate.table.at(candidate.heat) is not None
+            if candidate.inputs is not None and self.heat.judgement_inputs(candidate.where) != candidate.inputs:
+                return True
+            now, table = heat_of(candidate.where), candidate.table
+            if now is not candidate.heat and table is not None and (
+                table.at(now) is not None or table.at(candidate.heat) is not None
             ):
                 return True
         return False
@@ -80,8 +75,10 @@ class CandidateHeat:
 
     where: Where
     heat: Heat
-    # The rule's severity per heat; None when a deferred judgement decides it.
+    # The severity per heat: the rule's, or what its deferred judgement decided (None: dropped).
     table: SeverityByHeat | None
+    # For a deferred judgement, `heat.judgement_inputs(where)` when it decided; else None.
+    inputs: tuple | None = None
 
 
 @dataclass
@@ -187,8 +184,8 @@ def analyze_source(
     try:
         walk(module, visitors, leavers)
         heat.resolve(external)
-        candidates = context.candidates
-        findings = _to_findings(path, source, module, candidates, heat, settings) if candidates else []
+        judged = [_judge(candidate, heat) for candidate in context.candidates]
+        findings = _to_findings(path, source, module, judged, settings) if judged else []
     except RecursionError:
         # Python accepts a few expression shapes (e.g. `a + a + ... + a`) deeper than code can recurse.
         raise UnreadableSource("expressions nested too deeply to analyse") from None
@@ -200,12 +197,17 @@ def analyze_source(
         leavers.clear()
     local_facts = heat.facts()
     heat.release_tree()
-    kept = [
-        CandidateHeat(c.where, heat_of(c.where), None if isinstance(c.severity, DeferredSeverity) else c.severity)
-        for c in candidates
-    ]
-    deferred = [c.where for c in kept if c.table is None]
-    return ModuleAnalysis(findings, heat, local_facts, kept, heat.resolved_state(deferred) if deferred else ())
+    return ModuleAnalysis(findings, heat, local_facts, [record for _, record in judged])
+
+
+def _judge(candidate: Candidate, heat: HeatModel) -> tuple[Candidate, CandidateHeat]:
+    """A candidate's heat and severity table once the heat model has resolved."""
+    severity = candidate.severity
+    if isinstance(severity, DeferredSeverity):
+        record = CandidateHeat(candidate.where, heat_of(candidate.where), severity.decide(), heat.judgement_inputs(candidate.where))
+    else:
+        record = CandidateHeat(candidate.where, heat_of(candidate.where), severity)
+    return candidate, record
 
 
 MAX_NESTING = 200  # CPython's own limit on nested brackets; libcst's native parser crashes far beyond it
@@ -353,18 +355,17 @@ def _to_findings(
     path: str,
     source: Source,
     module: cst.Module,
-    candidates: list[Candidate],
-    heat: HeatModel,
+    judged: list[tuple[Candidate, CandidateHeat]],
     settings: Settings,
 ) -> list[Finding]:
     ignored_here = settings.ignored_in_file(path)
     kept: list[tuple[Candidate, Heat, Severity]] = []
-    for candidate in candidates:
+    for candidate, record in judged:
         rule = candidate.rule
         if _matches(rule.code, rule.name, ignored_here):
             continue
-        where_heat = heat.heat_of(candidate.where)
-        severity = candidate.severity.at(where_heat)
+        where_heat = record.heat
+        severity = record.table.at(where_heat) if record.table is not None else None
         if severity is None:
             continue
         severity = settings.severity.get(rule.code, severity)

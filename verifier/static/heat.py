@@ -331,15 +331,21 @@ class HeatModel:
             found[fn.key] = found[fn.key].merge(mine) if fn.key in found else mine
         return found
 
-    def resolved_state(self, wheres: list[Where]) -> tuple:
-        """What resolution decided that findings at `wheres` can depend on: their functions'
-        heat, and whether each function of the module trains or runs a step loop, and each loop's
-        kind. When a project-wide pass leaves this unchanged, so are the findings."""
-        functions = tuple((fn.trains_transitively, fn.has_step_loop) for fn in self._all_functions)
-        loops = tuple((loop.is_step, loop.is_epoch) for fn in self._all_functions for loop in fn.loops)
-        module_loops = tuple((loop.is_step, loop.is_epoch) for loop in self._module_loops)
-        heats = tuple(where.function.heat if where.function is not None else None for where in wheres)
-        return functions, loops, module_loops, heats
+    def judgement_inputs(self, where: Where) -> tuple:
+        """What a deferred severity at `where` may read of the resolved heat (see `deferred.py`):
+        the kinds of the loops around it and, for code outside loops, its function's heat and,
+        when that function runs every step, the training facts of the functions of its class."""
+        loops = tuple((loop.is_step, loop.is_epoch) for loop in where.loops)
+        function = where.function
+        if function is None or where.loops:
+            return loops, None, ()
+        beside: tuple = ()
+        if function.heat is Heat.STEP:
+            owner = function.key.rsplit(".", 1)[0] + "."
+            beside = tuple(
+                (fn.has_step_loop, fn.trains_transitively) for fn in self._all_functions if fn.key.startswith(owner)
+            )
+        return loops, function.heat, beside
 
     def release_tree(self) -> None:
         """Drop references to syntax nodes so a summary outlives its parsed module cheaply."""
