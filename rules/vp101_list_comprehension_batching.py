@@ -48,16 +48,16 @@ x = data[ix[:, None] + torch.arange(block)]
         if qualified not in _JOINS:
             return
         arg = positional_arg(node, 0) or keyword_arg(node, "tensors")
-        if arg is None or not isinstance(arg.value, (cst.ListComp, cst.GeneratorExp)):
+        if arg is None or type(arg.value) not in (cst.ListComp, cst.GeneratorExp):
             return
         comprehension = arg.value
         target = comprehension.for_in.target
-        if not isinstance(target, cst.Name) or comprehension.for_in.inner_for_in is not None:
+        if type(target) is not cst.Name or comprehension.for_in.inner_for_in is not None:
             return
         element = comprehension.elt
-        if not isinstance(element, cst.Subscript) or not _uses(element.slice, target.value):
+        if type(element) is not cst.Subscript or not _uses(element.slice, target.value):
             return
-        window = any(isinstance(s.slice, cst.Slice) for s in element.slice)
+        window = any(type(s.slice) is cst.Slice for s in element.slice)
         source = self.context.code_for(element.value)
         how = f"`{source}[idx[:, None] + torch.arange(n)]`" if window else f"`{source}[idx]`"
         self.report(
@@ -110,6 +110,6 @@ for epoch in range(3):
 def _uses(slices, name: str) -> bool:
     for element in slices:
         for node in (element.slice, *iter_descendants(element.slice)):
-            if isinstance(node, cst.Name) and node.value == name:
+            if type(node) is cst.Name and node.value == name:
                 return True
     return False

@@ -84,7 +84,7 @@ for x, y in loader:
             self.report(node, _MESSAGE.format(source=source, origin=origin.value))
             return
         function = self.context.heat.where().function
-        if origin is None and isinstance(move.source, cst.Name) and function is not None:
+        if origin is None and type(move.source) is cst.Name and function is not None:
             # `def train_batch(src): src.to(dev)`: decided once every call site has been seen.
             name, parameter = function.node.name.value, move.source.value
             if parameter in function.params:
@@ -95,7 +95,7 @@ for x, y in loader:
                 )
 
     def _note_host_arguments(self, call: cst.Call) -> None:
-        if not isinstance(call.func, cst.Name):
+        if type(call.func) is not cst.Name:
             return
         for index, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
             if self.host.origin_of(arg.value) in (Origin.BATCH, Origin.HOST):

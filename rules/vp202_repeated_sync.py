@@ -111,7 +111,7 @@ if loss_value > best:
         self._forget(node.target)
 
     def _forget(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in (cst.Tuple, cst.List):
             for element in target.elements:
                 self._forget(element.value)
             return
@@ -195,6 +195,6 @@ def _mention_of(name: str) -> re.Pattern:
 def _makes_fresh_values(subject: cst.BaseExpression) -> bool:
     """`make_input().item()` twice reads two different values: only plain data paths repeat."""
     return any(
-        isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
+        type(node) is cst.Call and type(node.func) is cst.Name
         for node in (subject, *iter_descendants(subject))
     )

@@ -171,7 +171,7 @@ for step, (x, y) in enumerate(loader):
 
 def _runs_nvidia_smi(call: cst.Call) -> bool:
     return any(
-        isinstance(node, cst.SimpleString) and "nvidia-smi" in node.value
+        type(node) is cst.SimpleString and "nvidia-smi" in node.value
         for arg in call.args
         for node in (arg.value, *iter_descendants(arg.value))
     )

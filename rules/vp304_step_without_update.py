@@ -46,7 +46,7 @@ for x, y in loader:
     def check(self, scope: AmpScope) -> None:
         # Decided at the end of the module: a helper that only steps may be paired elsewhere.
         self._scopes_seen.append(scope)
-        if isinstance(scope.node, cst.Module):
+        if type(scope.node) is cst.Module:
             self._decide()
 
     def _decide(self) -> None:

@@ -43,7 +43,7 @@ scaler.update()
         if not is_finite_guard(node, self.context):
             return
         skips_update = any(
-            isinstance(child, cst.Call) and scaler_method(child, self.context.facts) == "update"
+            type(child) is cst.Call and scaler_method(child, self.context.facts) == "update"
             for child in iter_descendants(node.body)
         )
         message = "explicit finiteness check around `scaler.step`: GradScaler already skips inf/NaN steps; this adds a host sync every step"

@@ -76,7 +76,7 @@ for x, y in loader:
 
     def visit_For(self, node: cst.For) -> None:
         # `for mode in [LOCAL, REMOTE]:` repeats a check per configuration; it trains on no data.
-        if not isinstance(node.iter, (cst.List, cst.Tuple, cst.Set)):
+        if type(node.iter) not in (cst.List, cst.Tuple, cst.Set):
             self._enter_loop(node)
 
     def visit_While(self, node: cst.While) -> None:

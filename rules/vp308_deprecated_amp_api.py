@@ -69,7 +69,7 @@ with torch.autocast("cuda", dtype=torch.float16):
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         # `@custom_fwd` without parentheses; the called form is a Call and seen by visit_Call.
-        if not isinstance(node.decorator, cst.Call):
+        if type(node.decorator) is not cst.Call:
             qualified = self.context.imports.qualified_name(node.decorator)
             if qualified in DEPRECATED_AMP:
                 self._report_deprecated(node.decorator, qualified)

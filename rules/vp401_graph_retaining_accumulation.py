@@ -142,7 +142,7 @@ for x, y in loader:
                     self._backed_attributes |= {n for n in names if n.startswith("self.")}
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.operator, cst.AddAssign):
+        if type(node.operator) is cst.AddAssign:
             self._check(node, node.target, node.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -328,9 +328,9 @@ for epoch in range(epochs):
 
 def _self_accumulation(node: cst.Assign) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
     """`total = total + v` (or `v + total`): the accumulator and the added value."""
-    if len(node.targets) != 1 or not isinstance(node.value, cst.BinaryOperation):
+    if len(node.targets) != 1 or type(node.value) is not cst.BinaryOperation:
         return None
-    if not isinstance(node.value.operator, cst.Add):
+    if type(node.value.operator) is not cst.Add:
         return None
     target = node.targets[0].target
     name = dotted_name(target)
@@ -347,7 +347,7 @@ def _self_accumulation(node: cst.Assign) -> tuple[cst.BaseExpression, cst.BaseEx
 def _names_in(node: cst.CSTNode) -> set[str]:
     names = set()
     for child in (node, *iter_descendants(node)):
-        if isinstance(child, (cst.Name, cst.Attribute)):
+        if type(child) in (cst.Name, cst.Attribute):
             name = dotted_name(child)
             if name is not None:
                 names.add(name)

@@ -127,20 +127,20 @@ for epoch in range(epochs):
             self._assign(node.target, node.value)
 
     def visit_Del(self, node: cst.Del) -> None:
-        if isinstance(node.target, cst.Subscript):
+        if type(node.target) is cst.Subscript:
             name = dotted_name(node.target.value)
             if name is not None:
                 self._cut(name)
 
     def _assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in (cst.Tuple, cst.List):
             # `d_losses, g_losses = [], []` binds each name to its own value.
-            values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()
+            values = value.elements if type(value) in (cst.Tuple, cst.List) else ()
             for index, element in enumerate(target.elements):
                 paired = values[index].value if index < len(values) and len(values) == len(target.elements) else cst.Name("None")
                 self._assign(element.value, paired)
             return
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             name = dotted_name(target.value)
             if name is not None:
                 self._cut(name)
@@ -208,7 +208,7 @@ for epoch in range(epochs):
         graph_on = self.autograd.grad_mode() is GradMode.ENABLED and self.evaluation.reason() is None
         if graph_on and self.autograd.carries_graph(value):
             return "graph"
-        if isinstance(value, cst.Call) and method_name(value) in _HOST_METHODS:
+        if type(value) is cst.Call and method_name(value) in _HOST_METHODS:
             return "host"
         kind = self.context.facts.kind_of(value)
         if kind is Kind.NUMBER:
@@ -357,9 +357,9 @@ _MESSAGES = {
 
 
 def _is_new_list(value: cst.BaseExpression) -> bool:
-    if isinstance(value, cst.List):
+    if type(value) is cst.List:
         return not value.elements
-    return isinstance(value, cst.Call) and dotted_name(value.func) == "list" and not value.args
+    return type(value) is cst.Call and dotted_name(value.func) == "list" and not value.args
 
 
 def _per_step_hook(where: Where, heat) -> bool:

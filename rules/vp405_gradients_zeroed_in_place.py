@@ -94,7 +94,7 @@ for x, y in loader:
                 self.report(node, f"`{grad}` is zeroed by hand in a loop over parameters every step")
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if not isinstance(node.value, cst.Call) or self.context.imports.call_name(node.value) not in _ZERO_FACTORIES:
+        if type(node.value) is not cst.Call or self.context.imports.call_name(node.value) not in _ZERO_FACTORIES:
             return
         function = self._functions[-1]
         for target in node.targets:
@@ -197,24 +197,24 @@ def _writes_zero(call: cst.Call, method: str) -> bool:
     if method == "zero_":
         return not call.args
     first = positional_arg(call, 0)
-    return first is not None and isinstance(first.value, (cst.Integer, cst.Float)) and first.value.evaluated_value == 0
+    return first is not None and type(first.value) in (cst.Integer, cst.Float) and first.value.evaluated_value == 0
 
 
 def _loop_parameter_grad(node: cst.BaseExpression | None, loops: list[set[str]]) -> str | None:
     """`p.grad` (or `p.grad.data`) where `p` is bound by an enclosing `for`; its text, else None."""
-    if isinstance(node, cst.Attribute) and node.attr.value == "data":
+    if type(node) is cst.Attribute and node.attr.value == "data":
         node = node.value
-    if not (isinstance(node, cst.Attribute) and node.attr.value == "grad" and isinstance(node.value, cst.Name)):
+    if not (type(node) is cst.Attribute and node.attr.value == "grad" and type(node.value) is cst.Name):
         return None
     owner = node.value.value
     return dotted_name(node) if any(owner in names for names in loops) else None
 
 
 def _bound_names(target: cst.BaseExpression) -> set[str]:
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         return set().union(*(_bound_names(e.value) for e in target.elements))
-    if isinstance(target, cst.StarredElement):
+    if type(target) is cst.StarredElement:
         return _bound_names(target.value)
     return set()

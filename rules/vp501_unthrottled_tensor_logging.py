@@ -107,9 +107,9 @@ for step, (x, y) in enumerate(loader):
         """A sync VP201 already reports on this line (`.item()`, `float(t)`, f-string of a tensor)."""
         facts, imports = self.context.facts, self.context.imports
         for node in iter_descendants(call):
-            if isinstance(node, cst.Call) and sync_of_call(node, facts, imports) is not None:
+            if type(node) is cst.Call and sync_of_call(node, facts, imports) is not None:
                 return True
-            if isinstance(node, cst.FormattedStringExpression) and sync_of_fstring(node, facts) is not None:
+            if type(node) is cst.FormattedStringExpression and sync_of_fstring(node, facts) is not None:
                 return True
         return False
 
@@ -200,21 +200,21 @@ for step, batch in enumerate(loader):
 
 def _logged_values(value: cst.BaseExpression):
     """The values a logging argument formats: dict values, tuple items, `%` and `.format()` operands."""
-    if isinstance(value, cst.Dict):
+    if type(value) is cst.Dict:
         for element in value.elements:
-            if isinstance(element, cst.DictElement):
+            if type(element) is cst.DictElement:
                 yield from _logged_values(element.value)
-    elif isinstance(value, (cst.Tuple, cst.List)):
+    elif type(value) in (cst.Tuple, cst.List):
         for element in value.elements:
             yield from _logged_values(element.value)
-    elif isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Modulo) and _is_text(value.left):
+    elif type(value) is cst.BinaryOperation and type(value.operator) is cst.Modulo and _is_text(value.left):
         yield from _logged_values(value.right)
-    elif isinstance(value, cst.Call) and method_name(value) == "format" and _is_text(receiver(value)):
+    elif type(value) is cst.Call and method_name(value) == "format" and _is_text(receiver(value)):
         for arg in value.args:
             yield from _logged_values(arg.value)
-    elif dotted_name(value) is not None or isinstance(value, (cst.Call, cst.Subscript, cst.BinaryOperation)):
+    elif dotted_name(value) is not None or type(value) in (cst.Call, cst.Subscript, cst.BinaryOperation):
         yield value
 
 
 def _is_text(node: cst.BaseExpression | None) -> bool:
-    return isinstance(node, (cst.SimpleString, cst.ConcatenatedString))
+    return type(node) in (cst.SimpleString, cst.ConcatenatedString)

@@ -73,13 +73,13 @@ class AutocastRegion:
 
 def autocast_region(item: cst.BaseExpression, imports: ImportTable) -> AutocastRegion | None:
     """The region opened by a `with` item: `torch.autocast(...)`, or one side of `a if c else b`."""
-    if isinstance(item, cst.IfExp):
+    if type(item) is cst.IfExp:
         for side in (item.body, item.orelse):
             region = autocast_region(side, imports)
             if region is not None:
                 return AutocastRegion(region.call, region.device, region.dtype, None if region.enabled is not False else False)
         return None
-    if not isinstance(item, cst.Call):
+    if type(item) is not cst.Call:
         return None
     qualified = imports.call_name(item)
     if qualified not in AUTOCAST:

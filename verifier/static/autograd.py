@@ -62,7 +62,7 @@ _LOSS_CALLEE_SUFFIXES = ("loss_fn", "loss_func", "loss_function", "lossfn", "_lo
 
 def grad_mode_of(expr: cst.BaseExpression, imports: ImportTable) -> GradMode | None:
     """The grad mode a context manager or decorator sets; None when it is not a grad-mode one."""
-    call = expr if isinstance(expr, cst.Call) else None
+    call = expr if type(expr) is cst.Call else None
     func = call.func if call is not None else expr
     name = imports.qualified_name(func) or dotted_name(func) or ""
     if not (name.startswith("torch.") or "." not in name):
@@ -163,7 +163,7 @@ class AutogradTracker:
 
     def on_statement(self, node: cst.Expr) -> None:
         """`torch.set_grad_enabled(False)` as a statement switches grad mode for what follows."""
-        if isinstance(node.value, cst.Call):
+        if type(node.value) is cst.Call:
             qualified = self._imports.call_name(node.value) or ""
             if qualified.startswith("torch.") and qualified.endswith(".set_grad_enabled"):
                 self._frames[-1].statement = grad_mode_of(node.value, self._imports)
@@ -174,11 +174,11 @@ class AutogradTracker:
             self._sites.setdefault(key, []).append(self.grad_mode())
 
     def bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in (cst.Tuple, cst.List):
             for element in target.elements:
                 self.bind(element.value, None)
             return
-        if isinstance(target, cst.StarredElement):
+        if type(target) is cst.StarredElement:
             self.bind(target.value, None)
             return
         name = dotted_name(target)
@@ -209,26 +209,26 @@ class AutogradTracker:
         return key is not None and any(mode is not GradMode.ENABLED for mode in self._sites.get(key, ()))
 
     def carries_graph(self, node: cst.BaseExpression) -> bool:
-        if isinstance(node, (cst.Name, cst.Attribute)):
+        if type(node) in (cst.Name, cst.Attribute):
             name = dotted_name(node)
             if name is not None and self._is_bound(name):
                 return bool(self._lookup(name))
-            if isinstance(node, cst.Attribute):
+            if type(node) is cst.Attribute:
                 return node.attr.value in _GRAPH_ATTRIBUTES and self.carries_graph(node.value)
             return False
-        if isinstance(node, cst.Subscript):
+        if type(node) is cst.Subscript:
             return self.carries_graph(node.value)
-        if isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.BinaryOperation:
             return self.carries_graph(node.left) or self.carries_graph(node.right)
-        if isinstance(node, cst.UnaryOperation):
-            return not isinstance(node.operator, cst.Not) and self.carries_graph(node.expression)
-        if isinstance(node, (cst.List, cst.Tuple)):
+        if type(node) is cst.UnaryOperation:
+            return type(node.operator) is not cst.Not and self.carries_graph(node.expression)
+        if type(node) in (cst.List, cst.Tuple):
             return any(self.carries_graph(e.value) for e in node.elements)
-        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+        if type(node) in (cst.ListComp, cst.GeneratorExp):
             return self.carries_graph(node.elt)
-        if isinstance(node, cst.IfExp):
+        if type(node) is cst.IfExp:
             return self.carries_graph(node.body) and self.carries_graph(node.orelse)
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             return self._call_carries_graph(node)
         return False
 
@@ -262,7 +262,7 @@ class AutogradTracker:
     def is_model_call(self, call: cst.Call) -> bool:
         """`model(x)`, `self.encoder(x)`, `self(x)` in a class, a name bound to an `nn.Module`."""
         func = call.func
-        if isinstance(func, cst.Name) and func.value == "self":
+        if type(func) is cst.Name and func.value == "self":
             return bool(self._classes)
         if self._imports.qualified_name(func) is not None:
             return False
@@ -277,14 +277,14 @@ class AutogradTracker:
         return True if self.carries_graph(value) else None
 
     def _is_graph_free(self, node: cst.BaseExpression) -> bool:
-        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString)):
+        if type(node) in (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString):
             return True
-        if isinstance(node, (cst.Name, cst.Attribute)):
+        if type(node) in (cst.Name, cst.Attribute):
             name = dotted_name(node)
             if name is not None and self._lookup(name) is False:
                 return True
-            return isinstance(node, cst.Attribute) and node.attr.value in {"data", "grad", "shape"}
-        if isinstance(node, cst.Call):
+            return type(node) is cst.Attribute and node.attr.value in {"data", "grad", "shape"}
+        if type(node) is cst.Call:
             method = method_name(node)
             if method in _GRAPH_CUTS:
                 return True
@@ -314,8 +314,8 @@ class AutogradTracker:
 
     def _callee_key(self, call: cst.Call) -> str | None:
         func = call.func
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             return func.value
-        if isinstance(func, cst.Attribute) and dotted_name(func.value) == "self" and self._classes:
+        if type(func) is cst.Attribute and dotted_name(func.value) == "self" and self._classes:
             return f"{self._classes[-1].name}.{func.attr.value}"
         return None

@@ -47,7 +47,7 @@ def _argument(call: cst.Call, keyword: str, position: int | None) -> cst.BaseExp
 def _integer(node: cst.BaseExpression | None, default: int) -> int | None:
     if node is None:
         return default
-    return int(node.evaluated_value) if isinstance(node, cst.Integer) else None
+    return int(node.evaluated_value) if type(node) is cst.Integer else None
 
 
 def _flag(node: cst.BaseExpression | None) -> bool | None:

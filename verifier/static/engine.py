@@ -335,17 +335,17 @@ class _ModuleFacts:
 
 
 def _bind(facts: NameFacts, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         _bind_unknown(facts, target)
     else:
         facts.bind(target, value)
 
 
 def _bind_unknown(facts: NameFacts, target: cst.BaseExpression) -> None:
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         for element in target.elements:
             _bind_unknown(facts, element.value)
-    elif isinstance(target, cst.StarredElement):
+    elif type(target) is cst.StarredElement:
         _bind_unknown(facts, target.value)
     else:
         facts.bind(target, None)

@@ -77,7 +77,7 @@ class EvalTracker:
         if method == "step" and (self._facts.is_optimizer(owner) or self._facts.is_scaler(owner)):
             self.note_grad_use(loops)
             return
-        if owner is None or isinstance(owner, (cst.SimpleString, cst.FormattedString)):
+        if owner is None or type(owner) in (cst.SimpleString, cst.FormattedString):
             return
         if method == "eval" and not call.args:
             if not _is_loop_variable(owner, loops):
@@ -147,7 +147,7 @@ def _flag(call: cst.Call) -> cst.BaseExpression | None:
 def _is_loop_variable(owner: cst.BaseExpression, loops: tuple) -> bool:
     """`for m in model.modules(): m.eval()` freezes submodules (batch norm), it does not evaluate."""
     innermost = loops[-1].node if loops else None
-    if not isinstance(innermost, cst.For) or not isinstance(owner, cst.Name):
+    if type(innermost) is not cst.For or type(owner) is not cst.Name:
         return False
     bound = (innermost.target, *iter_descendants(innermost.target))
-    return any(isinstance(n, cst.Name) and n.value == owner.value for n in bound)
+    return any(type(n) is cst.Name and n.value == owner.value for n in bound)

@@ -112,32 +112,32 @@ class NameFacts:
         return None
 
     def kind_of(self, node: cst.BaseExpression) -> Kind | None:
-        if isinstance(node, (cst.Integer, cst.Float)):
+        if type(node) in (cst.Integer, cst.Float):
             return Kind.NUMBER
-        if isinstance(node, (cst.Name, cst.Attribute)):
+        if type(node) in (cst.Name, cst.Attribute):
             name = dotted_name(node)
             known = self.lookup(name) if name else None
             if known is not None:
                 return known
-            if isinstance(node, cst.Attribute) and node.attr.value in _TENSOR_ATTRIBUTES:
+            if type(node) is cst.Attribute and node.attr.value in _TENSOR_ATTRIBUTES:
                 return Kind.TENSOR
             return None
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             return self._kind_of_call(node)
-        if isinstance(node, cst.Subscript):
+        if type(node) is cst.Subscript:
             container = self.kind_of(node.value)
             return container if container in (Kind.TENSOR, Kind.NUMPY) else None
-        if isinstance(node, cst.Dict):
+        if type(node) is cst.Dict:
             # A dict whose values are all NumPy arrays: `schedules["lr"][step]` is NumPy too.
-            values = [self.kind_of(e.value) for e in node.elements if isinstance(e, cst.DictElement)]
+            values = [self.kind_of(e.value) for e in node.elements if type(e) is cst.DictElement]
             return Kind.NUMPY if values and all(v is Kind.NUMPY for v in values) else None
-        if isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.BinaryOperation:
             return _combine(self.kind_of(node.left), self.kind_of(node.right))
-        if isinstance(node, cst.UnaryOperation):
+        if type(node) is cst.UnaryOperation:
             return self.kind_of(node.expression)
-        if isinstance(node, cst.Comparison):
+        if type(node) is cst.Comparison:
             # `t is None` compares identities on the host; it never reads the tensor.
-            if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):
+            if all(type(c.operator) in (cst.Is, cst.IsNot) for c in node.comparisons):
                 return None
             kinds = [self.kind_of(node.left)] + [self.kind_of(c.comparator) for c in node.comparisons]
             return Kind.TENSOR if Kind.TENSOR in kinds else None
@@ -169,7 +169,7 @@ class NameFacts:
             return Kind.NUMPY
         if qualified in _NUMBER_FUNCTIONS or qualified.startswith("math."):
             return Kind.NUMBER
-        if isinstance(call.func, cst.Name) and not qualified and call.func.value in self._returns:
+        if type(call.func) is cst.Name and not qualified and call.func.value in self._returns:
             return self._returns[call.func.value]
         if last == "GradScaler":
             return Kind.SCALER

@@ -27,13 +27,14 @@ _INDEX = re.compile(r"^(i|j|k|n|it|idx)$|step|iter|batch|idx|count", re.IGNORECA
 
 def is_rate_limit(test: cst.BaseExpression, imports: ImportTable) -> bool:
     for node in (test, *iter_descendants(test)):
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        kind = type(node)
+        if kind is cst.BinaryOperation and type(node.operator) is cst.Modulo:
             return True
-        if isinstance(node, cst.Comparison) and _compares_index_for_equality(node):
+        if kind is cst.Comparison and _compares_index_for_equality(node):
             return True
-        if isinstance(node, (cst.Name, cst.Attribute)) and _LOGGING_DECISION.search(terminal_name(node) or ""):
+        if (kind is cst.Name or kind is cst.Attribute) and _LOGGING_DECISION.search(terminal_name(node) or ""):
             return True
-        if isinstance(node, cst.Call) and (imports.call_name(node) or "").startswith("time."):
+        if kind is cst.Call and (imports.call_name(node) or "").startswith("time."):
             return True
     return False
 
@@ -42,26 +43,27 @@ def guarded_calls(node: cst.If, imports: ImportTable) -> frozenset[int]:
     """Ids of the calls that run only when a rate-limit `if` holds (its body, not its `else`)."""
     if not is_rate_limit(node.test, imports):
         return frozenset()
-    return frozenset(id(n) for n in iter_descendants(node.body) if isinstance(n, cst.Call))
+    return frozenset(id(n) for n in iter_descendants(node.body) if type(n) is cst.Call)
 
 
 def _compares_index_for_equality(node: cst.Comparison) -> bool:
-    if not any(isinstance(c.operator, cst.Equal) for c in node.comparisons):
+    if not any(type(c.operator) is cst.Equal for c in node.comparisons):
         return False
     sides = [node.left, *(c.comparator for c in node.comparisons)]
     return any(_INDEX.search(dotted_name(side) or "") for side in sides)
 
 
 def _leaves_iteration(body: cst.BaseSuite) -> bool:
-    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    statements = body.body if type(body) is cst.IndentedBlock else [body]
     last = statements[-1] if statements else None
-    small = last.body if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
-    return any(isinstance(s, cst.Continue) for s in small)
+    small = last.body if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else []
+    return any(type(s) is cst.Continue for s in small)
 
 
 @dataclass(eq=False)
 class _Frame:
-    guarded_bodies: int = 0
+    # The `if`s whose body the walk is in; whether each is a guard is asked only when needed.
+    open_ifs: list[cst.If] = field(default_factory=list)
     loops: list[bool] = field(default_factory=list)
 
 
@@ -73,12 +75,13 @@ class Guards(Tracker):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._frames: list[_Frame] = [_Frame()]
-        self._guarded_bodies: set[int] = set()
+        self._if_of_body: dict[int, cst.If] = {}
+        self._verdicts: dict[int, bool] = {}
 
     @property
     def guarded(self) -> bool:
         frame = self._frames[-1]
-        return frame.guarded_bodies > 0 or any(frame.loops)
+        return any(frame.loops) or any(self._is_guard(node) for node in frame.open_ifs)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._frames.append(_Frame())
@@ -99,31 +102,40 @@ class Guards(Tracker):
         self._frames[-1].loops.pop()
 
     def visit_If(self, node: cst.If) -> None:
-        if is_rate_limit(node.test, self.context.imports):
-            self._guarded_bodies.add(id(node.body))
+        self._if_of_body[id(node.body)] = node
 
     def leave_If(self, node: cst.If) -> None:
+        del self._if_of_body[id(node.body)]
         frame = self._frames[-1]
-        if id(node.body) in self._guarded_bodies:
-            self._guarded_bodies.discard(id(node.body))
-            if frame.loops and node.orelse is None and _leaves_iteration(node.body):
-                frame.loops[-1] = True
+        if frame.loops and node.orelse is None and _leaves_iteration(node.body) and self._is_guard(node):
+            frame.loops[-1] = True
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._enter_body(node, 1)
+        self._open_body(node)
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._enter_body(node, -1)
+        self._close_body(node)
 
     def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self._enter_body(node, 1)
+        self._open_body(node)
 
     def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self._enter_body(node, -1)
+        self._close_body(node)
 
-    def _enter_body(self, body: cst.BaseSuite, step: int) -> None:
-        if id(body) in self._guarded_bodies:
-            self._frames[-1].guarded_bodies += step
+    def _open_body(self, body: cst.BaseSuite) -> None:
+        owner = self._if_of_body.get(id(body))
+        if owner is not None:
+            self._frames[-1].open_ifs.append(owner)
+
+    def _close_body(self, body: cst.BaseSuite) -> None:
+        if id(body) in self._if_of_body:
+            self._frames[-1].open_ifs.pop()
+
+    def _is_guard(self, node: cst.If) -> bool:
+        verdict = self._verdicts.get(id(node))
+        if verdict is None:
+            verdict = self._verdicts[id(node)] = is_rate_limit(node.test, self.context.imports)
+        return verdict
 
 
 class GuardedRule(Rule):

@@ -185,7 +185,7 @@ class HeatModel:
         self._loop_stack[-1].pop()
 
     def on_assign(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             class_key = self._class_key(value)
             if class_key is not None:
                 for target in targets:
@@ -227,13 +227,13 @@ class HeatModel:
     # ----- classification -----
 
     def _is_data_source(self, node: cst.For | cst.While) -> bool:
-        source = node.iter if isinstance(node, cst.For) else node.test
+        source = node.iter if type(node) is cst.For else node.test
         for name in _identifiers(source):
             if _DATA_SOURCE.search(name) or name in self._dataloader_names:
                 return True
-        if isinstance(node, cst.While):
+        if type(node) is cst.While:
             return any(_STEP_COUNT.search(n) for n in _identifiers(source))
-        if isinstance(source, cst.Call) and dotted_name(source.func) == "range":
+        if type(source) is cst.Call and dotted_name(source.func) == "range":
             return any(_STEP_COUNT.search(n) for a in source.args for n in _identifiers(a.value))
         return False
 
@@ -253,10 +253,10 @@ class HeatModel:
             return True
         if is_model_name(terminal_name(call.func)):
             return True
-        return function is not None and isinstance(call.func, cst.Name) and call.func.value in function.params
+        return function is not None and type(call.func) is cst.Name and call.func.value in function.params
 
     def _is_memoising(self, decorator: cst.BaseExpression) -> bool:
-        target = decorator.func if isinstance(decorator, cst.Call) else decorator
+        target = decorator.func if type(decorator) is cst.Call else decorator
         return self._imports.qualified_name(target) in _MEMOISERS
 
     def _local_key(self, name: str) -> str:
@@ -276,13 +276,13 @@ class HeatModel:
         """The key of the called function: local names, `self.method`, methods of instances of
         classes constructed in this module, and imported functions."""
         func = call.func
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             owner = dotted_name(func.value)
             if owner is not None and owner in self._instances:
                 return f"{self._instances[owner]}.{func.attr.value}"
         if (
-            isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
+            type(func) is cst.Attribute
+            and type(func.value) is cst.Name
             and func.value.value == "self"
             and self._class_stack
         ):
@@ -504,14 +504,14 @@ def _innermost_first(loops: list[LoopInfo]) -> list[LoopInfo]:
 
 
 def _identifiers(node: cst.CSTNode) -> list[str]:
-    names = [node.value] if isinstance(node, cst.Name) else []
-    names += [n.value for n in iter_descendants(node) if isinstance(n, cst.Name)]
+    names = [node.value] if type(node) is cst.Name else []
+    names += [n.value for n in iter_descendants(node) if type(n) is cst.Name]
     return names
 
 
 def _all_params(params: cst.Parameters) -> list[cst.Param]:
     found = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
     for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
+        if type(star) is cst.Param:
             found.append(star)
     return found

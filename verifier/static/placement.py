@@ -87,8 +87,8 @@ class HostData(Tracker):
 
     def bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """`target = value`; tuples unpack element-wise, or all from one batch (`x, y = batch`)."""
-        if isinstance(target, (cst.Tuple, cst.List)):
-            values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+        if type(target) in (cst.Tuple, cst.List):
+            values = value.elements if type(value) in (cst.Tuple, cst.List) else None
             if values is not None and len(values) == len(target.elements):
                 for element, item in zip(target.elements, values):
                     self.bind(element.value, item.value)
@@ -99,31 +99,31 @@ class HostData(Tracker):
 
     def bind_all(self, target: cst.BaseExpression, origin: Origin | None) -> None:
         """Every name in `target` takes `origin` (a loop target, an unpacked batch)."""
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in (cst.Tuple, cst.List):
             for element in target.elements:
                 self.bind_all(element.value, origin)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self.bind_all(target.value, origin)
         else:
             self._set(target, origin)
 
     def origin_of(self, node: cst.BaseExpression) -> Origin | None:
-        if isinstance(node, (cst.Name, cst.Attribute)):
+        if type(node) in (cst.Name, cst.Attribute):
             name = dotted_name(node)
             known = self._lookup(name) if name else None
-            if known is not None or isinstance(node, cst.Name):
+            if known is not None or type(node) is cst.Name:
                 return known
             return Origin.BATCH if self.origin_of(node.value) is Origin.BATCH else None
-        if isinstance(node, cst.Subscript):
+        if type(node) is cst.Subscript:
             inner = self.origin_of(node.value)
             return Origin.HOST if inner is Origin.FACTORY else inner
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             return self._origin_of_call(node)
         return None
 
     def is_data_iterator(self, node: cst.BaseExpression) -> bool:
         """`loader`, `iter(loader)`, `train_iter`: something whose `next()` is a batch."""
-        if isinstance(node, cst.Call) and dotted_name(node.func) == "iter" and node.args:
+        if type(node) is cst.Call and dotted_name(node.func) == "iter" and node.args:
             return self.is_data_iterator(node.args[0].value)
         name = dotted_name(node)
         return bool(name) and (bool(_DATA_ITERATOR.search(name)) or self._facts.kind_of(node) is Kind.DATALOADER)
@@ -153,9 +153,9 @@ class HostData(Tracker):
         return device is None or destination(device.value, self._imports) is False
 
     def _all_on_host(self, node: cst.BaseExpression) -> bool:
-        if isinstance(node, (cst.List, cst.Tuple)):
+        if type(node) in (cst.List, cst.Tuple):
             return bool(node.elements) and all(self.origin_of(e.value) is not None for e in node.elements)
-        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+        if type(node) in (cst.ListComp, cst.GeneratorExp):
             return self.origin_of(node.elt) is not None
         return self.origin_of(node) is not None
 

@@ -38,7 +38,7 @@ def has_finiteness_check(node: cst.CSTNode, imports: ImportTable) -> bool:
     """True when `node` calls torch/math isfinite/isnan/isinf (as a function or a method)."""
     candidates = [node, *iter_descendants(node)]
     for child in candidates:
-        if isinstance(child, cst.Call):
+        if type(child) is cst.Call:
             if imports.call_name(child) in _FINITENESS_FUNCTIONS or method_name(child) in _FINITENESS_METHODS:
                 return True
     return False
@@ -46,7 +46,7 @@ def has_finiteness_check(node: cst.CSTNode, imports: ImportTable) -> bool:
 
 def calls_scaler_step(node: cst.CSTNode, facts: NameFacts) -> bool:
     return any(
-        isinstance(child, cst.Call) and scaler_method(child, facts) == "step"
+        type(child) is cst.Call and scaler_method(child, facts) == "step"
         for child in iter_descendants(node)
     )
 
@@ -74,7 +74,7 @@ def _scaler_free_ids(node: cst.If, facts: NameFacts) -> frozenset[int]:
 
 def uses_scaler(node: cst.CSTNode, facts: NameFacts) -> bool:
     return any(
-        isinstance(child, cst.Call) and scaler_method(child, facts) is not None
+        type(child) is cst.Call and scaler_method(child, facts) is not None
         for child in (node, *iter_descendants(node))
     )
 
@@ -120,7 +120,7 @@ class AmpScope:
 
     @property
     def name(self) -> str | None:
-        return self.node.name.value if isinstance(self.node, cst.FunctionDef) else None
+        return self.node.name.value if type(self.node) is cst.FunctionDef else None
 
     def calls_of(self, method: str) -> list[ScalerCall]:
         return [c for c in self.scaler_calls if c.method == method]
@@ -187,7 +187,7 @@ class AmpScopes(Tracker):
         self._scopes[-1].exempt.update(_scaler_free_ids(node, self.context.facts))
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        if isinstance(node.value, cst.Call) and scaler_method(node.value, self.context.facts) == "scale":
+        if type(node.value) is cst.Call and scaler_method(node.value, self.context.facts) == "scale":
             for target in node.targets:
                 name = dotted_name(target.target)
                 if name:
@@ -218,7 +218,7 @@ class AmpScopes(Tracker):
         if target is None:
             return False
         for part in (target, *iter_descendants(target)):
-            if isinstance(part, cst.Call) and scaler_method(part, self.context.facts) == "scale":
+            if type(part) is cst.Call and scaler_method(part, self.context.facts) == "scale":
                 return True
             if dotted_name(part) in scope.scaled_names:
                 return True

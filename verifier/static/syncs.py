@@ -41,7 +41,7 @@ def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync
         if facts.kind_of(owner) in (Kind.NUMBER, Kind.NUMPY, Kind.MODULE, Kind.OTHER):
             return None
         # `t.cpu().numpy()`: the copy already synced; reading the host copy costs nothing more.
-        if isinstance(owner, cst.Call) and sync_of_call(owner, facts, imports) is not None:
+        if type(owner) is cst.Call and sync_of_call(owner, facts, imports) is not None:
             return None
         return Sync(call, owner, f".{method}()")
     if method == "to" and owner is not None and not _is_module(owner, facts) and _moves_to_cpu(call, imports):
@@ -60,9 +60,9 @@ def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync
 
 def sync_of_test(test: cst.BaseExpression, facts: NameFacts) -> Sync | None:
     """`if t:` / `while t.any():` / `assert t` convert a tensor to bool on the host."""
-    if isinstance(test, cst.BooleanOperation):
+    if type(test) is cst.BooleanOperation:
         return sync_of_test(test.left, facts) or sync_of_test(test.right, facts)
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         return sync_of_test(test.expression, facts)
     if facts.is_tensor(test):
         return Sync(test, test, "bool()")
@@ -86,9 +86,9 @@ def _moves_to_cpu(call: cst.Call, imports: ImportTable) -> bool:
     if arg is None:
         return False
     value = arg.value
-    if isinstance(value, cst.SimpleString):
+    if type(value) is cst.SimpleString:
         return value.evaluated_value == "cpu"
-    if isinstance(value, cst.Call) and imports.call_name(value) == "torch.device":
+    if type(value) is cst.Call and imports.call_name(value) == "torch.device":
         first = positional_arg(value, 0)
-        return first is not None and isinstance(first.value, cst.SimpleString) and first.value.evaluated_value == "cpu"
+        return first is not None and type(first.value) is cst.SimpleString and first.value.evaluated_value == "cpu"
     return False

@@ -53,7 +53,7 @@ class TrainingState(Tracker):
     def leave_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self.autograd.bind(target.target, node.value)
-            if isinstance(target.target, cst.Attribute) and target.target.attr.value == "requires_grad":
+            if type(target.target) is cst.Attribute and target.target.attr.value == "requires_grad":
                 self.evaluation.note_grad_use(self.context.heat.where().loops)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:

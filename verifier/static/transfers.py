@@ -65,23 +65,23 @@ def device_move(call: cst.Call, imports: ImportTable, facts: NameFacts) -> Devic
 
 def destination(node: cst.BaseExpression, imports: ImportTable) -> bool | None:
     """True for an accelerator, False for the host or a dtype, None when it cannot be told."""
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         text = literal_string(node)
         return None if text is None else text.split(":", 1)[0] not in _HOST_DEVICES
-    if isinstance(node, cst.FormattedString):
+    if type(node) is cst.FormattedString:
         head = node.parts[0] if node.parts else None
-        if isinstance(head, cst.FormattedStringText):
+        if type(head) is cst.FormattedStringText:
             return head.value.split(":", 1)[0] not in _HOST_DEVICES if head.value else None
         return None
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         return True
-    if isinstance(node, cst.Call):
+    if type(node) is cst.Call:
         qualified = imports.call_name(node) or ""
         if qualified == "torch.device":
             first = positional_arg(node, 0) or keyword_arg(node, "type")
             return destination(first.value, imports) if first is not None else None
         return True if qualified.startswith("torch.cuda.") else None
-    if isinstance(node, (cst.Name, cst.Attribute)):
+    if type(node) in (cst.Name, cst.Attribute):
         if (imports.qualified_name(node) or "").startswith("torch."):
             return False  # torch.float16, torch.long: a dtype cast, not a copy
         name = (terminal_name(node) or "").lower()
@@ -111,7 +111,7 @@ def _non_blocking(call: cst.Call, imports: ImportTable, extra_positional: int) -
 
 
 def _is_dtype_or_none(node: cst.BaseExpression, imports: ImportTable) -> bool:
-    if is_false(node) or (isinstance(node, cst.Name) and node.value == "None"):
+    if is_false(node) or (type(node) is cst.Name and node.value == "None"):
         return True
     if (imports.qualified_name(node) or "").startswith("torch."):
         return True
