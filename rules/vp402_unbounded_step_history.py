@@ -109,6 +109,8 @@ for epoch in range(epochs):
 
     def visit_Call(self, node: cst.Call) -> None:
         method = method_name(node)
+        if method != "append" and method not in _TRIMMING_METHODS:
+            return
         owner = receiver(node)
         name = dotted_name(owner) if owner is not None else None
         if name is None:

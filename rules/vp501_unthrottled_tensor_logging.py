@@ -73,7 +73,7 @@ for step, (x, y) in enumerate(loader):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.guarded or not self._is_logging_call(node):
+        if not self._is_logging_call(node) or self.guarded:
             return
         values = [value for arg in node.args for value in _logged_values(arg.value)]
         tensors = [value for value in values if self.context.facts.is_tensor(value)]

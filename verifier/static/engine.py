@@ -313,7 +313,7 @@ class _ModuleFacts:
         self.facts.on_return(node.value)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        self.facts.bind(node.target, cst.BinaryOperation(node.target, cst.Add(), node.value))
+        self.facts.bind_in_place(node.target, node.value)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.heat.leave_function()

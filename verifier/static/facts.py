@@ -90,7 +90,13 @@ class NameFacts:
         self._class_scopes.pop()
 
     def bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
-        kind = self.kind_of(value) if value is not None else None
+        self._set(target, self.kind_of(value) if value is not None else None)
+
+    def bind_in_place(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """`x += v`: what `x + v` would be."""
+        self._set(target, _combine(self.kind_of(target), self.kind_of(value)))
+
+    def _set(self, target: cst.BaseExpression, kind: Kind | None) -> None:
         name = dotted_name(target)
         if name is None:
             return

@@ -15,6 +15,7 @@ no heat. A function is as hot as its hottest call site; calls resolve by plain n
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ _TIMING_CALLS = frozenset(
 _NOT_A_MODEL = re.compile(r"^(is|has|get|set|make|build|create|load|init|to|from|save|register|wrap)_")
 
 
+@functools.lru_cache(maxsize=4096)
 def is_model_name(name: str | None) -> bool:
     """`model`, `self.net`, `ddp_model`: names that read as a module whose call is a forward."""
     if not name:
