@@ -7,7 +7,7 @@ import textwrap
 import libcst as cst
 
 from verifier.findings import Heat
-from verifier.static.heat import HeatModel
+from verifier.static.heat import HeatModel, heat_of
 from verifier.static.names import ImportTable
 from verifier.static.walk import walk
 
@@ -42,7 +42,7 @@ def heat_of_marked_lines(code: str) -> dict[str, Heat]:
     }
     walk(module, visitors, leavers)
     heat.resolve()
-    return {label: heat.heat_of(where) for label, where in marks}
+    return {label: heat_of(where) for label, where in marks}
 
 
 def test_epoch_and_step_loops_from_data_source_and_training_signals():

@@ -358,11 +358,6 @@ class HeatModel:
         for loop in self._module_loops:
             loop.node = None
 
-    # ----- queries -----
-
-    def heat_of(self, where: Where) -> Heat:
-        return heat_of(where)
-
 
 def heat_of(where: Where) -> Heat:
     heat = where.function.heat if where.function is not None else Heat.ONCE
