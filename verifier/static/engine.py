@@ -202,12 +202,10 @@ def analyze_source(
 
 def _judge(candidate: Candidate, heat: HeatModel) -> tuple[Candidate, CandidateHeat]:
     """A candidate's heat and severity table once the heat model has resolved."""
-    severity = candidate.severity
+    severity, where = candidate.severity, candidate.where
     if isinstance(severity, DeferredSeverity):
-        record = CandidateHeat(candidate.where, heat_of(candidate.where), severity.decide(), heat.judgement_inputs(candidate.where))
-    else:
-        record = CandidateHeat(candidate.where, heat_of(candidate.where), severity)
-    return candidate, record
+        return candidate, CandidateHeat(where, heat_of(where), severity.decide(), heat.judgement_inputs(where))
+    return candidate, CandidateHeat(where, heat_of(where), severity)
 
 
 MAX_NESTING = 200  # CPython's own limit on nested brackets; libcst's native parser crashes far beyond it
