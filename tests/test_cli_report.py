@@ -10,10 +10,11 @@ import types
 import pytest
 
 from tests.report.conftest import make_dynamic
-from verifier import cli
-from verifier.cli import main, write_atomically
+from verifier import cli, writing
+from verifier.cli import main
+from verifier.writing import write_atomically
 from verifier.dynamic.results import VerdictStatus
-from verifier.static.discovery import UsageError
+from verifier.errors import UsageError
 
 SYNC_LOOP = """\
 import torch
@@ -138,7 +139,7 @@ def test_an_interrupted_write_leaves_the_old_report_intact(project, monkeypatch)
             self.stream.write(text[: len(text) // 2])
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli.os, "fdopen", lambda *a, **k: HalfWrite(real_fdopen(*a, **k)))
+    monkeypatch.setattr(writing.os, "fdopen", lambda *a, **k: HalfWrite(real_fdopen(*a, **k)))
     assert main(["train.py", "--date", "2030-01-01"]) == 2
     assert report.read_bytes() == before
     assert [p.name for p in report.parent.iterdir()] == ["train.md"]
@@ -151,7 +152,7 @@ def test_a_failed_rename_is_a_usage_error_and_keeps_the_old_file(tmp_path, monke
     def refuse(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cli.os, "replace", refuse)
+    monkeypatch.setattr(writing.os, "replace", refuse)
     with pytest.raises(UsageError, match="No space left on device"):
         write_atomically(str(target), "new")
     assert target.read_text() == "old"

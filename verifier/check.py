@@ -11,12 +11,14 @@ import re
 import shlex
 import sys
 
-from verifier.cli import DEFAULT_CACHE_DIR, EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, validate_task, write_atomically
 from verifier.config import FileConfig, Settings, find_config, load_config
 from verifier.dynamic.results import DynamicResult
+from verifier.errors import EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, UsageError
 from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
-from verifier.static.discovery import UsageError
+from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.static.parallel import default_jobs
+from verifier.task import default_task, validate_task
+from verifier.writing import write_atomically
 
 HARNESS_UNAVAILABLE = "not run: harness unavailable"
 
@@ -108,14 +110,6 @@ def _env_jobs() -> int | None:
 
 def _first_set(*values):
     return next(v for v in values if v is not None)
-
-
-def default_task(first_path: str) -> str:
-    """The first path's name (`examples/bad_train.py` → `bad_train`), made safe for a file name."""
-    absolute = os.path.abspath(first_path)
-    name = os.path.splitext(os.path.basename(absolute))[0] if os.path.isfile(absolute) else os.path.basename(absolute)
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-").replace("..", ".")
-    return safe or "verify-perf"
 
 
 def report_date(option: str | None, source_date_epoch: str | None) -> str:

@@ -1,8 +1,9 @@
-"""Command line: arguments in, exit code out. The work lives in verifier.static and verifier.report.
+"""Command line: arguments in, exit code out. Parsing only: each subcommand's work lives in
+its own module (`verifier.check`, `verifier.explain`, `verifier.dynamic.command`), which never
+imports this one.
 
-Exit codes: 0 nothing blocks (PASS), 1 the merge is blocked (BLOCK), 2 usage or internal error.
-`--format` picks what goes to stdout (or to `-o FILE`); the markdown report is written to
-`reports/<task>.md` as well unless `--no-report`.
+Exit codes (`verifier.errors`): 0 nothing blocks (PASS), 1 the merge is blocked (BLOCK), 2 usage
+or internal error.
 """
 
 from __future__ import annotations
@@ -10,17 +11,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import re
 import sys
-import tempfile
 
 from verifier import __version__
-from verifier.static.discovery import UsageError
+from verifier.static.cache import DEFAULT_CACHE_DIR
+from verifier.errors import EXIT_ERROR, UsageError
 
-EXIT_PASS, EXIT_BLOCK, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 DEFAULT_REPORT_DIR = "reports"
-DEFAULT_CACHE_DIR = ".verify_perf_cache"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -130,15 +128,35 @@ def _add_harness_arguments(parser: argparse.ArgumentParser) -> None:
     add_harness_arguments(parser.add_argument_group("dynamic harness (with --dynamic)"))
 
 
+def build_rule_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="verify-perf rule", description="Explain a rule (code or name).")
+    parser.add_argument("rule", nargs="?", help="rule code (VP201) or name (sync-in-hot-loop)")
+    parser.add_argument("--all", action="store_true", help="explain every rule")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    return parser
+
+
+def build_bench_parser() -> argparse.ArgumentParser:
+    """`verify-perf bench`: the harness's own options (loading them imports torch)."""
+    try:
+        add_bench_arguments = importlib.import_module("verifier.dynamic.command").add_bench_arguments
+    except (ImportError, AttributeError) as error:
+        raise UsageError(f"`verify-perf bench` is unavailable: the dynamic harness could not be loaded ({error})") from None
+    parser = _Parser(prog="verify-perf bench", description="Run the dynamic harness and print its measurements.")
+    add_bench_arguments(parser)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args and args[0] == "rule":
-            from verifier.report.rule_docs import run_rule_command
+            from verifier.explain import run_rule_command
 
-            return run_rule_command(args[1:])
+            return run_rule_command(build_rule_parser().parse_args(args[1:]))
         if args and args[0] == "bench":
-            return _run_bench(args[1:])
+            parsed = build_bench_parser().parse_args(args[1:])
+            return importlib.import_module("verifier.dynamic.command").run_bench(parsed)
         from verifier.check import run_check
 
         return run_check(build_check_parser(harness_arguments="--dynamic" in args).parse_args(args))
@@ -159,47 +177,3 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
-
-
-def _run_bench(argv: list[str]) -> int:
-    try:
-        command = importlib.import_module("verifier.dynamic.command")
-        add_arguments, run = command.add_bench_arguments, command.run_bench
-    except (ImportError, AttributeError) as error:
-        raise UsageError(f"`verify-perf bench` is unavailable: the dynamic harness could not be loaded ({error})") from None
-    parser = _Parser(prog="verify-perf bench", description="Run the dynamic harness and print its measurements.")
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-_TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-
-
-def validate_task(task: str) -> str:
-    """A task id becomes a file name: letters, digits, `.`, `_`, `-`; never a path or `..`."""
-    if not _TASK.fullmatch(task) or ".." in task:
-        raise UsageError(
-            f"--task {task!r}: use letters, digits, '.', '_' and '-' only (no path separators, no '..'), "
-            "starting with a letter or digit"
-        )
-    return task
-
-
-def write_atomically(path: str, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a report.
-
-    An interrupted or failed write leaves the previous file untouched.
-    """
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        os.makedirs(folder, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".verify-perf-", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-                stream.write(text)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
-    except OSError as error:
-        raise UsageError(f"cannot write {path}: {error.strerror or error}") from None

@@ -15,7 +15,7 @@ from typing import Any
 
 from verifier.dynamic.results import Thresholds
 from verifier.findings import Severity
-from verifier.static.discovery import UsageError
+from verifier.errors import UsageError
 
 DEFAULT_BLOCK_ON = frozenset({Severity.CRITICAL, Severity.HIGH})
 DEFAULT_MIN_SCORE = 70

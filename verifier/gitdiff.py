@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Iterable
 
 from verifier.findings import Finding
-from verifier.static.discovery import UsageError
+from verifier.errors import UsageError
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(?P<start>\d+)(?:,(?P<count>\d+))? @@")
 WHOLE_FILE = frozenset({0})

@@ -10,7 +10,7 @@ import pytest
 from tests.report.conftest import make_dynamic, make_finding, make_report
 from verifier.report.baseline import compare, fingerprints, load_baseline
 from verifier.report.json_format import render_json
-from verifier.static.discovery import UsageError
+from verifier.errors import UsageError
 
 
 def store(tmp_path, findings, dynamic=None):

@@ -8,7 +8,7 @@ import pytest
 
 from verifier.config import find_config, load_config
 from verifier.findings import Severity
-from verifier.static.discovery import UsageError
+from verifier.errors import UsageError
 
 
 def write_pyproject(folder, body: str):

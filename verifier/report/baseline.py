@@ -17,7 +17,7 @@ from typing import Any
 from verifier.dynamic.results import DynamicResult, ModeResult
 from verifier.findings import Finding
 from verifier.report import figures
-from verifier.static.discovery import UsageError
+from verifier.errors import UsageError
 
 NEW, EXISTING, FIXED = "new", "existing", "fixed"
 

@@ -1,8 +1,13 @@
-"""What a rule can ask about the module being analysed, in one place."""
+"""What a rule can ask about the module being analysed, in one place.
+
+The context knows nothing of rules or trackers (they depend on it, never the reverse): a rule
+keeps its own reports, and a tracker is any class built from a context.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -11,10 +16,8 @@ import libcst as cst
 from verifier.static.facts import NameFacts
 from verifier.static.heat import HeatModel
 from verifier.static.names import ImportTable
-from verifier.static.rule import Candidate
-from verifier.static.tracker import Tracker
 
-T = TypeVar("T", bound=Tracker)
+T = TypeVar("T")
 
 
 # A `#` to the end of the line; one inside a string is cut too, which only hides a mention.
@@ -29,11 +32,10 @@ class ModuleContext:
     imports: ImportTable
     heat: HeatModel
     facts: NameFacts
-    candidates: list[Candidate] = field(default_factory=list)
-    trackers: dict[type[Tracker], Tracker] = field(default_factory=dict)
+    trackers: dict[Callable[[ModuleContext], object], object] = field(default_factory=dict)
     _memo: dict = field(default_factory=dict)
 
-    def tracker(self, kind: type[T]) -> T:
+    def tracker(self, kind: Callable[[ModuleContext], T]) -> T:
         """The module's one `kind` tracker; created on first ask (after the trackers it asks for)."""
         found = self.trackers.get(kind)
         if found is None:
@@ -42,7 +44,6 @@ class ModuleContext:
 
     def release(self) -> None:
         """Forget the tree and everything the rules hung on this context, once the file is done."""
-        self.candidates = []
         self.trackers = {}
         self._memo = {}
         self.imports.forget_nodes()

@@ -7,16 +7,14 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import PurePath
 
+from verifier.errors import UsageError
+
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", "build", "dist",
     ".eggs", "*.egg-info", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
     ".verify_perf_cache", ".hypothesis", "node_modules", "site-packages", "__pypackages__",
 )
 PYTHON_SUFFIXES = (".py",)
-
-
-class UsageError(Exception):
-    """Bad input from the user (path, option, config): one clear line, exit code 2."""
 
 
 def is_excluded(path: str, patterns: Iterable[str]) -> bool:

@@ -184,7 +184,7 @@ def analyze_source(
     try:
         walk(module, visitors, leavers)
         heat.resolve(external)
-        judged = [_judge(candidate, heat) for candidate in context.candidates]
+        judged = [_judge(candidate, heat) for rule in active for candidate in rule.candidates]
         findings = _to_findings(path, source, module, judged, settings) if judged else []
     except RecursionError:
         # Python accepts a few expression shapes (e.g. `a + a + ... + a`) deeper than code can recurse.
@@ -193,6 +193,8 @@ def analyze_source(
         # Rules, trackers and deferred judgements refer to each other and to the tree: left to the
         # cycle collector, every parsed tree would outlive its file (memory and GC time both grow).
         context.release()
+        for rule in active:
+            rule.candidates = []
         visitors.clear()
         leavers.clear()
     local_facts = heat.facts()

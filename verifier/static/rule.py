@@ -60,6 +60,8 @@ class Rule:
 
     def __init__(self, context: ModuleContext) -> None:
         self.context = context
+        # This file's reports, in the order made; the engine judges them once the walk is done.
+        self.candidates: list[Candidate] = []
 
     def report(
         self,
@@ -71,7 +73,7 @@ class Rule:
         fix: str | None = None,
     ) -> None:
         """Report `node`. Pass `where` when reporting later than the node was visited."""
-        self.context.candidates.append(
+        self.candidates.append(
             Candidate(
                 rule=type(self),
                 node=node,
