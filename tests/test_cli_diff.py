@@ -1,15 +1,20 @@
-"""`--diff BASE`: only files and lines changed since the merge base; heat still from whole files."""
+"""`--diff BASE`: only files and lines changed since the merge base are reported; heat comes from
+the whole project, so a helper made hot by an unchanged caller is still reported."""
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
+import yaml
 
 from verifier.cli import main
-from verifier.gitdiff import parse_diff
+from verifier.gitdiff import hunk_lines
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -101,12 +106,110 @@ def test_outside_a_repository_is_a_usage_error(tmp_path, monkeypatch, capsys):
     assert "--diff" in capsys.readouterr().err
 
 
-def test_parse_diff_reads_new_side_lines_and_skips_deletions():
-    diff = (
-        "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n"
-        "@@ -3,0 +4,2 @@ def f():\n+x\n+y\n"
-        "@@ -10,2 +12,0 @@\n-gone\n-gone\n"
-        "@@ -20 +20 @@\n-old\n+new\n"
-        "diff --git a/b.py b/b.py\ndeleted file mode 100644\n--- a/b.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+def test_hunk_lines_reads_new_side_lines_and_skips_deletions():
+    patch = (
+        b"diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n"
+        b"@@ -3,0 +4,2 @@ def f():\n+x\n+y\n"
+        b"@@ -10,2 +12,0 @@\n-gone\n-gone\n"
+        b"@@ -20 +20 @@\n-old\n+new\n"
     )
-    assert parse_diff(diff) == {"a.py": frozenset({4, 5, 20})}
+    assert hunk_lines(patch) == frozenset({4, 5, 20})
+
+
+CALLER = """\
+import torch
+from helper import log_step
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        log_step(loss)
+"""
+HELPER_BEFORE = "def log_step(loss):\n    return loss\n"
+HELPER_AFTER = "import torch\n\n\ndef log_step(loss):\n    torch.cuda.synchronize()\n    return loss\n"
+
+
+def hook_entry() -> list[str]:
+    hooks = yaml.safe_load((Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text())
+    (hook,) = [h for h in hooks if h["id"] == "verify-perf"]
+    return shlex.split(hook["entry"]) + list(hook.get("args", []))
+
+
+@pytest.fixture
+def two_files(tmp_path, monkeypatch):
+    """A caller whose step loop calls a helper; only the helper changes."""
+    git(tmp_path, "init", "-q", "-b", "main")
+    (tmp_path / "train.py").write_text(CALLER)
+    (tmp_path / "helper.py").write_text(HELPER_BEFORE)
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    (tmp_path / "helper.py").write_text(HELPER_AFTER)
+    git(tmp_path, "commit", "-qam", "sync in the helper")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_a_changed_helper_gets_the_heat_of_its_unchanged_caller(two_files, capsys):
+    code, report = findings(capsys, ".", "--diff", "HEAD~1")
+    assert report["files"] == ["helper.py"]
+    assert report["heat_files"] == 2
+    assert [(f["path"], f["code"], f["line"], f["severity"], f["heat"]) for f in report["findings"]] == [
+        ("helper.py", "VP203", 5, "HIGH", "step")
+    ]
+    assert code == 1
+
+
+def test_the_pre_commit_hook_command_line_reports_the_helper(two_files, capsys):
+    """pre-commit runs the hook's `entry` with the staged file names appended."""
+    entry = hook_entry()
+    assert entry[:1] == ["verify-perf"] and "--force-exclude" in entry
+    code = main([*entry[1:], "helper.py", "--select", "VP2", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert [(f["path"], f["code"], f["line"], f["severity"]) for f in report["findings"]] == [
+        ("helper.py", "VP203", 5, "HIGH")
+    ]
+    assert code == 1
+    assert not (two_files / "reports").exists()
+
+
+def test_with_heat_scope_paths_the_helper_alone_is_cold(two_files, capsys):
+    code, report = findings(capsys, "helper.py", "--heat-scope", "paths")
+    assert (code, report["findings"], report["heat_files"]) == (0, [], 1)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["my train.py", 'say "hi".py', "tab\there.py", "caf\u00e9.py", b"latin\xe9.py"],
+    ids=["space", "quotes", "tab", "utf-8", "non-utf-8"],
+)
+def test_changed_files_with_awkward_names_are_analysed(repo, capsys, name):
+    filename = os.fsdecode(name) if isinstance(name, bytes) else name
+    (repo / "src" / filename).write_text(TRAIN)
+    git(repo, "add", "--", os.path.join("src", filename))
+    git(repo, "commit", "-qm", "add a file with an awkward name")
+    code, report = findings(capsys, "src", "--diff", "main")
+    assert report["files"] == [os.path.join("src", filename)]
+    assert [(f["code"], f["line"]) for f in report["findings"]] == [("VP203", 9)]
+    assert code == 1
+
+
+def test_a_modified_file_with_a_space_reports_only_its_changed_line(repo, capsys):
+    (repo / "src" / "my train.py").write_text(TRAIN)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base for the spaced name")
+    (repo / "src" / "my train.py").write_text(CHANGED)
+    code, report = findings(capsys, "src", "--diff", "HEAD")
+    assert report["files"] == ["src/my train.py"]
+    assert [(f["code"], f["line"]) for f in report["findings"]] == [("VP201", 10)]
+
+
+def test_a_renamed_file_reports_only_its_edited_lines(repo, capsys):
+    git(repo, "mv", "src/train.py", "src/renamed train.py")
+    (repo / "src" / "renamed train.py").write_text(CHANGED)
+    git(repo, "commit", "-qam", "rename and log")
+    _, report = findings(capsys, "src", "--diff", "main")
+    assert report["files"] == ["src/renamed train.py"]
+    assert [(f["code"], f["line"]) for f in report["findings"]] == [("VP201", 10)]

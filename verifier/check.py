@@ -15,10 +15,11 @@ from verifier.config import FileConfig, Settings, find_config, load_config
 from verifier.dynamic.results import DynamicResult
 from verifier.errors import EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, UsageError
 from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
+from verifier.scope import relative_to_cwd
 from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.static.parallel import default_jobs
 from verifier.task import default_task, validate_task
-from verifier.writing import write_atomically
+from verifier.writing import write_atomically, write_stdout
 
 HARNESS_UNAVAILABLE = "not run: harness unavailable"
 
@@ -29,7 +30,7 @@ def run_check(args: argparse.Namespace) -> int:
     settings = effective_settings(args)
     settings.selected_rules()  # an unknown selector is a usage error before any work
 
-    files, findings, internal_errors = _analyse(args, settings)
+    files, findings, internal_errors, heat_files = _analyse(args, settings)
     dynamic, dynamic_note, harness_failed = (
         _dynamic(args, settings, task) if args.dynamic else (None, NOT_REQUESTED, False)
     )
@@ -41,11 +42,12 @@ def run_check(args: argparse.Namespace) -> int:
         paths=tuple(args.paths),
         command=reproduce_command(args, task, date),
         diff_base=args.diff,
-        config_path=settings.config_path,
+        config_path=relative_to_cwd(settings.config_path) if settings.config_path else None,
         report_path=report_path,
     )
     report = build_report(
-        run, files, findings, settings, dynamic=dynamic, dynamic_note=dynamic_note, baseline=comparison
+        run, files, findings, settings, dynamic=dynamic, dynamic_note=dynamic_note, baseline=comparison,
+        heat_files=heat_files,
     )
 
     from verifier.report.render import render
@@ -56,7 +58,7 @@ def run_check(args: argparse.Namespace) -> int:
     if args.output:
         write_atomically(args.output, output)
     else:
-        sys.stdout.write(output)
+        write_stdout(output)
     if report_path is not None and not args.quiet:
         print(f"Report: {report_path} ({report.decision.status}, score {report.scorecard.total}/100)", file=sys.stderr)
     for path, error in internal_errors:
@@ -140,8 +142,12 @@ def reproduce_command(args: argparse.Namespace, task: str, date: str) -> str:
         values = getattr(args, option)
         if values:
             parts += [f"--{option}", ",".join(values)]
+    if args.force_exclude:
+        parts.append("--force-exclude")
     if args.diff:
         parts += ["--diff", args.diff]
+    if args.heat_scope != "project":
+        parts += ["--heat-scope", args.heat_scope]
     if args.baseline:
         parts += ["--baseline", args.baseline]
     if args.block_on_new_only:
@@ -155,24 +161,32 @@ def reproduce_command(args: argparse.Namespace, task: str, date: str) -> str:
 
 
 def _analyse(args: argparse.Namespace, settings: Settings):
-    from verifier.static.discovery import discover
-    from verifier.static.runner import analyze_paths
-
+    """Analyse the project, report the named paths (and with --diff, only changed lines)."""
     from verifier.progress import analysis_progress
+    from verifier.scope import find_scope, project_root
+    from verifier.static.runner import analyze_files
 
+    root = project_root(args.paths[0], settings.config_path) if args.heat_scope == "project" else None
+    scope = find_scope(args.paths, settings.exclude, root=root, force_exclude=args.force_exclude)
+    reported, changed = scope.reported, None
+    if args.diff:
+        from verifier.gitdiff import changed_lines, select_changed
+
+        changed = changed_lines(args.diff, args.paths[0])
+        reported = select_changed(reported, changed)
+    wanted = set(reported)
     with analysis_progress(enabled=not args.quiet) as progress:
-        if not args.diff:
-            result = analyze_paths(args.paths, settings, on_file=progress.advance, on_start=progress.start)
-            findings = result.findings
-        else:
-            from verifier.gitdiff import changed_lines, on_changed_lines, select_changed
+        result = analyze_files(
+            scope.analysed, settings, on_file=progress.advance, on_start=progress.start, reported=wanted
+        )
+    shown = [r for r in result.files if r.path in wanted]
+    findings = sorted(f for r in shown for f in r.findings)
+    if changed is not None:
+        from verifier.gitdiff import on_changed_lines
 
-            changed = changed_lines(args.diff, args.paths[0])
-            targets = select_changed(discover(args.paths, settings.exclude), changed)
-            result = analyze_paths(targets, settings, on_file=progress.advance, on_start=progress.start)
-            findings = on_changed_lines(result.findings, changed)
-    errors = [(r.path, r.internal_error) for r in result.internal_errors]
-    return [r.path for r in result.files], findings, errors
+        findings = on_changed_lines(findings, changed)
+    errors = [(r.path, r.internal_error) for r in shown if r.internal_error]
+    return [r.path for r in shown], findings, errors, len(scope.analysed)
 
 
 def _dynamic(args: argparse.Namespace, settings: Settings, task: str) -> tuple[DynamicResult | None, str, bool]:

@@ -92,9 +92,15 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
                        help="comma-separated rule codes, prefixes or names to disable")
     rules.add_argument("--exclude", type=_codes, action="extend", default=[], metavar="GLOBS",
                        help="extra comma-separated glob patterns of files or folders to skip")
+    rules.add_argument("--force-exclude", action="store_true",
+                       help="apply the excludes to files named on the command line too (the pre-commit hook uses this)")
     gate = parser.add_argument_group("gate")
     gate.add_argument("--diff", metavar="BASE",
-                      help="pre-merge mode: only files and lines changed since the merge base with git ref BASE")
+                      help="pre-merge mode: report only lines changed since the merge base with git ref BASE "
+                           "(heat still comes from the whole project)")
+    gate.add_argument("--heat-scope", choices=("project", "paths"), default="project",
+                      help="project (default): heat comes from every file of the project (the config file's "
+                           "folder, else the git top level) and only PATH is reported; paths: analyse PATH alone")
     gate.add_argument("--baseline", metavar="FILE",
                       help="compare with a stored `--format json` output: new/existing/fixed findings, "
                            "measured regressions")

@@ -25,7 +25,7 @@ NEW, EXISTING, FIXED = "new", "existing", "fixed"
 def fingerprint(code: str, path: str, source_line: str, occurrence: int) -> str:
     normalised = " ".join(source_line.split())
     key = "\0".join((code, path.replace("\\", "/"), normalised, str(occurrence)))
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:20]
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
 
 
 def fingerprints(findings: list[Finding]) -> dict[Finding, str]:

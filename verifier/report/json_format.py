@@ -11,6 +11,7 @@ from fractions import Fraction
 
 from verifier import __version__
 from verifier.report.decision import severity_counts
+from verifier.report.file_names import json_safe
 from verifier.report.model import Report
 from verifier.report.scoring import Scorecard
 
@@ -25,6 +26,7 @@ def render_json(report: Report) -> str:
         "diff_base": report.run.diff_base,
         "files_analysed": len(report.files),
         "files": list(report.files),
+        "heat_files": report.heat_files,
         "counts": severity_counts(list(report.findings)),
         "score": _score(report.scorecard, report.policy.min_score),
         "decision": {"status": report.decision.status, "reasons": list(report.decision.reasons)},
@@ -36,7 +38,7 @@ def render_json(report: Report) -> str:
         ),
         "baseline": _baseline(report),
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
 
 
 def _finding(finding, report: Report) -> dict:

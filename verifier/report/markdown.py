@@ -17,6 +17,7 @@ import jinja2
 
 from verifier.findings import Category, Finding, Heat, Severity
 from verifier.report import dynamic_view, figures
+from verifier.report.file_names import markdown_safe
 from verifier.report.markdown_text import code_span, fenced_block, table_cell, table_divider, table_row
 from verifier.report.model import Report
 from verifier.report.scoring import MEASURED
@@ -78,7 +79,7 @@ def _environment() -> jinja2.Environment:
 
 def render_markdown(report: Report) -> str:
     text = _environment().get_template("report.md.j2").render(view=build_view(report))
-    return text.rstrip("\n") + "\n"
+    return markdown_safe(text.rstrip("\n")) + "\n"
 
 
 def build_view(report: Report) -> dict:

@@ -42,6 +42,8 @@ class Report:
     baseline: BaselineComparison | None
     rules: tuple[str, ...] = ()
     version: str = __version__
+    # Files the heat was computed over (the project); `files` are the ones reported.
+    heat_files: int = 0
 
 
 def build_report(
@@ -53,6 +55,7 @@ def build_report(
     dynamic: DynamicResult | None = None,
     dynamic_note: str = NOT_REQUESTED,
     baseline: BaselineComparison | None = None,
+    heat_files: int | None = None,
 ) -> Report:
     ordered = sorted(findings)
     policy = Policy(settings.block_on, settings.min_score, settings.block_on_new_only)
@@ -78,4 +81,5 @@ def build_report(
         dynamic_note="" if dynamic is not None else dynamic_note,
         baseline=baseline,
         rules=tuple(rule.code for rule in rules),
+        heat_files=len(files) if heat_files is None else heat_files,
     )

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from pathlib import PurePath
-from urllib.parse import quote
 
 from verifier.findings import Finding, Heat, Severity
+from verifier.report.file_names import json_safe, uri_path
 from verifier.report.model import Report
 from verifier.report.rule_docs import rule_markdown
 
@@ -32,7 +32,7 @@ def artifact_uri(path: str) -> str:
     pure = PurePath(path)
     if pure.is_absolute():
         return pure.as_uri()
-    return quote(pure.as_posix())
+    return uri_path(path)
 
 
 def render_sarif(report: Report) -> str:
@@ -72,7 +72,7 @@ def render_sarif(report: Report) -> str:
         },
     }
     document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
 
 
 def _descriptor(rule) -> dict:

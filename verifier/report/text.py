@@ -27,11 +27,12 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
             f"{len(report.baseline.existing)} existing, {len(report.baseline.fixed)} fixed."
         )
     files = counted(len(report.files), "file")
+    heat = f"; heat from {counted(report.heat_files, 'project file')}" if report.heat_files > len(report.files) else ""
     if findings:
         listed = ", ".join(f"{n} {name}" for name, n in severity_counts(findings).items() if n)
-        lines.append(f"Found {counted(len(findings), 'finding')} in {files} ({listed}).")
+        lines.append(f"Found {counted(len(findings), 'finding')} in {files} ({listed}){heat}.")
     else:
-        lines.append(f"No findings in {files}.")
+        lines.append(f"No findings in {files}{heat}.")
     lines.append(f"Decision: {report.decision.status}{_decision_detail(report)}")
     return "\n".join(lines) + "\n"
 

@@ -45,7 +45,7 @@ def settings_digest(settings: Settings, rule_codes: list[str]) -> str:
 
 
 def file_key(path: str, data: bytes) -> str:
-    return hashlib.sha256(path.encode() + b"\0" + data).hexdigest()
+    return hashlib.sha256(os.fsencode(path) + b"\0" + data).hexdigest()
 
 
 class ResultCache:

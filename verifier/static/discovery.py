@@ -29,8 +29,9 @@ def is_excluded(path: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-def discover(paths: Iterable[str], exclude: Iterable[str] = ()) -> Iterator[str]:
-    """Yield Python files in a stable order; a file named directly is always analysed.
+def discover(paths: Iterable[str], exclude: Iterable[str] = (), *, force_exclude: bool = False) -> Iterator[str]:
+    """Yield Python files in a stable order; a file named directly is analysed even when an
+    exclude pattern matches it, unless `force_exclude` (what pre-commit, which names files, needs).
 
     Raises UsageError for a path that does not exist or a named file that is not Python.
     """
@@ -48,6 +49,8 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = ()) -> Iterator[str]
             if not raw.endswith(PYTHON_SUFFIXES):
                 raise UsageError(f"{raw}: not a Python file (expected a .py file or a folder)")
             path = os.path.normpath(raw)
+            if force_exclude and is_excluded(path, patterns):
+                continue
             if path not in seen:
                 seen.add(path)
                 yield path

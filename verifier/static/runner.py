@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from verifier.config import Settings
@@ -37,13 +37,26 @@ def analyze_paths(
     on_file: Callable[[FileResult], None] | None = None,
     on_start: Callable[[int], None] | None = None,
 ) -> AnalysisResult:
-    """Analyse every Python file under `paths`. Raises UsageError for bad paths.
+    """Analyse every Python file under `paths`. Raises UsageError for bad paths."""
+    return analyze_files(list(discover(paths, settings.exclude)), settings, on_file, on_start)
+
+
+def analyze_files(
+    files: list[str],
+    settings: Settings,
+    on_file: Callable[[FileResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    reported: Collection[str] | None = None,
+) -> AnalysisResult:
+    """Analyse `files` together, so heat crosses imports between them.
 
     Files are analysed in `settings.jobs` processes and looked up in the results cache first
-    when `settings.cache_dir` is set; results come back in discovery order either way.
+    when `settings.cache_dir` is set; results come back in the given order either way. With
+    `reported` (a subset of `files`), the other files only lend their heat: their findings are
+    not brought up to date by the project-wide pass.
     """
     with _rare_garbage_collection():
-        return _analyze_paths(paths, settings, on_file, on_start)
+        return _analyze_files(files, settings, on_file, on_start, reported)
 
 
 # Parsing allocates millions of objects that die by reference counting; with the default
@@ -61,21 +74,23 @@ def _rare_garbage_collection() -> Iterator[None]:
         gc.set_threshold(*previous)
 
 
-def _analyze_paths(
-    paths: Iterable[str],
+def _analyze_files(
+    files: list[str],
     settings: Settings,
     on_file: Callable[[FileResult], None] | None,
     on_start: Callable[[int], None] | None,
+    reported: Collection[str] | None,
 ) -> AnalysisResult:
     rules = settings.selected_rules()
     codes = [rule.code for rule in rules]
-    files = list(discover(paths, settings.exclude))
+    reported_set = None if reported is None else set(reported)
+    wanted = None if reported_set is None else frozenset(i for i, path in enumerate(files) if path in reported_set)
     if on_start is not None:
         on_start(len(files))
     notify = on_file or (lambda _result: None)
     cache = ResultCache(settings.cache_dir, settings, codes) if settings.cache_dir else None
     keys = [cache.key_for(path) for path in files] if cache else [None] * len(files)
-    whole_run = run_key(keys) if cache else None
+    whole_run = run_key([*keys, repr(None if wanted is None else sorted(wanted))]) if cache else None
     if whole_run is not None:
         finished = cache.load(f"run-{whole_run}")
         if isinstance(finished, AnalysisResult):
@@ -95,7 +110,7 @@ def _analyze_paths(
             cache.store(keys[index], result)
 
     analysis = AnalysisResult(list(results))
-    _apply_project_heat(analysis.files, keys, codes, settings, cache)
+    _apply_project_heat(analysis.files, keys, codes, settings, cache, wanted)
     if whole_run is not None and not analysis.internal_errors:
         cache.store(f"run-{whole_run}", AnalysisResult([replace(r, analysis=None) for r in analysis.files]))
     return analysis
@@ -107,12 +122,13 @@ def _apply_project_heat(
     codes: list[str],
     settings: Settings,
     cache: ResultCache | None,
+    wanted: frozenset[int] | None,
 ) -> None:
     """Heat crosses modules: a helper imported by another file's batch loop is step code.
 
     Each file was analysed under its own heat; one fixed point over every file's summary
     (it updates the summaries in place) then says which files' heat changed, and only those
-    with candidate findings are analysed again with it.
+    with candidate findings (and, given `wanted`, only those reported) are analysed again.
     """
     analysed = [(i, f) for i, f in enumerate(files) if f.analysis is not None and f.analysis.heat is not None]
     if len(analysed) < 2:
@@ -120,6 +136,8 @@ def _apply_project_heat(
     project = resolve_project([f.analysis.heat for _, f in analysed])
     redo: list[tuple[int, str | None]] = []
     for index, file_result in analysed:
+        if wanted is not None and index not in wanted:
+            continue
         analysis = file_result.analysis
         if analysis.findings_may_change():
             key = keys[index]

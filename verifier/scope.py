@@ -1,0 +1,57 @@
+"""Which files a run analyses, and which it reports.
+
+Heat belongs to the project, not to the paths a user names: a helper is step code because a
+loop in another file calls it. So a run analyses every Python file of the project (the folder
+of the config file, else the git top level) and reports only the files under the named paths;
+the results cache makes the rest of an unchanged tree nearly free.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from verifier.git import top_level
+from verifier.static.discovery import discover
+
+
+@dataclass(frozen=True)
+class Scope:
+    root: str | None
+    analysed: list[str]
+    reported: list[str]
+
+
+def project_root(first_path: str, config_path: str | None) -> str | None:
+    """The folder of the config file in use, else the git work tree of the first path."""
+    if config_path is not None:
+        return os.path.dirname(os.path.abspath(config_path))
+    return top_level(first_path)
+
+
+def find_scope(
+    paths: Sequence[str],
+    exclude: Sequence[str],
+    *,
+    root: str | None,
+    force_exclude: bool = False,
+) -> Scope:
+    """Reported files from `paths`; analysed files are those plus the rest of `root`'s tree."""
+    reported = list(discover(paths, exclude, force_exclude=force_exclude))
+    if root is None:
+        return Scope(None, reported, reported)
+    seen = {os.path.realpath(path) for path in reported}
+    analysed = list(reported)
+    for path in discover([relative_to_cwd(root)], exclude):
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            analysed.append(path)
+    return Scope(root, analysed, reported)
+
+
+def relative_to_cwd(path: str) -> str:
+    """Relative to the working directory when below it (short, and the same on every machine)."""
+    relative = os.path.relpath(path)
+    return path if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
