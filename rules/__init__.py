@@ -33,6 +33,8 @@ def all_rules() -> tuple[type[Rule], ...]:
 def rule_by_selector(selector: str) -> list[type[Rule]]:
     """Rules matching a code (`VP201`), a prefix (`VP2`, `ALL`) or a name (`repeated-item`)."""
     text = selector.strip()
+    if not text:
+        return []  # an empty prefix would match every rule
     if text.upper() == "ALL":
         return list(all_rules())
     return [

@@ -177,7 +177,8 @@ def _analyse(args: argparse.Namespace, settings: Settings):
     wanted = set(reported)
     with analysis_progress(enabled=not args.quiet) as progress:
         result = analyze_files(
-            scope.analysed, settings, on_file=progress.advance, on_start=progress.start, reported=wanted
+            scope.analysed, settings, on_file=progress.advance, on_start=progress.start, reported=wanted,
+            unreadable=scope.unreadable,
         )
     shown = [r for r in result.files if r.path in wanted]
     findings = sorted(f for r in shown for f in r.findings)
@@ -185,6 +186,9 @@ def _analyse(args: argparse.Namespace, settings: Settings):
         from verifier.gitdiff import on_changed_lines
 
         findings = on_changed_lines(findings, changed)
+    # A folder that could not be listed may hold changed code: it is reported in every mode.
+    folders = {folder for folder, _ in scope.unreadable}
+    findings = sorted([*findings, *(f for r in result.files if r.path in folders for f in r.findings)])
     errors = [(r.path, r.internal_error) for r in shown if r.internal_error]
     return [r.path for r in shown], findings, errors, len(scope.analysed)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,11 +17,13 @@ from typing import Any
 from verifier.dynamic.results import Thresholds
 from verifier.findings import Severity
 from verifier.errors import UsageError
+from verifier.static.source import DEFAULT_MAX_FILE_SIZE, UnreadableSource, read_bytes
 
 DEFAULT_BLOCK_ON = frozenset({Severity.CRITICAL, Severity.HIGH})
 DEFAULT_MIN_SCORE = 70
 DEFAULT_REGRESSION_TOLERANCE = 0.05
 CONFIG_TABLE = "tool.verify-perf"
+_MAX_CONFIG_SIZE = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -31,10 +34,13 @@ class Settings:
     severity: dict[str, Severity] = field(default_factory=dict)
     per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
     prefilter: bool = True
+    # "block": a file that may be valid Python but could not be analysed is a HIGH VP900; "warn": INFO.
+    unanalysable: str = "block"
+    max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
+    file_timeout: float | None = 60.0
     # How the run is carried out; not part of the cache key.
     jobs: int = 1
     cache_dir: str | None = None
-    file_timeout: float | None = 60.0
     block_on: frozenset[Severity] = DEFAULT_BLOCK_ON
     min_score: int = DEFAULT_MIN_SCORE
     block_on_new_only: bool = False
@@ -87,6 +93,8 @@ class FileConfig:
     block_on: frozenset[Severity] | None = None
     min_score: int | None = None
     block_on_new_only: bool | None = None
+    unanalysable: str | None = None
+    max_file_size: int | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     regression_tolerance: float | None = None
 
@@ -118,12 +126,15 @@ def load_config(path: str, *, required: bool) -> FileConfig:
 
 def _read_toml(path: str) -> dict[str, Any]:
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read config: {error.strerror or error}") from None
+        return tomllib.loads(read_bytes(path, _MAX_CONFIG_SIZE).decode("utf-8"))
+    except UnreadableSource as error:
+        raise UsageError(f"{path}: cannot read config: {str(error).removeprefix('cannot read file: ')}") from None
     except tomllib.TOMLDecodeError as error:
         raise UsageError(f"{path}: invalid TOML: {error}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: invalid TOML: values nested too deeply") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{path}: invalid TOML: not UTF-8 ({error.reason})") from None
 
 
 def _tool_table(document: dict[str, Any]) -> Any:
@@ -134,8 +145,9 @@ def _tool_table(document: dict[str, Any]) -> Any:
 _THRESHOLD_KEYS = ("speedup", "memory-reduction", "accuracy-drop", "regression-tolerance")
 _KEYS = (
     "select", "ignore", "exclude", "severity", "per-file-ignores",
-    "block-on", "min-score", "block-on-new-only", "thresholds",
+    "block-on", "min-score", "block-on-new-only", "unanalysable", "max-file-size", "thresholds",
 )
+UNANALYSABLE_POLICIES = ("block", "warn")
 
 
 class _Validator:
@@ -162,6 +174,8 @@ class _Validator:
             block_on=self.block_on(table) if "block-on" in table else None,
             min_score=self.min_score(table) if "min-score" in table else None,
             block_on_new_only=self.boolean(table, "block-on-new-only") if "block-on-new-only" in table else None,
+            unanalysable=self.choice(table, "unanalysable", UNANALYSABLE_POLICIES) if "unanalysable" in table else None,
+            max_file_size=self.size(table, "max-file-size") if "max-file-size" in table else None,
             thresholds=thresholds,
             regression_tolerance=tolerance,
         )
@@ -188,6 +202,8 @@ class _Validator:
     def rule_code(self, key: str, selector: str) -> str:
         from verifier.rules import rule_by_selector
 
+        if not selector.strip():
+            raise self.fail(key, "empty rule code (an empty string would match every rule)")
         matches = rule_by_selector(selector)
         if not matches:
             raise self.fail(key, f"unknown rule code or name {selector!r}")
@@ -233,6 +249,19 @@ class _Validator:
             raise self.fail("min-score", f"expected an integer from 0 to 100, got {_shown(value)}")
         return value
 
+    def choice(self, table: dict, key: str, allowed: tuple[str, ...]) -> str:
+        value = table[key]
+        if value not in allowed:
+            raise self.fail(key, f"expected one of {', '.join(map(repr, allowed))}, got {_shown(value)}")
+        return value
+
+    def size(self, table: dict, key: str) -> int:
+        value = table[key]
+        try:
+            return parse_size(value)
+        except ValueError as error:
+            raise self.fail(key, f"{error}, got {_shown(value)}") from None
+
     def boolean(self, table: dict, key: str) -> bool:
         value = table[key]
         if not isinstance(value, bool):
@@ -259,6 +288,24 @@ class _Validator:
             bound = f"from {low:g} to {high:g}" if high is not None else f"of at least {low:g}"
             raise self.fail(f"thresholds.{key}", f"expected a number {bound}, got {_shown(value)}")
         return float(value)
+
+
+_SIZE = re.compile(r"\s*(\d+)\s*(B|KiB|MiB|GiB)?\s*")
+_UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+MAX_SIZE = 1 << 40
+
+
+def parse_size(value: Any) -> int:
+    """A size in bytes: an integer, or a string such as `10MiB` (units B, KiB, MiB, GiB)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str) and (match := _SIZE.fullmatch(value)):
+        size = int(match[1]) * _UNITS[match[2]]
+    else:
+        raise ValueError("expected a size such as 10MiB or a number of bytes")
+    if not 1 <= size <= MAX_SIZE:
+        raise ValueError("expected a size from 1 byte to 1024 GiB")
+    return size
 
 
 def _shown(value: Any) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from verifier.git import top_level
 from verifier.static.discovery import discover
@@ -21,6 +21,8 @@ class Scope:
     root: str | None
     analysed: list[str]
     reported: list[str]
+    # Folders that could not be listed (path, reason): reported, never skipped in silence.
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
 
 
 def project_root(first_path: str, config_path: str | None) -> str | None:
@@ -38,17 +40,19 @@ def find_scope(
     force_exclude: bool = False,
 ) -> Scope:
     """Reported files from `paths`; analysed files are those plus the rest of `root`'s tree."""
-    reported = list(discover(paths, exclude, force_exclude=force_exclude))
+    unreadable: list[tuple[str, str]] = []
+    reported = list(discover(paths, exclude, force_exclude=force_exclude, unreadable=unreadable))
     if root is None:
-        return Scope(None, reported, reported)
+        return Scope(None, reported, reported, unreadable)
     seen = {os.path.realpath(path) for path in reported}
     analysed = list(reported)
+    # Folders of the project outside the named paths only lend heat: they cannot hide a finding.
     for path in discover([relative_to_cwd(root)], exclude):
         real = os.path.realpath(path)
         if real not in seen:
             seen.add(real)
             analysed.append(path)
-    return Scope(root, analysed, reported)
+    return Scope(root, analysed, reported, unreadable)
 
 
 def relative_to_cwd(path: str) -> str:

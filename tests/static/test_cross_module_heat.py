@@ -111,7 +111,7 @@ def test_module_names_and_relative_resolution(tmp_path):
 
 
 def test_only_files_whose_heat_the_project_changed_are_analysed_again(tmp_path, monkeypatch):
-    from verifier.static import runner
+    from verifier.static.parallel import AnalysisPool
 
     write(tmp_path, {
         "helpers.py": HELPERS,
@@ -128,14 +128,14 @@ def test_only_files_whose_heat_the_project_changed_are_analysed_again(tmp_path, 
         """,
     })
     again: list[str] = []
-    original = runner.analyse_many
+    original = AnalysisPool.analyse
 
-    def spy(paths, *args, **kwargs):
-        if kwargs.get("external") is not None:
+    def spy(pool, paths, codes, settings, external=None):
+        if external is not None:
             again.extend(p.rsplit("/", 1)[-1] for p in paths)
-        return original(paths, *args, **kwargs)
+        return original(pool, paths, codes, settings, external)
 
-    monkeypatch.setattr(runner, "analyse_many", spy)
+    monkeypatch.setattr(AnalysisPool, "analyse", spy)
     assert findings(tmp_path) == [("helpers.py", "VP201", 3, "MEDIUM", "step")]
     # report.py has a candidate too, but nothing elsewhere calls it: its heat is unchanged.
     assert again == ["helpers.py"]

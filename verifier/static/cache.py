@@ -1,24 +1,47 @@
-"""A results cache keyed by file content, tool build and effective settings (like ruff's).
+"""A results cache keyed by everything a result depends on (like ruff's), safe to find anywhere.
 
-Layout: `<cache dir>/<tool fingerprint>/<settings digest>/<key[:2]>/<key>.pickle`, written
-atomically. A whole-run entry keyed by every file's key lets an unchanged tree skip even
-the per-file loads: a warm re-run only reads and hashes the files.
+Layout: `<root>/<tool fingerprint>/<settings digest>/<key[:2]>/<key>.json`, written through a
+temporary file and a rename. A file's key covers its path, its module name (which
+`__init__.py` files surround it) and its content; the settings digest covers every setting
+that changes a result, the per-file time limit included. Results of the project-wide heat pass
+add a digest of the project facts they read. A whole-run entry keyed by every file's key lets
+an unchanged tree skip even the per-file loads.
+
+The folder may have been committed or restored by someone else: entries are data-only JSON
+checked on read (`cache_format`), anything unexpected is a miss that the run rewrites, a root
+that is a symbolic link or not a directory is not used, and every access goes through file
+descriptors opened without following links, so nothing is read or written outside the root.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
-import pickle
-import tempfile
+import secrets
+import stat
+import sys
 from dataclasses import asdict
 from functools import cache
 from pathlib import Path
 
 import verifier
 from verifier.config import Settings
+from verifier.static import cache_format
+from verifier.static.discovery import display_path, module_name_for
+from verifier.static.source import UnreadableSource, read_bytes
 
 DEFAULT_CACHE_DIR = ".verify_perf_cache"
+# Settings that change how a run is carried out, never what it finds.
+_NOT_IN_KEY = ("jobs", "cache_dir")
+_MAX_ENTRY_SIZE = 512 * 1024 * 1024
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0) | _NO_FOLLOW | getattr(os, "O_CLOEXEC", 0)
+_IGNORE_FILE = "# Automatically created by verify-perf.\n*\n"
+_CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by verify-perf.\n"
+)
 
 
 @cache
@@ -34,68 +57,188 @@ def tool_fingerprint() -> str:
     digest = hashlib.sha256(verifier.__version__.encode())
     for root in roots:
         for path in sorted(root.rglob("*.py")):
-            stat = path.stat()
-            digest.update(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return f"{verifier.__version__}-{digest.hexdigest()[:16]}"
+            status = path.stat()
+            digest.update(f"{path.relative_to(root)}:{status.st_size}:{status.st_mtime_ns}".encode())
+    return digest.hexdigest()[:24]
 
 
 def settings_digest(settings: Settings, rule_codes: list[str]) -> str:
-    data = {k: v for k, v in asdict(settings).items() if k not in ("jobs", "cache_dir", "file_timeout")}
-    return hashlib.sha256(repr((sorted(data.items(), key=str), rule_codes)).encode()).hexdigest()[:16]
+    data = {k: v for k, v in asdict(settings).items() if k not in _NOT_IN_KEY}
+    return hashlib.sha256(repr((sorted(data.items(), key=str), rule_codes)).encode()).hexdigest()[:24]
 
 
-def file_key(path: str, data: bytes) -> str:
-    return hashlib.sha256(os.fsencode(path) + b"\0" + data).hexdigest()
-
-
-class ResultCache:
-    def __init__(self, root: str, settings: Settings, rule_codes: list[str]) -> None:
-        self.folder = Path(root) / tool_fingerprint() / settings_digest(settings, rule_codes)
-        self._root = Path(root)
-
-    def key_for(self, path: str) -> str | None:
-        try:
-            with open(path, "rb") as handle:
-                return file_key(path, handle.read())
-        except OSError:
-            return None
-
-    def load(self, key: str):
-        try:
-            with open(self._path(key), "rb") as handle:
-                value = pickle.load(handle)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
-            return None
-        return value
-
-    def store(self, key: str, value) -> None:
-        """Best effort: a cache that cannot be written must never fail the run."""
-        target = self._path(key)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self._mark_root()
-            handle, temporary = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-            with os.fdopen(handle, "wb") as stream:
-                pickle.dump(value, stream, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, target)
-        except OSError:
-            pass
-
-    def _path(self, key: str) -> Path:
-        return self.folder / key[:2] / f"{key}.pickle"
-
-    def _mark_root(self) -> None:
-        # Like ruff's cache: ignored by git and by backup tools without anyone editing .gitignore.
-        ignore = self._root / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# Automatically created by verify-perf.\n*\n")
-            (self._root / "CACHEDIR.TAG").write_text(
-                "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by verify-perf.\n"
-            )
+def file_key(path: str, module: str, data: bytes) -> str:
+    """What a file's own analysis depends on besides the settings: where it is, which module
+    that makes it (adding an `__init__.py` changes it), and its bytes."""
+    identity = os.fsencode(path) + b"\0" + module.encode("utf-8", "surrogateescape") + b"\0"
+    return hashlib.sha256(identity + data).hexdigest()
 
 
 def run_key(file_keys: list[str | None]) -> str | None:
     """One key for a whole run: every file's key in order; None if any file was unreadable."""
     if any(key is None for key in file_keys):
         return None
-    return hashlib.sha256("\n".join(file_keys).encode()).hexdigest()
+    return "run-" + hashlib.sha256("\n".join(file_keys).encode()).hexdigest()
+
+
+class UnsafeCacheRoot(Exception):
+    """The cache folder cannot be used safely; the run goes on without a cache."""
+
+
+class ResultCache:
+    """Loads and stores values by key under one settings digest; every failure is a miss."""
+
+    def __init__(self, root: str, settings: Settings, rule_codes: list[str]) -> None:
+        if os.open not in os.supports_dir_fd or not _NO_FOLLOW:
+            raise UnsafeCacheRoot("this platform cannot open files relative to a folder without following links")
+        self.root = root
+        self.max_file_size = settings.max_file_size
+        self._parts = (tool_fingerprint(), settings_digest(settings, rule_codes))
+        self._root_fd = _open_root(root)
+        self._folder_fd: int | None = None
+        self._marked = False
+
+    def close(self) -> None:
+        for descriptor in (self._folder_fd, self._root_fd):
+            if descriptor is not None:
+                os.close(descriptor)
+        self._folder_fd = self._root_fd = None
+
+    def __enter__(self) -> ResultCache:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def key_for(self, path: str) -> str | None:
+        try:
+            return file_key(path, module_name_for(path), read_bytes(path, self.max_file_size))
+        except UnreadableSource:
+            return None
+
+    def load(self, key: str, expected: type):
+        """The stored value, or None when absent or not exactly what this build writes."""
+        try:
+            folder = self._folder(create=False)
+            if folder is None:
+                return None
+            shard = os.open(key[:2], _DIRECTORY, dir_fd=folder)
+            try:
+                data = _read_entry(f"{key}.json", shard)
+            finally:
+                os.close(shard)
+            return cache_format.loads(data, expected)
+        except (OSError, cache_format.Invalid):
+            return None
+
+    def store(self, key: str, value) -> None:
+        """Best effort: a cache that cannot be written must never fail the run."""
+        try:
+            data = cache_format.dumps(value)
+        except cache_format.Unencodable:
+            return
+        try:
+            folder = self._folder(create=True)
+            shard = _subfolder(folder, key[:2], create=True)
+            try:
+                _write_entry(shard, f"{key}.json", data)
+            finally:
+                os.close(shard)
+        except OSError:
+            pass
+
+    def _folder(self, *, create: bool) -> int | None:
+        if self._folder_fd is None:
+            if create and not self._marked:
+                _mark_root(self._root_fd)
+                self._marked = True
+            fingerprint = _subfolder(self._root_fd, self._parts[0], create=create)
+            if fingerprint is None:
+                return None
+            try:
+                self._folder_fd = _subfolder(fingerprint, self._parts[1], create=create)
+            finally:
+                os.close(fingerprint)
+        return self._folder_fd
+
+
+def open_cache(root: str, settings: Settings, rule_codes: list[str]) -> ResultCache | None:
+    """The cache at `root`, or None (after one line on stderr) when it cannot be used safely."""
+    try:
+        return ResultCache(root, settings, rule_codes)
+    except UnsafeCacheRoot as problem:
+        print(f"verify-perf: warning: not using the cache {display_path(root)}: {problem}", file=sys.stderr)
+        return None
+
+
+def _open_root(root: str) -> int:
+    try:
+        status = os.lstat(root)
+    except FileNotFoundError:
+        try:
+            os.makedirs(root, exist_ok=True)
+        except OSError as error:
+            raise UnsafeCacheRoot(f"cannot create it ({error.strerror or error})") from None
+    else:
+        if stat.S_ISLNK(status.st_mode):
+            raise UnsafeCacheRoot("it is a symbolic link (remove it or pass --cache-dir)")
+        if not stat.S_ISDIR(status.st_mode):
+            raise UnsafeCacheRoot("it is not a directory")
+    try:
+        return os.open(root, _DIRECTORY)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UnsafeCacheRoot("it is a symbolic link or not a directory") from None
+        raise UnsafeCacheRoot(f"cannot open it ({error.strerror or error})") from None
+
+
+def _subfolder(parent: int, name: str, *, create: bool) -> int | None:
+    if create:
+        try:
+            os.mkdir(name, 0o777, dir_fd=parent)
+        except FileExistsError:
+            pass
+    try:
+        return os.open(name, _DIRECTORY, dir_fd=parent)
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
+
+
+def _read_entry(name: str, folder: int) -> bytes:
+    descriptor = os.open(name, os.O_RDONLY | _NO_FOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=folder)
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > _MAX_ENTRY_SIZE:
+            raise OSError(errno.EINVAL, "not a cache entry")
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            return handle.read(_MAX_ENTRY_SIZE + 1)
+    finally:
+        os.close(descriptor)
+
+
+def _write_entry(folder: int, name: str, data: bytes) -> None:
+    temporary = f".{name}.{secrets.token_hex(6)}.tmp"
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o666, dir_fd=folder)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        try:
+            os.unlink(temporary, dir_fd=folder)
+        except OSError:
+            pass
+        raise
+
+
+def _mark_root(root: int) -> None:
+    """Like ruff's cache: ignored by git and by backup tools without anyone editing .gitignore."""
+    for name, text in ((".gitignore", _IGNORE_FILE), ("CACHEDIR.TAG", _CACHEDIR_TAG)):
+        try:
+            descriptor = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o666, dir_fd=root)
+        except OSError:
+            continue  # already there (or a link someone else put there: left alone)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)

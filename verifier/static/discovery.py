@@ -29,39 +29,55 @@ def is_excluded(path: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-def discover(paths: Iterable[str], exclude: Iterable[str] = (), *, force_exclude: bool = False) -> Iterator[str]:
-    """Yield Python files in a stable order; a file named directly is analysed even when an
-    exclude pattern matches it, unless `force_exclude` (what pre-commit, which names files, needs).
+def discover(
+    paths: Iterable[str],
+    exclude: Iterable[str] = (),
+    *,
+    force_exclude: bool = False,
+    unreadable: list[tuple[str, str]] | None = None,
+) -> Iterator[str]:
+    """Yield Python files in a stable order, each once; a file named directly is analysed even
+    when an exclude pattern matches it, unless `force_exclude` (what pre-commit, which names files, needs).
 
     Raises UsageError for a path that does not exist or a named file that is not Python.
+    A folder that cannot be listed is appended to `unreadable` as (path, reason), never skipped
+    silently.
     """
     patterns = tuple(DEFAULT_EXCLUDES) + tuple(exclude)
     seen: set[str] = set()
+
+    def first_time(path: str) -> bool:
+        identity = os.path.normcase(os.path.abspath(path))
+        if identity in seen:
+            return False
+        seen.add(identity)
+        return True
+
     for raw in paths:
         if not os.path.lexists(raw):
-            raise UsageError(f"{raw}: no such file or directory")
+            raise UsageError(f"{display_path(raw)}: no such file or directory")
         if os.path.isdir(raw):
-            for file in _walk(raw, patterns):
-                if file not in seen:
-                    seen.add(file)
-                    yield file
+            yield from filter(first_time, _walk(raw, patterns, unreadable))
         elif os.path.isfile(raw) or (os.path.islink(raw) and not os.path.exists(raw)):
             if not raw.endswith(PYTHON_SUFFIXES):
-                raise UsageError(f"{raw}: not a Python file (expected a .py file or a folder)")
+                raise UsageError(f"{display_path(raw)}: not a Python file (expected a .py file or a folder)")
             path = os.path.normpath(raw)
             if force_exclude and is_excluded(path, patterns):
                 continue
-            if path not in seen:
-                seen.add(path)
+            if first_time(path):
                 yield path
         else:
-            raise UsageError(f"{raw}: not a regular file or directory")
+            raise UsageError(f"{display_path(raw)}: not a regular file or directory")
 
 
-def _walk(root: str, patterns: tuple[str, ...]) -> Iterator[str]:
+def _walk(root: str, patterns: tuple[str, ...], unreadable: list[tuple[str, str]] | None) -> Iterator[str]:
+    def report(error: OSError) -> None:
+        if unreadable is not None:
+            unreadable.append((os.path.normpath(error.filename or root), f"cannot read folder: {error.strerror or error}"))
+
     # followlinks=False: a symlinked folder (or a loop of them) is never walked into.
     # Patterns match below the root the user named, so a checkout inside `~/env/` still works.
-    for folder, dirnames, filenames in os.walk(root, onerror=None, followlinks=False):
+    for folder, dirnames, filenames in os.walk(root, onerror=report, followlinks=False):
         dirnames[:] = sorted(
             d for d in dirnames
             if not is_excluded(os.path.relpath(os.path.join(folder, d), root), patterns)
@@ -74,6 +90,16 @@ def _walk(root: str, patterns: tuple[str, ...]) -> Iterator[str]:
                     continue
                 if not is_excluded(os.path.relpath(path, root), patterns):
                     yield os.path.normpath(path)
+
+
+def display_path(path: str) -> str:
+    """`path` as valid Unicode for every output: bytes that are not UTF-8 (kept by the file
+    system encoding as surrogates) are shown as `\\xNN` escapes."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def module_name_for(path: str) -> str:

@@ -25,7 +25,7 @@ from verifier.config import Settings
 from verifier.findings import Category, Finding, Heat, Severity, SeverityByHeat
 from verifier.static.context import ModuleContext
 from verifier.static.deferred import DeferredSeverity
-from verifier.static.discovery import module_name_for
+from verifier.static.discovery import display_path, module_name_for
 from verifier.static.facts import NameFacts
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of
 from verifier.static.names import ImportTable
@@ -109,25 +109,38 @@ def analyze_file(
 ) -> FileResult:
     started = time.perf_counter()
     analysis = None
+    error = None
     try:
-        source = read_source(path)
+        source = read_source(path, settings.max_file_size)
         if settings.prefilter and not _mentions_any(source.text, needed_tokens(tuple(rules))):
             return FileResult(path, [], time.perf_counter() - started, skipped=True)
         with _TimeLimit(settings.file_timeout):
             analysis = analyze_source(path, source, rules, settings, module_name_for(path), external)
         findings = analysis.findings
-        error = None
     except UnreadableSource as problem:
-        findings, error = [_unanalysable(path, str(problem), problem.line)], None
+        findings = [unanalysable_finding(path, str(problem), settings, blocks=problem.unanalysable, line=problem.line)]
     except FileTimeout:
-        limit = f"{settings.file_timeout:g} s"
-        findings, error = [_unanalysable(path, f"analysis exceeded the per-file time limit of {limit}", 1)], None
+        return unanalysable_result(path, timeout_message(settings.file_timeout), rules, settings)
+    except MemoryError:
+        return unanalysable_result(path, "analysis ran out of memory", rules, settings)
+    except RecursionError:
+        findings = [unanalysable_finding(path, "code nested too deeply to analyse", settings)]
     except Exception as crash:  # a bug in verify-perf must not take the whole run down
-        message = f"internal error while analysing: {type(crash).__name__}: {crash}"
-        findings, error = [_unanalysable(path, message, 1)], message
+        error = f"internal error while analysing: {type(crash).__name__}: {crash}"
+        findings = [unanalysable_finding(path, error, settings)]
     if not any(rule.code == UNANALYSABLE for rule in rules):
         findings = [f for f in findings if f.code != UNANALYSABLE]
     return FileResult(path, findings, time.perf_counter() - started, error, analysis)
+
+
+def unanalysable_result(path: str, message: str, rules: Sequence[type[Rule]], settings: Settings) -> FileResult:
+    """The result for a file whose analysis never finished (its worker crashed or was stopped)."""
+    reported = any(rule.code == UNANALYSABLE for rule in rules)
+    return FileResult(path, [unanalysable_finding(path, message, settings)] if reported else [])
+
+
+def timeout_message(limit: float | None) -> str:
+    return f"analysis exceeded the per-file time limit of {limit:g} s (--file-timeout)"
 
 
 class FileTimeout(Exception):
@@ -171,7 +184,7 @@ def analyze_source(
     except cst.ParserSyntaxError as error:
         raise _syntax_error(source.text, error) from None
     except RecursionError:
-        raise UnreadableSource("too deeply nested for the parser") from None
+        raise UnreadableSource("code nested too deeply for the parser", unanalysable=True) from None
 
     imports = ImportTable()
     heat = HeatModel(imports, module_name)
@@ -188,7 +201,7 @@ def analyze_source(
         findings = _to_findings(path, source, module, judged, settings) if judged else []
     except RecursionError:
         # Python accepts a few expression shapes (e.g. `a + a + ... + a`) deeper than code can recurse.
-        raise UnreadableSource("expressions nested too deeply to analyse") from None
+        raise UnreadableSource("code nested too deeply to analyse", unanalysable=True) from None
     finally:
         # Rules, trackers and deferred judgements refer to each other and to the tree: left to the
         # cycle collector, every parsed tree would outlive its file (memory and GC time both grow).
@@ -385,7 +398,7 @@ def _to_findings(
         snippet_end = min(end.line, start.line + _MAX_SNIPPET_LINES - 1)
         findings.add(
             Finding(
-                path=path,
+                path=display_path(path),
                 line=start.line,
                 column=start.column + 1,
                 code=rule.code,
@@ -422,18 +435,27 @@ def _matches(code: str, name: str, selectors: set[str]) -> bool:
     return any(code.startswith(s) or name.upper() == s for s in selectors)
 
 
-def _unanalysable(path: str, message: str, line: int) -> Finding:
+def unanalysable_finding(path: str, message: str, settings: Settings, *, blocks: bool = True, line: int = 1) -> Finding:
+    """VP900. A file that may be valid Python but could not be analysed (`blocks`) fails closed:
+    HIGH unless `unanalysable = "warn"`; a file that is not valid source (syntax, encoding) is INFO."""
+    severity = Severity.HIGH if blocks and settings.unanalysable == "block" else Severity.INFO
     return Finding(
-        path=path,
+        path=display_path(path),
         line=max(line, 1),
         column=1,
         code=UNANALYSABLE,
         end_line=max(line, 1),
         end_column=1,
         name="unanalysable-file",
-        severity=Severity.INFO,
+        severity=severity,
         category=Category.ANALYSIS,
         heat=Heat.ONCE,
         message=message,
-        fix="Fix the file so that Python can parse it, or exclude it.",
+        fix=_UNANALYSABLE_FIX if blocks else "Fix the file so that Python can parse it, or exclude it.",
     )
+
+
+_UNANALYSABLE_FIX = (
+    "Split or simplify the file, raise the limit that stopped it (--file-timeout, max-file-size), or exclude it; "
+    'set `unanalysable = "warn"` in [tool.verify-perf] to report such files without blocking.'
+)

@@ -6,16 +6,16 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from verifier.config import Settings
 from verifier.findings import Finding
-from verifier.static.cache import ResultCache, run_key
+from verifier.static.cache import ResultCache, open_cache, run_key
 from verifier.static.discovery import discover
-from verifier.static.engine import FileResult, ModuleAnalysis
+from verifier.static.engine import FileResult, ModuleAnalysis, unanalysable_result
 from verifier.static.heat import FunctionFacts, resolve_project
-from verifier.static.parallel import analyse_many
+from verifier.static.parallel import AnalysisPool, shared_pool
 
 
 @dataclass
@@ -38,7 +38,9 @@ def analyze_paths(
     on_start: Callable[[int], None] | None = None,
 ) -> AnalysisResult:
     """Analyse every Python file under `paths`. Raises UsageError for bad paths."""
-    return analyze_files(list(discover(paths, settings.exclude)), settings, on_file, on_start)
+    unreadable: list[tuple[str, str]] = []
+    files = list(discover(paths, settings.exclude, unreadable=unreadable))
+    return analyze_files(files, settings, on_file, on_start, unreadable=unreadable)
 
 
 def analyze_files(
@@ -47,16 +49,18 @@ def analyze_files(
     on_file: Callable[[FileResult], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     reported: Collection[str] | None = None,
+    unreadable: Sequence[tuple[str, str]] = (),
 ) -> AnalysisResult:
     """Analyse `files` together, so heat crosses imports between them.
 
     Files are analysed in `settings.jobs` processes and looked up in the results cache first
     when `settings.cache_dir` is set; results come back in the given order either way. With
     `reported` (a subset of `files`), the other files only lend their heat: their findings are
-    not brought up to date by the project-wide pass.
+    not brought up to date by the project-wide pass. Each of the `unreadable` folders (path,
+    reason) found while listing them is reported as a VP900 of its own.
     """
     with _rare_garbage_collection():
-        return _analyze_files(files, settings, on_file, on_start, reported)
+        return _analyze_files(files, settings, on_file, on_start, reported, unreadable)
 
 
 # Parsing allocates millions of objects that die by reference counting; with the default
@@ -80,40 +84,55 @@ def _analyze_files(
     on_file: Callable[[FileResult], None] | None,
     on_start: Callable[[int], None] | None,
     reported: Collection[str] | None,
+    unreadable: Sequence[tuple[str, str]],
 ) -> AnalysisResult:
     rules = settings.selected_rules()
     codes = [rule.code for rule in rules]
     reported_set = None if reported is None else set(reported)
     wanted = None if reported_set is None else frozenset(i for i, path in enumerate(files) if path in reported_set)
+    folders = [unanalysable_result(folder, reason, rules, settings) for folder, reason in unreadable]
     if on_start is not None:
         on_start(len(files))
     notify = on_file or (lambda _result: None)
-    cache = ResultCache(settings.cache_dir, settings, codes) if settings.cache_dir else None
-    keys = [cache.key_for(path) for path in files] if cache else [None] * len(files)
-    whole_run = run_key([*keys, repr(None if wanted is None else sorted(wanted))]) if cache else None
-    if whole_run is not None:
-        finished = cache.load(f"run-{whole_run}")
-        if isinstance(finished, AnalysisResult):
-            for file_result in finished.files:
-                notify(file_result)
-            return finished
+    cache = open_cache(settings.cache_dir, settings, codes) if settings.cache_dir else None
+    with contextlib.ExitStack() as cleanup:
+        if cache is not None:
+            cleanup.callback(cache.close)
+        pool = shared_pool()
+        keys = [cache.key_for(path) for path in files] if cache else [None] * len(files)
+        whole_run = run_key([*keys, repr(None if wanted is None else sorted(wanted))]) if cache else None
+        if whole_run is not None:
+            finished = cache.load(whole_run, AnalysisResult)
+            if finished is not None and [r.path for r in finished.files] == files:
+                for file_result in finished.files:
+                    notify(file_result)
+                return AnalysisResult(folders + finished.files)
 
-    results: list[FileResult | None] = [cache.load(key) if cache and key else None for key in keys]
-    for result in results:
-        if result is not None:
+        results: list[FileResult | None] = [cache.load(key, FileResult) if cache and key else None for key in keys]
+        for index, result in enumerate(results):
+            if result is not None and result.path != files[index]:
+                results[index] = None
+            elif result is not None:
+                notify(result)
+        missing = [i for i, result in enumerate(results) if result is None]
+        for index, result in zip(missing, pool.analyse([files[i] for i in missing], codes, settings)):
+            results[index] = result
             notify(result)
-    missing = [i for i, result in enumerate(results) if result is None]
-    for index, result in zip(missing, analyse_many([files[i] for i in missing], codes, settings, settings.jobs)):
-        results[index] = result
-        notify(result)
-        if cache and keys[index] and not result.internal_error:
-            cache.store(keys[index], result)
+            if cache and keys[index] and _cacheable(result):
+                cache.store(keys[index], result)
 
-    analysis = AnalysisResult(list(results))
-    _apply_project_heat(analysis.files, keys, codes, settings, cache, wanted)
-    if whole_run is not None and not analysis.internal_errors:
-        cache.store(f"run-{whole_run}", AnalysisResult([replace(r, analysis=None) for r in analysis.files]))
+        analysis = AnalysisResult(list(results))
+        _apply_project_heat(analysis.files, keys, codes, settings, cache, pool, wanted)
+        if whole_run is not None and all(_cacheable(r) for r in analysis.files):
+            cache.store(whole_run, AnalysisResult([replace(r, analysis=None) for r in analysis.files]))
+    analysis.files[:0] = folders
     return analysis
+
+
+def _cacheable(result: FileResult) -> bool:
+    """A bug in verify-perf is tried again next run; a file over a limit stays over it for the
+    same content and settings (the limits are part of the key)."""
+    return not result.internal_error
 
 
 def _apply_project_heat(
@@ -122,6 +141,7 @@ def _apply_project_heat(
     codes: list[str],
     settings: Settings,
     cache: ResultCache | None,
+    pool: AnalysisPool,
     wanted: frozenset[int] | None,
 ) -> None:
     """Heat crosses modules: a helper imported by another file's batch loop is step code.
@@ -143,16 +163,16 @@ def _apply_project_heat(
             key = keys[index]
             if key is not None:
                 key = f"{key}-{_facts_digest(file_result.analysis, project)}"
-                cached = cache.load(key) if cache else None
-                if cached is not None:
+                cached = cache.load(key, FileResult) if cache else None
+                if cached is not None and cached.path == file_result.path:
                     file_result.findings = cached.findings
                     continue
             redo.append((index, key))
-    again = analyse_many([files[i].path for i, _ in redo], codes, settings, settings.jobs, external=project)
+    again = pool.analyse([files[i].path for i, _ in redo], codes, settings, external=project)
     for (index, key), result in zip(redo, again):
         files[index].findings = result.findings
         files[index].internal_error = files[index].internal_error or result.internal_error
-        if cache and key and not result.internal_error:
+        if cache and key and _cacheable(result):
             cache.store(key, replace(result, analysis=None))
 
 

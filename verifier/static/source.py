@@ -1,21 +1,39 @@
-"""Reading a file into text the way Python would, or saying clearly why not."""
+"""Reading a file into text the way Python would, or saying clearly why not.
+
+Only regular files are read, and never more than a size limit: a `.py` that is a FIFO, a
+device or a link to one would block or stream forever.
+"""
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass
 from io import BytesIO
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"),
+)
 
 
 class UnreadableSource(Exception):
-    """The file cannot be read or decoded; the message says why, for a VP900 finding."""
+    """The file cannot be read or decoded; the message says why, for a VP900 finding.
 
-    def __init__(self, message: str, line: int = 1) -> None:
+    `unanalysable` is True when the file may well be valid Python that could not be looked at
+    (too large, unreadable): the gate then fails closed. Decoding errors and non-regular files
+    are not Python source at all.
+    """
+
+    def __init__(self, message: str, line: int = 1, *, unanalysable: bool = False) -> None:
         super().__init__(message)
         self.line = line
+        self.unanalysable = unanalysable
 
 
 @dataclass(frozen=True)
@@ -29,13 +47,53 @@ class Source:
         return _LINE_BREAK.split(self.text)
 
 
-def read_source(path: str) -> Source:
+def read_bytes(path: str, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> bytes:
+    """The bytes of a regular file of at most `max_size` bytes; UnreadableSource otherwise.
+
+    Opened without blocking (a FIFO would wait for a writer) and checked on the open handle,
+    so a link swapped for a device between the check and the read is still refused.
+    """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as error:
-        raise UnreadableSource(f"cannot read file: {error.strerror or error}") from None
-    return decode_source(data)
+        if error.errno == errno.ENOENT and os.path.islink(path):
+            raise UnreadableSource("cannot read file: it is a symbolic link to a missing file") from None
+        raise UnreadableSource(f"cannot read file: {error.strerror or error}", unanalysable=True) from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            kind = next((name for test, name in _KINDS if test(status.st_mode)), "not a regular file")
+            raise UnreadableSource(f"not read: it is {kind}, not a regular file")
+        if max_size is not None and status.st_size > max_size:
+            raise _too_large(status.st_size, max_size)
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            data = handle.read() if max_size is None else handle.read(max_size + 1)
+    except OSError as error:
+        raise UnreadableSource(f"cannot read file: {error.strerror or error}", unanalysable=True) from None
+    finally:
+        os.close(descriptor)
+    if max_size is not None and len(data) > max_size:  # it grew while being read
+        raise _too_large(len(data), max_size)
+    return data
+
+
+def _too_large(size: int, limit: int) -> UnreadableSource:
+    return UnreadableSource(
+        f"not analysed: the file is {format_size(size)}, over the limit of {format_size(limit)} "
+        "(max-file-size)",
+        unanalysable=True,
+    )
+
+
+def format_size(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}".replace(".0 ", " ")
+    return f"{size} bytes"
+
+
+def read_source(path: str, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> Source:
+    return decode_source(read_bytes(path, max_size))
 
 
 def decode_source(data: bytes) -> Source:

@@ -1,0 +1,294 @@
+"""The results cache's file format: JSON that can only describe data, checked on every read.
+
+A cache folder may come from anywhere (a committed directory, a restored CI cache), so reading
+an entry must never run code and never hand the run something it does not expect. An entry is
+`<sha256 of the body>\\n<body>`; the body is a graph of the analysis' own result objects (a
+file's findings and its heat summary, whose shape changes as the heat model grows) encoded
+generically: plain JSON values, tagged tuples, sets, dicts and enum members, and objects by
+reference. Decoding only accepts classes defined in the analyser's own, already imported
+modules, creates them without calling any constructor, sets exactly the fields their class
+declares, and checks every value against the field's annotation. Anything else is `Invalid`,
+which the cache treats as a miss.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import enum
+import functools
+import hashlib
+import json
+import math
+import sys
+import types
+import typing
+from typing import Any
+
+FORMAT = 1
+# Modules whose classes may appear in an entry; nothing is ever imported because of an entry.
+_TRUSTED_MODULES = ("verifier.findings", "verifier.static.")
+_MAX_OBJECTS = 5_000_000
+
+
+class Invalid(Exception):
+    """The bytes are not an entry this build wrote (corrupt, foreign or crafted)."""
+
+
+class Unencodable(Exception):
+    """The value holds something that is not data (a syntax tree, a function, a foreign object)."""
+
+
+def dumps(value: Any) -> bytes:
+    body = json.dumps(_Encoder().document(value), separators=(",", ":"), allow_nan=False).encode()
+    return hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+def loads(data: bytes, expected: type) -> Any:
+    """The value stored by `dumps`, which must be an instance of `expected`; else Invalid."""
+    digest, newline, body = data.partition(b"\n")
+    if not newline or hashlib.sha256(body).hexdigest().encode() != digest:
+        raise Invalid("checksum mismatch")
+    try:
+        document = json.loads(body)
+        value = _Decoder(document).value()
+    except Invalid:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError, IndexError) as error:
+        raise Invalid(f"{type(error).__name__}: {error}") from None
+    if type(value) is not expected:
+        raise Invalid(f"expected {expected.__name__}, found {type(value).__name__}")
+    return value
+
+
+def _class_name(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _trusted(module: str) -> bool:
+    return any(module == prefix or (prefix.endswith(".") and module.startswith(prefix)) for prefix in _TRUSTED_MODULES)
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.ids: dict[int, int] = {}
+        self.objects: list[Any] = []
+        self.encoded: list[list] = []
+
+    def document(self, root: Any) -> dict:
+        encoded_root = self.encode(root)
+        # Objects are encoded from a work list, so a long chain of references never recurses.
+        position = 0
+        while position < len(self.objects):
+            self.encoded.append(self.fields_of(self.objects[position]))
+            position += 1
+        return {"format": FORMAT, "objects": self.encoded, "root": encoded_root}
+
+    def fields_of(self, obj: Any) -> list:
+        cls = type(obj)
+        if dataclasses.is_dataclass(cls):
+            names = [f.name for f in dataclasses.fields(cls)]
+        else:
+            names = sorted(vars(obj))
+        return [_class_name(cls), {name: self.encode(getattr(obj, name)) for name in names}]
+
+    def encode(self, value: Any) -> Any:
+        kind = type(value)
+        if value is None or kind in (bool, int, str):
+            return value
+        if kind is float:
+            return value if math.isfinite(value) else {"float": repr(value)}
+        if kind is list:
+            return [self.encode(item) for item in value]
+        if kind is tuple:
+            return {"tuple": [self.encode(item) for item in value]}
+        if kind in (set, frozenset):
+            return {kind.__name__: [self.encode(item) for item in value]}
+        if kind is dict:
+            return {"dict": [[self.encode(k), self.encode(v)] for k, v in value.items()]}
+        if isinstance(value, enum.Enum) and _trusted(kind.__module__):
+            return {"enum": _class_name(kind), "name": value.name}
+        if _trusted(kind.__module__) and hasattr(value, "__dict__") and not callable(value):
+            index = self.ids.get(id(value))
+            if index is None:
+                index = self.ids[id(value)] = len(self.objects)
+                self.objects.append(value)
+            return {"ref": index}
+        raise Unencodable(f"{kind.__module__}.{kind.__qualname__} is not data")
+
+
+class _Decoder:
+    def __init__(self, document: Any) -> None:
+        if not isinstance(document, dict) or set(document) != {"format", "objects", "root"}:
+            raise Invalid("not a cache entry")
+        if document["format"] != FORMAT or not isinstance(document["objects"], list):
+            raise Invalid("unknown entry format")
+        records = document["objects"]
+        if len(records) > _MAX_OBJECTS:
+            raise Invalid("too many objects")
+        self.root = document["root"]
+        self.records = records
+        self.shells = [self.shell(record) for record in records]
+
+    def shell(self, record: Any) -> Any:
+        if not (isinstance(record, list) and len(record) == 2 and isinstance(record[0], str) and isinstance(record[1], dict)):
+            raise Invalid("malformed object")
+        cls = _lookup(record[0])
+        if issubclass(cls, (enum.Enum, BaseException)):
+            raise Invalid(f"{record[0]} cannot be stored")
+        return object.__new__(cls)
+
+    def value(self) -> Any:
+        # Children were encoded after their parents: filling in reverse fills most objects
+        # before anything that hashes them.
+        for index in reversed(range(len(self.records))):
+            self.fill(self.shells[index], self.records[index][1])
+        return self.decode(self.root)
+
+    def fill(self, obj: Any, stored: dict) -> None:
+        cls = type(obj)
+        if dataclasses.is_dataclass(cls):
+            hints = _field_hints(cls)
+            if set(stored) != set(hints):
+                raise Invalid(f"{cls.__qualname__}: fields {sorted(stored)} are not {sorted(hints)}")
+            for name, hint in hints.items():
+                value = self.decode(stored[name])
+                if not _conforms(value, hint):
+                    raise Invalid(f"{cls.__qualname__}.{name}: {type(value).__name__} does not fit {hint}")
+                object.__setattr__(obj, name, value)
+            return
+        for name, raw in stored.items():
+            if not name.isidentifier() or name.startswith("__") or hasattr(cls, name):
+                raise Invalid(f"{cls.__qualname__}: attribute {name!r} refused")
+            object.__setattr__(obj, name, self.decode(raw))
+
+    def decode(self, raw: Any) -> Any:
+        kind = type(raw)
+        if raw is None or kind in (bool, int, float, str):
+            return raw
+        if kind is list:
+            return [self.decode(item) for item in raw]
+        if kind is not dict or len(raw) not in (1, 2):
+            raise Invalid("malformed value")
+        if "ref" in raw and len(raw) == 1:
+            index = raw["ref"]
+            if type(index) is not int or not 0 <= index < len(self.shells):
+                raise Invalid("dangling reference")
+            return self.shells[index]
+        if "enum" in raw and set(raw) == {"enum", "name"}:
+            cls = _lookup(raw["enum"])
+            if not issubclass(cls, enum.Enum) or not isinstance(raw["name"], str) or raw["name"] not in cls.__members__:
+                raise Invalid("unknown enum member")
+            return cls[raw["name"]]
+        if len(raw) != 1:
+            raise Invalid("malformed value")
+        (tag, items), = raw.items()
+        if tag == "float":
+            if items not in ("inf", "-inf", "nan"):
+                raise Invalid("malformed float")
+            return float(items)
+        if not isinstance(items, list):
+            raise Invalid("malformed container")
+        if tag == "tuple":
+            return tuple(self.decode(item) for item in items)
+        if tag == "set":
+            return {self.decode(item) for item in items}
+        if tag == "frozenset":
+            return frozenset(self.decode(item) for item in items)
+        if tag == "dict":
+            if not all(isinstance(pair, list) and len(pair) == 2 for pair in items):
+                raise Invalid("malformed dict")
+            return {self.decode(k): self.decode(v) for k, v in items}
+        raise Invalid(f"unknown tag {tag!r}")
+
+
+def _lookup(name: Any) -> type:
+    """A class of an analyser module that is already imported; never imports anything."""
+    module_name, _, qualname = name.partition(":") if isinstance(name, str) else ("", "", "")
+    module = sys.modules.get(module_name) if _trusted(module_name) else None
+    found: Any = module
+    for part in qualname.split(".") if qualname else ():
+        found = getattr(found, part, None) if part.isidentifier() and not part.startswith("__") else None
+    if not isinstance(found, type) or found.__module__ != module_name:
+        raise Invalid(f"unknown class {name!r}")
+    return found
+
+
+@functools.cache
+def _field_hints(cls: type) -> dict[str, Any]:
+    """Each field's annotation, resolved in its module; one that cannot be resolved checks nothing."""
+    namespace = vars(sys.modules[cls.__module__])
+    hints = {}
+    for f in dataclasses.fields(cls):
+        annotation = f.type
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, namespace)  # noqa: S307 - our own source's annotation, never data
+            except Exception:
+                annotation = Any
+        hints[f.name] = annotation
+    return hints
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    if hint is Any or isinstance(hint, (typing.TypeVar, typing.ForwardRef, str)):
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin, arguments = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_conforms(value, argument) for argument in arguments)
+    if origin is typing.Literal:
+        return value in arguments
+    if origin is typing.ClassVar:
+        return True
+    if origin is not None:
+        return _conforms_generic(value, origin, arguments)
+    if not isinstance(hint, type):
+        return True
+    if hint is bool:
+        return type(value) is bool
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return type(value) in (int, float)
+    if hint in (str, list, tuple, dict, set, frozenset):
+        return type(value) is hint
+    if hint is object:
+        return True
+    if _trusted(hint.__module__):
+        return isinstance(value, hint)
+    # A type an entry can never hold (a syntax node, released before storing) must be empty.
+    return value is None
+
+
+_SEQUENCES = (list, tuple, collections.abc.Sequence)
+
+
+def _conforms_generic(value: Any, origin: Any, arguments: tuple) -> bool:
+    if origin in (list, tuple, set, frozenset, dict):
+        if type(value) is not origin:
+            return False
+    elif origin in (collections.abc.Sequence,):
+        if type(value) not in (list, tuple):
+            return False
+    elif origin in (collections.abc.Mapping,):
+        if type(value) is not dict:
+            return False
+    elif origin in (collections.abc.Set,):
+        if type(value) not in (set, frozenset):
+            return False
+    else:
+        return False  # a callable, a class object or another non-data type
+    if not arguments:
+        return True
+    if type(value) is dict:
+        key_hint, value_hint = arguments
+        return all(_conforms(k, key_hint) and _conforms(v, value_hint) for k, v in value.items())
+    if origin is tuple:
+        if len(arguments) == 2 and arguments[1] is Ellipsis:
+            return all(_conforms(item, arguments[0]) for item in value)
+        if arguments == ((),):
+            return len(value) == 0
+        return len(value) == len(arguments) and all(map(_conforms, value, arguments))
+    return all(_conforms(item, arguments[0]) for item in value)
