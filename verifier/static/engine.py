@@ -25,7 +25,7 @@ from verifier.config import Settings
 from verifier.findings import Category, Finding, Heat, Severity, SeverityByHeat
 from verifier.static.context import ModuleContext
 from verifier.static.deferred import DeferredSeverity
-from verifier.static.discovery import display_path, module_name_for
+from verifier.static.discovery import module_name_for
 from verifier.static.facts import NameFacts
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of
 from verifier.static.names import ImportTable
@@ -398,7 +398,7 @@ def _to_findings(
         snippet_end = min(end.line, start.line + _MAX_SNIPPET_LINES - 1)
         findings.add(
             Finding(
-                path=display_path(path),
+                path=path,
                 line=start.line,
                 column=start.column + 1,
                 code=rule.code,
@@ -440,7 +440,7 @@ def unanalysable_finding(path: str, message: str, settings: Settings, *, blocks:
     HIGH unless `unanalysable = "warn"`; a file that is not valid source (syntax, encoding) is INFO."""
     severity = Severity.HIGH if blocks and settings.unanalysable == "block" else Severity.INFO
     return Finding(
-        path=display_path(path),
+        path=path,
         line=max(line, 1),
         column=1,
         code=UNANALYSABLE,
