@@ -17,7 +17,7 @@ from verifier.errors import EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, UsageError
 from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
 from verifier.scope import relative_to_cwd
 from verifier.static.cache import DEFAULT_CACHE_DIR
-from verifier.static.parallel import default_jobs
+from verifier.static.parallel import MAX_JOBS, default_jobs
 from verifier.task import default_task, validate_task
 from verifier.writing import write_atomically, write_stdout
 
@@ -98,6 +98,8 @@ def effective_settings(args: argparse.Namespace) -> Settings:
         jobs=args.jobs or _env_jobs() or default_jobs(),
         cache_dir=None if args.no_cache else (args.cache_dir or os.environ.get("VERIFY_PERF_CACHE_DIR") or DEFAULT_CACHE_DIR),
         file_timeout=args.file_timeout,
+        max_file_size=_first_set(args.max_file_size, config.max_file_size, defaults.max_file_size),
+        unanalysable=_first_set(config.unanalysable, defaults.unanalysable),
     )
 
 
@@ -105,8 +107,8 @@ def _env_jobs() -> int | None:
     value = os.environ.get("VERIFY_PERF_JOBS", "")
     if not value:
         return None
-    if not value.isdigit() or int(value) < 1:
-        raise UsageError(f"VERIFY_PERF_JOBS={value!r}: expected a positive integer")
+    if not value.isdigit() or not 1 <= int(value) <= MAX_JOBS:
+        raise UsageError(f"VERIFY_PERF_JOBS={value!r}: expected an integer from 1 to {MAX_JOBS}")
     return int(value)
 
 

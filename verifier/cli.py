@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
 
 from verifier import __version__
+from verifier.config import parse_size
+from verifier.static.parallel import MAX_JOBS
 from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.errors import EXIT_ERROR, UsageError
 
@@ -38,9 +41,12 @@ def _min_score(text: str) -> int:
     return int(text)
 
 
+MIN_FILE_TIMEOUT, MAX_FILE_TIMEOUT = 0.1, 86_400.0
+
+
 def _jobs(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"expected an integer from 1 to {MAX_JOBS}, got {text!r}")
     return int(text)
 
 
@@ -48,10 +54,20 @@ def _seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+        value = math.nan
+    # nan fails both comparisons; inf fails the upper bound.
+    if not MIN_FILE_TIMEOUT <= value <= MAX_FILE_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds from {MIN_FILE_TIMEOUT:g} to {MAX_FILE_TIMEOUT:g}, got {text!r}"
+        )
     return value
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{error}, got {text!r}") from None
 
 
 def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentParser:
@@ -119,7 +135,10 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
     speed.add_argument("--no-prefilter", action="store_true",
                        help="parse every file, even those that mention none of the tokens any rule needs")
     speed.add_argument("--file-timeout", type=_seconds, metavar="SECONDS", default=60.0,
-                       help="per-file analysis limit; a file over it is reported as VP900 (default: 60)")
+                       help="per-file analysis limit, 0.1 to 86400; a file over it is reported as VP900 (default: 60)")
+    speed.add_argument("--max-file-size", type=_size, metavar="SIZE",
+                       help="larger files are not read and are reported as VP900, e.g. 20MiB "
+                            "(config: max-file-size; default: 10MiB)")
     parser.add_argument("--version", action="version", version=f"verify-perf {__version__}")
     if harness_arguments:
         _add_harness_arguments(parser)

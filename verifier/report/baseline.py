@@ -18,6 +18,7 @@ from verifier.dynamic.results import DynamicResult, ModeResult
 from verifier.findings import Finding
 from verifier.report import figures
 from verifier.errors import UsageError
+from verifier.static.source import UnreadableSource, read_bytes
 
 NEW, EXISTING, FIXED = "new", "existing", "fixed"
 
@@ -88,14 +89,21 @@ class BaselineComparison:
         return [f for f, state in sorted(self.states.items()) if state == EXISTING]
 
 
+_MAX_BASELINE_SIZE = 256 * 1024 * 1024
+
+
 def load_baseline(path: str) -> Baseline:
+    """A stored `--format json` output; anything else is a usage error naming the problem."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as error:
-        raise UsageError(f"--baseline {path}: cannot read: {error.strerror or error}") from None
+        document = json.loads(read_bytes(path, _MAX_BASELINE_SIZE).decode("utf-8"))
+    except UnreadableSource as error:
+        raise UsageError(f"--baseline {path}: cannot read: {str(error).removeprefix('cannot read file: ')}") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"--baseline {path}: not UTF-8 text ({error.reason})") from None
     except json.JSONDecodeError as error:
         raise UsageError(f"--baseline {path}: not JSON ({error}); write one with `--format json -o {path}`") from None
+    except RecursionError:
+        raise UsageError(f"--baseline {path}: not a verify-perf JSON report (values nested too deeply)") from None
     if not isinstance(document, dict) or not isinstance(document.get("findings"), list):
         raise UsageError(f"--baseline {path}: not a verify-perf JSON report (no findings list)")
     try:
@@ -103,13 +111,22 @@ def load_baseline(path: str) -> Baseline:
         dynamic_block = document.get("dynamic") or {}
         result = dynamic_block.get("result") if isinstance(dynamic_block, dict) else None
         dynamic = DynamicResult.from_dict(result) if isinstance(result, dict) else None
-    except (KeyError, TypeError, ValueError) as error:
-        raise UsageError(f"--baseline {path}: unexpected content: {error}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
+        raise UsageError(f"--baseline {path}: unexpected content: {type(error).__name__}: {error}") from None
     score = document.get("score", {}).get("total") if isinstance(document.get("score"), dict) else None
-    return Baseline(path, stored, score if isinstance(score, int) else None, dynamic)
+    return Baseline(path, stored, score if type(score) is int else None, dynamic)
+
+
+_TEXT_FIELDS = ("path", "code", "source", "fingerprint", "name", "severity", "message")
 
 
 def _stored_findings(records: list[dict[str, Any]]) -> tuple[StoredFinding, ...]:
+    for record in records:
+        if not isinstance(record, dict):
+            raise TypeError(f"a finding is {type(record).__name__}, not an object")
+        wrong = [name for name in _TEXT_FIELDS if name in record and not isinstance(record[name], str)]
+        if wrong or type(record.get("line")) is not int or type(record.get("column", 0)) is not int:
+            raise TypeError(f"finding fields of the wrong type: {', '.join(wrong) or 'line/column'}")
     seen: Counter[tuple[str, str, str]] = Counter()
     stored = []
     for record in sorted(records, key=lambda r: (r["path"], r["line"], r.get("column", 0), r["code"])):

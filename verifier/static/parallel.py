@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import faulthandler
 import gc
 import multiprocessing
 import os
@@ -27,6 +28,7 @@ from multiprocessing.connection import Connection, wait
 
 from verifier.config import Settings
 
+MAX_JOBS = 256
 # Below this many files per worker, starting another process costs more than it saves.
 _MIN_FILES_PER_WORKER = 8
 # Files sent ahead to a worker, so that it never waits for this process between two files.
@@ -278,6 +280,7 @@ def _die_with_parent(parent: int) -> None:
 def _silence_native_messages() -> None:
     """A native crash prints its own messages (Rust's allocation failure, a backtrace); the run
     reports the file as VP900 instead, so they would only clutter the user's terminal."""
+    faulthandler.disable()  # a host that enabled it (pytest) would print each crash's traceback
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 2)

@@ -1,0 +1,201 @@
+"""The results cache reads back data only: crafted or corrupt entries are misses (never code,
+never a crash), a root that is a link or a file is not used, nothing is written outside the
+root, and the key covers what a result depends on (package structure, the time limit)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+
+from verifier.config import Settings
+from verifier.static import cache_format
+from verifier.static.engine import FileResult
+from verifier.static.runner import AnalysisResult, analyze_paths
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def rows(result):
+    return [(f.path, f.line, f.column, f.code, f.severity.name, f.message) for f in result.findings]
+
+
+def project(root: Path) -> Path:
+    folder = root / "project"
+    folder.mkdir()
+    shutil.copy(EXAMPLES / "bad_train.py", folder / "bad_train.py")
+    shutil.copy(EXAMPLES / "good_train.py", folder / "good_train.py")
+    return folder
+
+
+def entries(cache: Path) -> list[Path]:
+    return sorted(p for p in cache.rglob("*.json") if p.is_file())
+
+
+class Exploit:
+    """Unpickling this runs a shell command: what a committed pickle cache entry could do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_crafted_pickle_or_random_bytes_in_every_entry_is_a_miss(tmp_path):
+    folder, cache = project(tmp_path), tmp_path / "cache"
+    settings = Settings(cache_dir=str(cache))
+    cold = analyze_paths([str(folder)], settings)
+    stored = entries(cache)
+    assert len(stored) >= 3  # two files and the whole run
+    marker = tmp_path / "PWNED"
+    payloads = [pickle.dumps(Exploit(marker)), os.urandom(4096), b"", b"0" * 64 + b"\n{}", b"\xff" * 10]
+    for payload in payloads:
+        for entry in stored:
+            entry.write_bytes(payload)
+            entry.with_suffix(".pickle").write_bytes(pickle.dumps(Exploit(marker)))
+        warm = analyze_paths([str(folder)], settings)
+        assert rows(warm) == rows(cold)
+        assert warm.internal_errors == []
+        assert not marker.exists()
+    # Every bad entry was rewritten with a valid one.
+    for entry in stored:
+        cache_format.loads(entry.read_bytes(), AnalysisResult if "run-" in entry.name else FileResult)
+
+
+def signed(document) -> bytes:
+    body = json.dumps(document).encode()
+    return hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"format": 1, "objects": [["os:system", {}]], "root": {"ref": 0}},
+        {"format": 1, "objects": [["verifier.static.cache:ResultCache", {"root": "/"}]], "root": {"ref": 0}},
+        {"format": 1, "objects": [["verifier.static.engine:FileResult", {"path": 1}]], "root": {"ref": 0}},
+        {"format": 1, "objects": [], "root": {"ref": 7}},
+        {"format": 1, "objects": [], "root": {"enum": "verifier.findings:Severity", "name": "mro"}},
+        {"format": 1, "objects": [], "root": {"tuple": [{"dict": [[1]]}]}},
+        {"format": 2, "objects": [], "root": None},
+        [1, 2, 3],
+    ],
+)
+def test_well_formed_but_unexpected_entries_are_refused(document):
+    with pytest.raises(cache_format.Invalid):
+        cache_format.loads(signed(document), FileResult)
+
+
+def test_type_confusion_in_a_finding_is_refused(tmp_path):
+    result = analyze_paths([str(EXAMPLES / "bad_train.py")], Settings()).files[0]
+    document = json.loads(cache_format.dumps(result).partition(b"\n")[2])
+    for record in document["objects"]:
+        if record[0] == "verifier.findings:Finding":
+            record[1]["line"] = "71"
+            break
+    with pytest.raises(cache_format.Invalid):
+        cache_format.loads(signed(document), FileResult)
+
+
+def test_a_result_and_its_heat_summary_survive_the_round_trip(tmp_path):
+    result = analyze_paths([str(EXAMPLES / "bad_train.py")], Settings()).files[0]
+    again = cache_format.loads(cache_format.dumps(result), FileResult)
+    assert again.findings == result.findings
+    assert again.analysis.local_facts == result.analysis.local_facts
+    assert [c.heat for c in again.analysis.candidates] == [c.heat for c in result.analysis.candidates]
+    assert len(again.analysis.heat.functions) == len(result.analysis.heat.functions)
+
+
+def test_a_symlinked_or_non_directory_root_is_not_used(tmp_path, capsys):
+    folder = project(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(elsewhere)
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("keep me\n")
+    cold = analyze_paths([str(folder)], Settings())
+    for root in (link, not_a_folder):
+        result = analyze_paths([str(folder)], Settings(cache_dir=str(root)))
+        assert rows(result) == rows(cold)
+        assert "warning: not using the cache" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == []
+    assert not_a_folder.read_text() == "keep me\n"
+
+
+def test_links_inside_the_root_are_never_followed(tmp_path):
+    folder, cache = project(tmp_path), tmp_path / "cache"
+    settings = Settings(cache_dir=str(cache))
+    analyze_paths([str(folder)], settings)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (fingerprint,) = [p for p in cache.iterdir() if p.is_dir()]
+    shutil.rmtree(fingerprint)
+    fingerprint.symlink_to(outside)
+    (cache / ".gitignore").unlink()
+    (cache / ".gitignore").symlink_to(tmp_path / "victim")
+    result = analyze_paths([str(folder)], settings)
+    assert rows(result) == rows(analyze_paths([str(folder)], Settings()))
+    assert list(outside.iterdir()) == []
+    assert not (tmp_path / "victim").exists()
+
+
+def test_the_root_is_ignored_by_git_and_tagged(tmp_path):
+    folder, cache = project(tmp_path), tmp_path / "cache"
+    analyze_paths([str(folder)], Settings(cache_dir=str(cache)))
+    assert (cache / ".gitignore").read_text().endswith("\n*\n")
+    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+
+
+def test_adding_an_init_file_changes_the_key(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "helpers.py").write_text("def read_loss(loss):\n    return loss.item()\n")
+    (pkg / "train.py").write_text(
+        "from pkg.helpers import read_loss\n"
+        "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    read_loss(loss)\n"
+    )
+    settings = Settings(cache_dir=str(tmp_path / "cache"), select=("VP201",))
+    analyze_paths([str(pkg)], settings)
+    (pkg / "__init__.py").write_text("")
+    warm = analyze_paths([str(pkg)], settings)
+    cold = analyze_paths([str(pkg)], Settings(select=("VP201",)))
+    assert rows(warm) == rows(cold)
+    assert [(Path(f.path).name, f.line, f.code) for f in cold.findings] == [("helpers.py", 2, "VP201")]
+
+
+def test_a_result_under_one_time_limit_is_not_reused_under_another(tmp_path):
+    body = "import torch\n" + "".join(f"def f{i}(x):\n    return x.item() + {i}\n" for i in range(3000))
+    (tmp_path / "huge.py").write_text(body)
+    cache = str(tmp_path / "cache")
+    short = analyze_paths([str(tmp_path / "huge.py")], Settings(cache_dir=cache, file_timeout=0.01))
+    assert [f.code for f in short.findings] == ["VP900"]
+    longer = analyze_paths([str(tmp_path / "huge.py")], Settings(cache_dir=cache, file_timeout=120))
+    assert longer.findings == []
+
+
+def test_valid_entries_are_hits(tmp_path, monkeypatch):
+    from verifier.static.parallel import AnalysisPool
+
+    folder, cache = project(tmp_path), tmp_path / "cache"
+    settings = Settings(cache_dir=str(cache))
+    cold = analyze_paths([str(folder)], settings)
+    analysed: list[str] = []
+    original = AnalysisPool.analyse
+
+    def spy(pool, paths, *args, **kwargs):
+        analysed.extend(paths)
+        return original(pool, paths, *args, **kwargs)
+
+    monkeypatch.setattr(AnalysisPool, "analyse", spy)
+    for entry in entries(cache):
+        if entry.name.startswith("run-"):
+            entry.unlink()  # per-file entries only: each file's result and heat summary
+    assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
+    assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
+    assert analysed == []

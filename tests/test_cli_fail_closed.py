@@ -1,0 +1,167 @@
+"""The gate fails closed: a file it could not analyse blocks unless the team says otherwise,
+special files are never read, and user mistakes are usage errors with a message."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from verifier.cli import main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def run_json(capsys, *argv) -> tuple[int, dict]:
+    code = main([*argv, "--format", "json", "--no-report", "--no-cache"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def vp900(report) -> list[tuple[str, int, str]]:
+    return [(Path(f["path"]).name, f["line"], f["severity"]) for f in report["findings"] if f["code"] == "VP900"]
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    return tmp_path / "src"
+
+
+def test_one_valid_line_no_longer_silences_bad_train(folder, capsys):
+    text = (EXAMPLES / "bad_train.py").read_text() + "\nOK = " + " and ".join(["True"] * 500) + "\n"
+    (folder / "bad_train.py").write_text(text)
+    code, report = run_json(capsys, "src/bad_train.py", "--isolated")
+    assert code == 1
+    assert vp900(report) == []
+    assert ("VP301", "CRITICAL") in [(f["code"], f["severity"]) for f in report["findings"]]
+
+
+def test_an_unanalysable_file_blocks_by_default_and_warns_when_configured(folder, capsys):
+    (folder / "crash.py").write_text("import torch\nx = " + "(" * 1500 + "\n")
+    code, report = run_json(capsys, "src", "--isolated")
+    assert (code, vp900(report)) == (1, [("crash.py", 1, "HIGH")])
+    config = folder.parent / "pyproject.toml"
+    config.write_text('[tool.verify-perf]\nunanalysable = "warn"\n')
+    code, report = run_json(capsys, "src", "--config", str(config))
+    assert (code, vp900(report)) == (0, [("crash.py", 1, "INFO")])
+
+
+def test_a_syntax_error_stays_info(folder, capsys):
+    (folder / "broken.py").write_text("import torch\ndef train(:\n    pass\n")
+    code, report = run_json(capsys, "src", "--isolated")
+    assert (code, vp900(report)) == (0, [("broken.py", 2, "INFO")])
+
+
+def test_special_files_are_never_read(folder, capsys):
+    os.mkfifo(folder / "pipe")
+    (folder / "pipe.py").symlink_to(folder / "pipe")
+    (folder / "zero.py").symlink_to("/dev/zero")
+    shutil.copy(EXAMPLES / "good_train.py", folder / "good_train.py")
+    code, report = run_json(capsys, "src", "--isolated")
+    assert code == 0
+    messages = {Path(f["path"]).name: f["message"] for f in report["findings"] if f["code"] == "VP900"}
+    assert messages == {
+        "pipe.py": "not read: it is a FIFO, not a regular file",
+        "zero.py": "not read: it is a character device, not a regular file",
+    }
+    assert vp900(report) == [("pipe.py", 1, "INFO"), ("zero.py", 1, "INFO")]
+
+
+def test_a_file_over_the_size_limit_is_a_blocking_vp900(folder, capsys):
+    shutil.copy(EXAMPLES / "good_train.py", folder / "good_train.py")
+    code, report = run_json(capsys, "src", "--isolated", "--max-file-size", "1KiB")
+    assert code == 1
+    assert vp900(report) == [("good_train.py", 1, "HIGH")]
+    assert "over the limit of 1 KiB (max-file-size)" in report["findings"][0]["message"]
+    config = folder.parent / "pyproject.toml"
+    config.write_text('[tool.verify-perf]\nmax-file-size = "1MiB"\n')
+    code, report = run_json(capsys, "src", "--config", str(config))
+    assert (code, vp900(report)) == (0, [])
+
+
+def test_a_path_named_twice_is_analysed_once(folder, capsys):
+    shutil.copy(EXAMPLES / "bad_train.py", folder / "bad_train.py")
+    _, once = run_json(capsys, "src", "--isolated")
+    _, twice = run_json(capsys, "src", "./src/", str(folder), "src/bad_train.py", "--isolated")
+    assert twice["findings"] == once["findings"]
+
+
+def test_an_unreadable_folder_blocks(folder, capsys, monkeypatch):
+    (folder / "secret").mkdir()
+    (folder / "secret" / "train.py").write_text("import torch\n")
+    shutil.copy(EXAMPLES / "good_train.py", folder / "good_train.py")
+    real_scandir = os.scandir
+
+    def scandir(path="."):  # what a folder without read permission gives a non-root user
+        if os.path.basename(os.fspath(path)) == "secret":
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    code, report = run_json(capsys, "src", "--isolated")
+    assert code == 1
+    assert [(f["path"], f["severity"], f["message"]) for f in report["findings"] if f["code"] == "VP900"] == [
+        ("src/secret", "HIGH", "cannot read folder: Permission denied")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--file-timeout", "1e-300"], "--file-timeout: expected a number of seconds from 0.1 to 86400, got '1e-300'"),
+        (["--file-timeout", "inf"], "--file-timeout: expected a number of seconds from 0.1 to 86400, got 'inf'"),
+        (["--file-timeout", "nan"], "--file-timeout: expected a number of seconds from 0.1 to 86400, got 'nan'"),
+        (["--jobs", "100000"], "--jobs: expected an integer from 1 to 256, got '100000'"),
+        (["--max-file-size", "0"], "--max-file-size: expected a size from 1 byte to 1024 GiB, got '0'"),
+        (["--max-file-size", "ten"], "--max-file-size: expected a size such as 10MiB or a number of bytes, got 'ten'"),
+    ],
+)
+def test_option_ranges(folder, capsys, argv, message):
+    assert main(["src", "--no-report", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ('per-file-ignores = {"*" = [""]}', "per-file-ignores.'*': empty rule code"),
+        ('ignore = ["  "]', "ignore: empty rule code"),
+        ("x = " + "[" * 5000 + "]" * 5000, "invalid TOML: values nested too deeply"),
+        ('unanalysable = "ignore"', "unanalysable: expected one of 'block', 'warn', got str 'ignore'"),
+        ("max-file-size = 0", "max-file-size: expected a size from 1 byte to 1024 GiB, got int 0"),
+    ],
+)
+def test_config_mistakes_are_usage_errors(folder, capsys, config, message):
+    (folder.parent / "pyproject.toml").write_text(f"[tool.verify-perf]\n{config}\n")
+    assert main(["src", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "internal error" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"[", "not JSON"),
+        (b"[" * 100_000, "values nested too deeply"),
+        (b'{"findings": [1]}', "a finding is int, not an object"),
+        (b'{"findings": [{"path": 1, "line": 2, "code": "VP201"}]}', "finding fields of the wrong type: path"),
+        (b'{"findings": [{"path": "a.py", "line": "2", "code": "VP201"}]}', "finding fields of the wrong type"),
+        (b"\xff\xfe", "not UTF-8 text"),
+    ],
+)
+def test_a_malformed_baseline_is_a_usage_error(folder, capsys, content, message):
+    (folder.parent / "base.json").write_bytes(content)
+    assert main(["src", "--no-report", "--isolated", "--baseline", "base.json"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "internal error" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_baseline_that_is_a_fifo_is_refused_without_blocking(folder, capsys):
+    os.mkfifo(folder.parent / "base.json")
+    assert main(["src", "--no-report", "--isolated", "--baseline", "base.json"]) == 2
+    assert "not read: it is a FIFO" in capsys.readouterr().err
