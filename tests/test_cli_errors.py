@@ -12,8 +12,8 @@ from verifier import cli
     [
         (["missing_folder/"], "missing_folder/: no such file or directory"),
         (["README.md"], "README.md: not a Python file"),
-        (["examples/", "--jobs", "0"], "--jobs: expected a positive integer"),
-        (["examples/", "--file-timeout", "-1"], "--file-timeout: expected a positive number of seconds"),
+        (["examples/", "--jobs", "0"], "--jobs: expected an integer from 1 to 256"),
+        (["examples/", "--file-timeout", "-1"], "--file-timeout: expected a number of seconds from 0.1 to 86400"),
         (["examples/", "--select", "VP999"], "unknown rule code or name 'VP999'"),
         (["examples/", "--task", "../x"], "--task '../x'"),
     ],
