@@ -19,6 +19,8 @@ from verifier.config import parse_size
 from verifier.static.parallel import MAX_JOBS
 from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.errors import EXIT_ERROR, UsageError
+from verifier.extras import DYNAMIC
+from verifier.extras import require as require_extra
 
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 DEFAULT_REPORT_DIR = "reports"
@@ -163,6 +165,7 @@ def build_rule_parser() -> argparse.ArgumentParser:
 
 def build_bench_parser() -> argparse.ArgumentParser:
     """`verify-perf bench`: the harness's own options (loading them imports torch)."""
+    require_extra(DYNAMIC, "`verify-perf bench`")
     try:
         add_bench_arguments = importlib.import_module("verifier.dynamic.command").add_bench_arguments
     except (ImportError, AttributeError) as error:
@@ -184,7 +187,10 @@ def main(argv: list[str] | None = None) -> int:
             return importlib.import_module("verifier.dynamic.command").run_bench(parsed)
         from verifier.check import run_check
 
-        return run_check(build_check_parser(harness_arguments="--dynamic" in args).parse_args(args))
+        parsed = build_check_parser(harness_arguments="--dynamic" in args).parse_args(args)
+        if parsed.dynamic:
+            require_extra(DYNAMIC, "--dynamic")
+        return run_check(parsed)
     except UsageError as error:
         print(f"verify-perf: error: {error}", file=sys.stderr)
         return EXIT_ERROR
