@@ -165,3 +165,33 @@ def test_a_baseline_that_is_a_fifo_is_refused_without_blocking(folder, capsys):
     os.mkfifo(folder.parent / "base.json")
     assert main(["src", "--no-report", "--isolated", "--baseline", "base.json"]) == 2
     assert "not read: it is a FIFO" in capsys.readouterr().err
+
+
+def test_no_python_files_is_said_clearly_and_never_scored(folder, capsys):
+    (folder / "notes.txt").write_text("nothing to see\n")
+    assert main(["src", "--isolated", "--no-cache", "--report-dir", "reports"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        "Score: not scored (nothing was analysed: no Python files found).",
+        "Nothing analysed: no Python files found under the given path(s).",
+        "Decision: PASS",
+    ]
+    assert err.splitlines() == [
+        "verify-perf: warning: no Python files found under the given path(s): nothing was analysed",
+        "Report: reports/src.md (PASS, not scored)",
+    ]
+    report = (folder.parent / "reports" / "src.md").read_text()
+    assert "**Score: not scored** (nothing was analysed: no Python files found)" in report
+    assert "100/100" not in report
+    code, document = run_json(capsys, "src", "--isolated")
+    assert (code, document["score"]["total"], document["score"]["not_scored"]) == (
+        0, None, "nothing was analysed: no Python files found"
+    )
+
+
+def test_when_no_file_could_be_analysed_there_is_no_score(folder, capsys):
+    (folder / "broken.py").write_text("import torch\ndef train(:\n    pass\n")
+    code, document = run_json(capsys, "src", "--isolated")
+    assert code == 0
+    assert document["score"]["total"] is None
+    assert document["score"]["not_scored"] == "nothing was analysed: none of the 1 files could be analysed"

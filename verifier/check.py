@@ -50,6 +50,11 @@ def run_check(args: argparse.Namespace) -> int:
         heat_files=heat_files,
     )
 
+    if not files:
+        # Like ruff: said on stderr, exit code from the findings (none: 0); the report says so too.
+        where = f"changed since {args.diff}" if args.diff else "found under the given path(s)"
+        print(f"verify-perf: warning: no Python files {where}: nothing was analysed", file=sys.stderr)
+
     from verifier.report.render import render
 
     if report_path is not None and not _output_is_report(args):
@@ -60,7 +65,9 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         write_stdout(output)
     if report_path is not None and not args.quiet:
-        print(f"Report: {report_path} ({report.decision.status}, score {report.scorecard.total}/100)", file=sys.stderr)
+        total = report.scorecard.total
+        shown = "not scored" if total is None else f"score {total}/100"
+        print(f"Report: {report_path} ({report.decision.status}, {shown})", file=sys.stderr)
     for path, error in internal_errors:
         print(f"verify-perf: {path}: {error}", file=sys.stderr)
     if internal_errors or harness_failed:

@@ -232,9 +232,13 @@ def _metrics(report: Report) -> list[tuple[str, str, str]]:
     blocking = [f for f in report.findings if f.severity in policy.block_on]
     other_levels = [s for s in SEVERITY_ORDER if s not in policy.block_on and s > Severity.INFO]
     others = [f for f in report.findings if f.severity in other_levels]
-    score_ok = report.scorecard.total >= policy.min_score
+    total = report.scorecard.total
+    score_row = (
+        ("Score", f"not scored ({report.scorecard.not_scored})", "⚠️ NOT SCORED") if total is None else
+        ("Score", f"{total}/100 (minimum {policy.min_score})", "✅ PASS" if total >= policy.min_score else "❌ FAIL")
+    )
     rows = [
-        ("Score", f"{report.scorecard.total}/100 (minimum {policy.min_score})", "✅ PASS" if score_ok else "❌ FAIL"),
+        score_row,
         (f"Blocking findings ({blocking_names})", str(len(blocking)),
          "❌ FAIL" if decision.blocking else ("⚠️ existing, not blocking" if blocking else "✅ PASS")),
         (f"Other findings ({', '.join(s.name for s in other_levels) or 'none'})", str(len(others)), "⚠️ WARNING" if others else "✅ PASS"),
@@ -300,7 +304,7 @@ def _summary_sentence(report: Report) -> str:
         parts.append(f"{counted(len(decision.blocking), 'finding')} of blocking severity")
     if decision.missed:
         parts.append(f"{counted(len(decision.missed), 'measured target')} missed")
-    if report.scorecard.total < report.policy.min_score and any(r.startswith("score ") for r in decision.reasons):
+    if any(r.startswith("score ") for r in decision.reasons):
         parts.append(f"a score below {report.policy.min_score}")
     return f"BLOCK: {' and '.join(parts)} must be fixed before merging."
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from verifier import __version__
 from verifier.config import Settings
@@ -13,6 +14,14 @@ from verifier.report.decision import Decision, Policy, decide
 from verifier.report.scoring import Scorecard, checked_categories, score
 
 NOT_REQUESTED = "not run: `--dynamic` was not requested"
+UNANALYSABLE_CODE = "VP900"
+
+
+def nothing_analysed(scorecard: Scorecard, files: int) -> Scorecard:
+    """No score for a run that analysed nothing: never a silent 100/100."""
+    why = "no Python files found" if not files else f"none of the {files} files could be analysed"
+    categories = tuple(replace(c, scored=False, points=Fraction(0), note="nothing was analysed") for c in scorecard.categories)
+    return Scorecard(None, categories, not_scored=f"nothing was analysed: {why}")
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,9 @@ def build_report(
     policy = Policy(settings.block_on, settings.min_score, settings.block_on_new_only)
     rules = settings.selected_rules()
     scorecard = score(ordered, dynamic, dynamic_note, checked_categories(rules))
+    unanalysable = {f.path for f in ordered if f.code == UNANALYSABLE_CODE}
+    if not any(path not in unanalysable for path in files):
+        scorecard = nothing_analysed(scorecard, len(files))
     decision = decide(
         ordered,
         policy,

@@ -71,8 +71,10 @@ class CategoryScore:
 
 @dataclass(frozen=True)
 class Scorecard:
-    total: int
+    # None when nothing was analysed: a run that looked at no code earns no score at all.
+    total: int | None
     categories: tuple[CategoryScore, ...]
+    not_scored: str = ""
 
     @property
     def static_only(self) -> bool:

@@ -19,8 +19,11 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
         return "".join(line + "\n" for line in lines)
     scorecard, policy = report.scorecard, report.policy
     scope = ", static categories only" if scorecard.static_only else ""
-    relation = "below the minimum" if scorecard.total < policy.min_score else "minimum"
-    lines.append(f"Score: {scorecard.total}/100 ({relation} {policy.min_score}{scope}).")
+    if scorecard.total is None:
+        lines.append(f"Score: not scored ({scorecard.not_scored}).")
+    else:
+        relation = "below the minimum" if scorecard.total < policy.min_score else "minimum"
+        lines.append(f"Score: {scorecard.total}/100 ({relation} {policy.min_score}{scope}).")
     if report.baseline is not None:
         lines.append(
             f"Baseline {report.baseline.path}: {len(report.baseline.new)} new, "
@@ -31,6 +34,8 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
     if findings:
         listed = ", ".join(f"{n} {name}" for name, n in severity_counts(findings).items() if n)
         lines.append(f"Found {counted(len(findings), 'finding')} in {files} ({listed}){heat}.")
+    elif not report.files:
+        lines.append("Nothing analysed: no Python files found under the given path(s).")
     else:
         lines.append(f"No findings in {files}{heat}.")
     lines.append(f"Decision: {report.decision.status}{_decision_detail(report)}")
