@@ -17,6 +17,7 @@ from verifier.errors import EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, UsageError
 from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
 from verifier.scope import relative_to_cwd
 from verifier.static.cache import DEFAULT_CACHE_DIR
+from verifier.static.patterns import as_patterns
 from verifier.static.parallel import MAX_JOBS, default_jobs
 from verifier.task import default_task, validate_task
 from verifier.writing import write_atomically, write_stdout
@@ -78,7 +79,9 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def effective_settings(args: argparse.Namespace) -> Settings:
-    """Config file first, then the command line on top (select replaces; ignore/exclude add)."""
+    """Config file first, then the command line on top, as ruff does: `--select` replaces the
+    configured selection (and its `extend-select`); `--extend-select`, `--ignore` and `--exclude` add.
+    Command-line exclude patterns are relative to the working directory."""
     if args.isolated and args.config:
         raise UsageError("--isolated and --config exclude each other")
     if args.config:
@@ -90,11 +93,11 @@ def effective_settings(args: argparse.Namespace) -> Settings:
         config = load_config(found, required=False) if found else FileConfig()
     defaults = Settings()
     return Settings(
-        select=tuple(args.select or config.select or defaults.select),
+        select=_selection(args, config, defaults),
         ignore=config.ignore + tuple(args.ignore),
-        exclude=config.exclude + tuple(args.exclude),
+        exclude=config.exclude + as_patterns(args.exclude),
         severity=dict(config.severity),
-        per_file_ignores=dict(config.per_file_ignores),
+        per_file_ignores=config.per_file_ignores,
         block_on=config.block_on if config.block_on is not None else defaults.block_on,
         min_score=_first_set(args.min_score, config.min_score, defaults.min_score),
         block_on_new_only=bool(_first_set(args.block_on_new_only, config.block_on_new_only, False)),
@@ -108,6 +111,14 @@ def effective_settings(args: argparse.Namespace) -> Settings:
         max_file_size=_first_set(args.max_file_size, config.max_file_size, defaults.max_file_size),
         unanalysable=_first_set(config.unanalysable, defaults.unanalysable),
     )
+
+
+def _selection(args: argparse.Namespace, config: FileConfig, defaults: Settings) -> tuple[str, ...]:
+    if args.select:
+        chosen = tuple(args.select)
+    else:
+        chosen = tuple(config.select or defaults.select) + config.extend_select
+    return chosen + tuple(args.extend_select or ())
 
 
 def _env_jobs() -> int | None:
@@ -147,10 +158,10 @@ def reproduce_command(args: argparse.Namespace, task: str, date: str) -> str:
         parts += ["--config", args.config]
     if args.isolated:
         parts.append("--isolated")
-    for option in ("select", "ignore", "exclude"):
+    for option in ("select", "extend_select", "ignore", "exclude"):
         values = getattr(args, option)
         if values:
-            parts += [f"--{option}", ",".join(values)]
+            parts += [f"--{option.replace('_', '-')}", ",".join(values)]
     if args.force_exclude:
         parts.append("--force-exclude")
     if args.diff:
@@ -176,7 +187,8 @@ def _analyse(args: argparse.Namespace, settings: Settings):
     from verifier.static.runner import analyze_files
 
     root = project_root(args.paths[0], settings.config_path) if args.heat_scope == "project" else None
-    scope = find_scope(args.paths, settings.exclude, root=root, force_exclude=args.force_exclude)
+    boundary = root or project_root(args.paths[0], settings.config_path)
+    scope = find_scope(args.paths, settings.exclude, root=root, force_exclude=args.force_exclude, boundary=boundary)
     reported, changed = scope.reported, None
     if args.diff:
         from verifier.gitdiff import changed_lines, select_changed

@@ -106,10 +106,13 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
     rules.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     rules.add_argument("--select", type=_codes, action="extend", metavar="CODES",
                        help="comma-separated rule codes, prefixes (VP2) or names to enable (default: ALL)")
+    rules.add_argument("--extend-select", type=_codes, action="extend", metavar="CODES",
+                       help="comma-separated rule codes, prefixes or names to enable on top of the selection")
     rules.add_argument("--ignore", type=_codes, action="extend", default=[], metavar="CODES",
                        help="comma-separated rule codes, prefixes or names to disable")
     rules.add_argument("--exclude", type=_codes, action="extend", default=[], metavar="GLOBS",
-                       help="extra comma-separated glob patterns of files or folders to skip")
+                       help="extra comma-separated glob patterns of files or folders to skip (a pattern with "
+                            "a '/' is relative to the working directory; in the config file, to its folder)")
     rules.add_argument("--force-exclude", action="store_true",
                        help="apply the excludes to files named on the command line too (the pre-commit hook uses this)")
     gate = parser.add_argument_group("gate")

@@ -7,7 +7,6 @@ that quietly ignores `min-score = "90"` is a gate nobody configured.
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import os
 import re
 import tomllib
@@ -17,6 +16,7 @@ from typing import Any
 from verifier.dynamic.results import Thresholds
 from verifier.findings import Severity
 from verifier.errors import UsageError
+from verifier.static.patterns import PathPattern, matches_path
 from verifier.static.source import DEFAULT_MAX_FILE_SIZE, UnreadableSource, read_bytes
 
 DEFAULT_BLOCK_ON = frozenset({Severity.CRITICAL, Severity.HIGH})
@@ -30,9 +30,9 @@ _MAX_CONFIG_SIZE = 4 * 1024 * 1024
 class Settings:
     select: tuple[str, ...] = ("ALL",)
     ignore: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[PathPattern, ...] = ()
     severity: dict[str, Severity] = field(default_factory=dict)
-    per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    per_file_ignores: tuple[tuple[PathPattern, tuple[str, ...]], ...] = ()
     prefilter: bool = True
     # "block": a file that may be valid Python but could not be analysed is a HIGH VP900; "warn": INFO.
     unanalysable: str = "block"
@@ -71,11 +71,11 @@ class Settings:
         return [chosen[code] for code in sorted(chosen)]
 
     def ignored_in_file(self, path: str) -> set[str]:
-        """Codes ignored for `path` by per-file-ignores (glob patterns, posix separators)."""
-        posix = path.replace("\\", "/")
+        """Codes ignored for `path` by per-file-ignores: a pattern naming the file or one of its
+        folders below the config file's folder."""
         codes: set[str] = set()
-        for pattern, listed in self.per_file_ignores.items():
-            if fnmatch.fnmatch(posix, pattern) or fnmatch.fnmatch(posix, f"*/{pattern}"):
+        for pattern, listed in self.per_file_ignores:
+            if matches_path(path, (pattern,), pattern.anchor or None):
                 codes.update(code.upper() for code in listed)
         return codes
 
@@ -87,9 +87,10 @@ class FileConfig:
     path: str | None = None
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    exclude: tuple[PathPattern, ...] = ()
     severity: dict[str, Severity] = field(default_factory=dict)
-    per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    per_file_ignores: tuple[tuple[PathPattern, tuple[str, ...]], ...] = ()
     block_on: frozenset[Severity] | None = None
     min_score: int | None = None
     block_on_new_only: bool | None = None
@@ -144,7 +145,7 @@ def _tool_table(document: dict[str, Any]) -> Any:
 
 _THRESHOLD_KEYS = ("speedup", "memory-reduction", "accuracy-drop", "regression-tolerance")
 _KEYS = (
-    "select", "ignore", "exclude", "severity", "per-file-ignores",
+    "select", "extend-select", "ignore", "exclude", "severity", "per-file-ignores",
     "block-on", "min-score", "block-on-new-only", "unanalysable", "max-file-size", "thresholds",
 )
 UNANALYSABLE_POLICIES = ("block", "warn")
@@ -155,6 +156,8 @@ class _Validator:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        # Paths in `exclude` and `per-file-ignores` are relative to the declaring file's folder.
+        self.folder = os.path.dirname(os.path.abspath(path))
 
     def fail(self, key: str, problem: str) -> UsageError:
         return UsageError(f"{self.path}: [{CONFIG_TABLE}] {key}: {problem}")
@@ -168,7 +171,8 @@ class _Validator:
             path=self.path,
             select=tuple(self.rule_list(table, "select")) if "select" in table else None,
             ignore=tuple(self.rule_list(table, "ignore")),
-            exclude=tuple(self.string_list(table, "exclude")),
+            extend_select=tuple(self.rule_list(table, "extend-select")),
+            exclude=tuple(PathPattern.at(glob, self.folder) for glob in self.string_list(table, "exclude")),
             severity=self.severity_overrides(table.get("severity", {})),
             per_file_ignores=self.per_file_ignores(table.get("per-file-ignores", {})),
             block_on=self.block_on(table) if "block-on" in table else None,
@@ -228,13 +232,13 @@ class _Validator:
                 overrides[rule.code] = severity
         return overrides
 
-    def per_file_ignores(self, value: Any) -> dict[str, tuple[str, ...]]:
+    def per_file_ignores(self, value: Any) -> tuple[tuple[PathPattern, tuple[str, ...]], ...]:
         if not isinstance(value, dict):
             raise self.fail("per-file-ignores", f"expected a table of glob = [codes], got {_shown(value)}")
-        return {
-            pattern: tuple(self.rule_list(value, pattern, key=f"per-file-ignores.{pattern!r}"))
-            for pattern in value
-        }
+        return tuple(
+            (PathPattern.at(glob, self.folder), tuple(self.rule_list(value, glob, key=f"per-file-ignores.{glob!r}")))
+            for glob in value
+        )
 
     def block_on(self, table: dict) -> frozenset[Severity]:
         names = self.string_list(table, "block-on")

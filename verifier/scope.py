@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from verifier.git import top_level
 from verifier.static.discovery import discover
+from verifier.static.patterns import PathPattern
 
 
 @dataclass(frozen=True)
@@ -34,14 +35,19 @@ def project_root(first_path: str, config_path: str | None) -> str | None:
 
 def find_scope(
     paths: Sequence[str],
-    exclude: Sequence[str],
+    exclude: Sequence[PathPattern],
     *,
     root: str | None,
     force_exclude: bool = False,
+    boundary: str | None = None,
 ) -> Scope:
-    """Reported files from `paths`; analysed files are those plus the rest of `root`'s tree."""
+    """Reported files from `paths`; analysed files are those plus the rest of `root`'s tree.
+
+    With `force_exclude`, excludes apply to named files and their folders below `boundary`."""
     unreadable: list[tuple[str, str]] = []
-    reported = list(discover(paths, exclude, force_exclude=force_exclude, unreadable=unreadable))
+    reported = list(discover(
+        paths, exclude, force_exclude=force_exclude, boundary=boundary or root, unreadable=unreadable
+    ))
     if root is None:
         return Scope(None, reported, reported, unreadable)
     seen = {os.path.realpath(path) for path in reported}

@@ -9,6 +9,7 @@ import pytest
 from verifier.config import find_config, load_config
 from verifier.findings import Severity
 from verifier.errors import UsageError
+from verifier.static.patterns import PathPattern
 
 
 def write_pyproject(folder, body: str):
@@ -21,6 +22,7 @@ def test_full_table_is_read(tmp_path):
     path = write_pyproject(tmp_path, """
         [tool.verify-perf]
         select = ["VP2", "VP301"]
+        extend-select = ["VP4"]
         ignore = ["repeated-item"]
         exclude = ["legacy/*"]
         severity = { VP201 = "high", "synchronize-in-loop" = "LOW" }
@@ -39,7 +41,9 @@ def test_full_table_is_read(tmp_path):
     assert config.select == ("VP2", "VP301")
     assert config.ignore == ("repeated-item",)
     assert config.severity == {"VP201": Severity.HIGH, "VP203": Severity.LOW}
-    assert config.per_file_ignores == {"tests/*": ("VP201",)}
+    assert config.extend_select == ("VP4",)
+    assert config.exclude == (PathPattern("legacy/*", str(tmp_path)),)
+    assert config.per_file_ignores == ((PathPattern("tests/*", str(tmp_path)), ("VP201",)),)
     assert config.block_on == frozenset({Severity.CRITICAL})
     assert config.min_score == 80 and config.block_on_new_only is True
     assert (config.thresholds.min_speedup, config.thresholds.min_memory_reduction) == (1.3, 0.25)

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from verifier.static.discovery import UsageError, discover
+from verifier.static.patterns import PathPattern
 
 
 def touch(path):
@@ -25,8 +26,30 @@ def test_default_excludes_and_stable_order(tmp_path):
 def test_exclude_option_takes_globs(tmp_path):
     for rel in ["train.py", "tests/test_train.py", "legacy/old.py"]:
         touch(tmp_path / rel)
-    found = [os.path.relpath(p, tmp_path) for p in discover([str(tmp_path)], exclude=["tests", "legacy/*.py"])]
+    patterns = [PathPattern.at("tests", str(tmp_path)), PathPattern.at("legacy/*.py", str(tmp_path))]
+    found = [os.path.relpath(p, tmp_path) for p in discover([str(tmp_path)], exclude=patterns)]
     assert found == ["train.py"]
+
+
+def test_a_pattern_with_a_slash_is_relative_to_its_anchor_not_to_the_walked_folder(tmp_path):
+    for rel in ["src/legacy/old.py", "src/legacy/keep/new.py", "src/train.py", "other/legacy/old.py"]:
+        touch(tmp_path / rel)
+    patterns = [PathPattern.at("src/legacy/*.py", str(tmp_path))]
+    found = [os.path.relpath(p, tmp_path) for p in discover([str(tmp_path / "src"), str(tmp_path / "other")], patterns)]
+    # `*` crosses `/` as in ruff's globs, so src/legacy/keep/new.py is excluded too.
+    assert found == [os.path.join("src", "train.py"), os.path.join("other", "legacy", "old.py")]
+
+
+def test_force_exclude_tests_the_named_file_and_its_folders_below_the_boundary(tmp_path):
+    touch(tmp_path / "env" / "project" / "generated" / "model_pb2.py")
+    touch(tmp_path / "env" / "project" / "train.py")
+    named = [str(tmp_path / "env" / "project" / "generated" / "model_pb2.py"), str(tmp_path / "env" / "project" / "train.py")]
+    patterns = [PathPattern.at("generated", str(tmp_path / "env" / "project"))]
+    boundary = str(tmp_path / "env" / "project")
+    assert len(list(discover(named, patterns, boundary=boundary))) == 2
+    kept = list(discover(named, patterns, force_exclude=True, boundary=boundary))
+    # `env` (a default exclude) is above the project: it does not hide the project's files.
+    assert [os.path.basename(p) for p in kept] == ["train.py"]
 
 
 def test_root_inside_an_excluded_name_still_works(tmp_path):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Iterable, Iterator
-from pathlib import PurePath
 
 from verifier.errors import UsageError
+from verifier.static.patterns import PathPattern, as_patterns, matches_path
 
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", "build", "dist",
@@ -17,33 +16,32 @@ DEFAULT_EXCLUDES = (
 PYTHON_SUFFIXES = (".py",)
 
 
-def is_excluded(path: str, patterns: Iterable[str]) -> bool:
-    """True when any component of `path` (or the whole path) matches an exclude pattern."""
-    pure = PurePath(path)
-    as_posix = pure.as_posix()
-    for pattern in patterns:
-        if fnmatch.fnmatch(as_posix, pattern) or fnmatch.fnmatch(as_posix, f"*/{pattern}"):
-            return True
-        if any(fnmatch.fnmatch(part, pattern) for part in pure.parts):
-            return True
-    return False
+DEFAULT_EXCLUDE_PATTERNS = tuple(PathPattern.at(name, "") for name in DEFAULT_EXCLUDES)
+
+
+def is_excluded(path: str, patterns: Iterable[PathPattern | str]) -> bool:
+    """True when a pattern names this file or folder itself (its parents were tested on the way in)."""
+    return any(pattern.matches(path) for pattern in as_patterns(patterns))
 
 
 def discover(
     paths: Iterable[str],
-    exclude: Iterable[str] = (),
+    exclude: Iterable[PathPattern | str] = (),
     *,
     force_exclude: bool = False,
+    boundary: str | None = None,
     unreadable: list[tuple[str, str]] | None = None,
 ) -> Iterator[str]:
     """Yield Python files in a stable order, each once; a file named directly is analysed even
     when an exclude pattern matches it, unless `force_exclude` (what pre-commit, which names files, needs).
 
-    Raises UsageError for a path that does not exist or a named file that is not Python.
+    With `force_exclude`, a named file is skipped when a pattern names it or one of its folders
+    below `boundary` (the project root). Patterns given as strings are anchored at the working
+    directory. Raises UsageError for a path that does not exist or a named file that is not Python.
     A folder that cannot be listed is appended to `unreadable` as (path, reason), never skipped
     silently.
     """
-    patterns = tuple(DEFAULT_EXCLUDES) + tuple(exclude)
+    patterns = DEFAULT_EXCLUDE_PATTERNS + as_patterns(exclude)
     seen: set[str] = set()
 
     def first_time(path: str) -> bool:
@@ -62,7 +60,7 @@ def discover(
             if not raw.endswith(PYTHON_SUFFIXES):
                 raise UsageError(f"{display_path(raw)}: not a Python file (expected a .py file or a folder)")
             path = os.path.normpath(raw)
-            if force_exclude and is_excluded(path, patterns):
+            if force_exclude and matches_path(path, patterns, boundary if boundary is not None else _cwd_if_below(path)):
                 continue
             if first_time(path):
                 yield path
@@ -70,17 +68,23 @@ def discover(
             raise UsageError(f"{display_path(raw)}: not a regular file or directory")
 
 
-def _walk(root: str, patterns: tuple[str, ...], unreadable: list[tuple[str, str]] | None) -> Iterator[str]:
+def _cwd_if_below(path: str) -> str | None:
+    """Without a project root, folders between the working directory and a named file count."""
+    here = os.getcwd()
+    return here if os.path.abspath(path).startswith(here.rstrip(os.sep) + os.sep) else None
+
+
+def _walk(root: str, patterns: tuple[PathPattern, ...], unreadable: list[tuple[str, str]] | None) -> Iterator[str]:
     def report(error: OSError) -> None:
         if unreadable is not None:
             unreadable.append((os.path.normpath(error.filename or root), f"cannot read folder: {error.strerror or error}"))
 
     # followlinks=False: a symlinked folder (or a loop of them) is never walked into.
-    # Patterns match below the root the user named, so a checkout inside `~/env/` still works.
+    # Only folders below the root the user named are tested, so a checkout inside `~/env/` works.
     for folder, dirnames, filenames in os.walk(root, onerror=report, followlinks=False):
         dirnames[:] = sorted(
             d for d in dirnames
-            if not is_excluded(os.path.relpath(os.path.join(folder, d), root), patterns)
+            if not is_excluded(os.path.join(folder, d), patterns)
         )
         for name in sorted(filenames):
             if name.endswith(PYTHON_SUFFIXES):
@@ -88,7 +92,7 @@ def _walk(root: str, patterns: tuple[str, ...], unreadable: list[tuple[str, str]
                 # FIFOs and devices would block or stream forever; links (even dangling) are reported.
                 if not (os.path.isfile(path) or os.path.islink(path)):
                     continue
-                if not is_excluded(os.path.relpath(path, root), patterns):
+                if not is_excluded(path, patterns):
                     yield os.path.normpath(path)
 
 
