@@ -15,7 +15,9 @@ from verifier.config import FileConfig, Settings, find_config, load_config
 from verifier.dynamic.results import DynamicResult
 from verifier.errors import EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, UsageError
 from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
-from verifier.scope import relative_to_cwd
+from verifier.report.render import STATISTICS_FORMATS, render
+from verifier.scope import find_scope, project_root, relative_to_cwd
+from verifier.show import show_files, show_settings
 from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.static.patterns import as_patterns
 from verifier.static.parallel import MAX_JOBS, default_jobs
@@ -30,6 +32,14 @@ def run_check(args: argparse.Namespace) -> int:
     date = report_date(args.date, os.environ.get("SOURCE_DATE_EPOCH"))
     settings = effective_settings(args)
     settings.selected_rules()  # an unknown selector is a usage error before any work
+    if args.statistics and args.format not in STATISTICS_FORMATS:
+        raise UsageError(f"--statistics prints text or json, not --format {args.format}")
+    if args.show_settings:
+        show_settings(settings, root=_root(args, settings), heat_scope=args.heat_scope)
+        return EXIT_PASS
+    if args.show_files:
+        show_files(_reported_files(args, settings))
+        return EXIT_PASS
 
     files, findings, internal_errors, heat_files = _analyse(args, settings)
     dynamic, dynamic_note, harness_failed = (
@@ -56,11 +66,9 @@ def run_check(args: argparse.Namespace) -> int:
         where = f"changed since {args.diff}" if args.diff else "found under the given path(s)"
         print(f"verify-perf: warning: no Python files {where}: nothing was analysed", file=sys.stderr)
 
-    from verifier.report.render import render
-
     if report_path is not None and not _output_is_report(args):
         write_atomically(report_path, render(report, "markdown"))
-    output = render(report, args.format, quiet=args.quiet)
+    output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
     if args.output:
         write_atomically(args.output, output)
     else:
@@ -164,6 +172,8 @@ def reproduce_command(args: argparse.Namespace, task: str, date: str) -> str:
             parts += [f"--{option.replace('_', '-')}", ",".join(values)]
     if args.force_exclude:
         parts.append("--force-exclude")
+    if args.statistics:
+        parts.append("--statistics")
     if args.diff:
         parts += ["--diff", args.diff]
     if args.heat_scope != "project":
@@ -180,21 +190,36 @@ def reproduce_command(args: argparse.Namespace, task: str, date: str) -> str:
     return shlex.join(parts)
 
 
-def _analyse(args: argparse.Namespace, settings: Settings):
-    """Analyse the project, report the named paths (and with --diff, only changed lines)."""
-    from verifier.progress import analysis_progress
-    from verifier.scope import find_scope, project_root
-    from verifier.static.runner import analyze_files
+def _root(args: argparse.Namespace, settings: Settings) -> str | None:
+    return project_root(args.paths[0], settings.config_path)
 
-    root = project_root(args.paths[0], settings.config_path) if args.heat_scope == "project" else None
-    boundary = root or project_root(args.paths[0], settings.config_path)
-    scope = find_scope(args.paths, settings.exclude, root=root, force_exclude=args.force_exclude, boundary=boundary)
+
+def _scope(args: argparse.Namespace, settings: Settings):
+    """The files analysed, the files reported and the changed lines (with --diff)."""
+    root = _root(args, settings)
+    scope = find_scope(
+        args.paths, settings.exclude, root=root if args.heat_scope == "project" else None,
+        force_exclude=args.force_exclude, boundary=root,
+    )
     reported, changed = scope.reported, None
     if args.diff:
         from verifier.gitdiff import changed_lines, select_changed
 
         changed = changed_lines(args.diff, args.paths[0])
         reported = select_changed(reported, changed)
+    return scope, reported, changed
+
+
+def _reported_files(args: argparse.Namespace, settings: Settings) -> list[str]:
+    return _scope(args, settings)[1]
+
+
+def _analyse(args: argparse.Namespace, settings: Settings):
+    """Analyse the project, report the named paths (and with --diff, only changed lines)."""
+    from verifier.progress import analysis_progress
+    from verifier.static.runner import analyze_files
+
+    scope, reported, changed = _scope(args, settings)
     wanted = set(reported)
     with analysis_progress(enabled=not args.quiet) as progress:
         result = analyze_files(

@@ -79,8 +79,9 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
         prog="verify-perf",
         description="Pre-merge performance gate for PyTorch training code.",
         epilog=(
-            "Subcommands: `verify-perf rule CODE` explains a rule; `verify-perf bench ...` runs the "
-            "dynamic harness on its own. Exit codes: 0 PASS, 1 BLOCK, 2 error."
+            "Subcommands: `verify-perf rule CODE|PREFIX` explains rules; `verify-perf bench ...` runs the "
+            "dynamic harness on its own; `verify-perf clean` removes the results caches. "
+            "Exit codes: 0 PASS, 1 BLOCK, 2 error."
         ),
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to analyse")
@@ -97,6 +98,13 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
     output.add_argument("--no-report", action="store_true", help="do not write the markdown report file")
     output.add_argument("--date", metavar="YYYY-MM-DD",
                         help="date printed in the report (default: $SOURCE_DATE_EPOCH, else today in UTC)")
+    output.add_argument("--statistics", action="store_true",
+                        help="print how many findings each rule produced instead of the findings "
+                             "(with --format text or json)")
+    output.add_argument("--show-settings", action="store_true",
+                        help="print the effective settings (config file, selection, excludes, thresholds) and exit")
+    output.add_argument("--show-files", action="store_true",
+                        help="print the files that would be reported and exit")
     output.add_argument("-q", "--quiet", action="store_true",
                         help="text format: print findings only, no summary; no 'report written' note")
     rules = parser.add_argument_group("rules and configuration")
@@ -159,10 +167,21 @@ def _add_harness_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_rule_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="verify-perf rule", description="Explain a rule (code or name).")
-    parser.add_argument("rule", nargs="?", help="rule code (VP201) or name (sync-in-hot-loop)")
+    parser = _Parser(prog="verify-perf rule", description="Explain rules by code, prefix or name.")
+    parser.add_argument("rule", nargs="?", help="rule code (VP201), prefix (VP2, ALL) or name (sync-in-hot-loop)")
     parser.add_argument("--all", action="store_true", help="explain every rule")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    return parser
+
+
+def build_clean_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="verify-perf clean",
+        description="Remove the results caches: every .verify_perf_cache folder in the working directory "
+                    "and below, or the one --cache-dir (or $VERIFY_PERF_CACHE_DIR) names. Only folders "
+                    "verify-perf marked as its cache are removed.",
+    )
+    parser.add_argument("--cache-dir", metavar="DIR", help="remove this cache folder only")
     return parser
 
 
@@ -185,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
             from verifier.explain import run_rule_command
 
             return run_rule_command(build_rule_parser().parse_args(args[1:]))
+        if args and args[0] == "clean":
+            from verifier.clean import run_clean
+
+            parsed = build_clean_parser().parse_args(args[1:])
+            return run_clean(parsed.cache_dir or os.environ.get("VERIFY_PERF_CACHE_DIR") or None)
         if args and args[0] == "bench":
             parsed = build_bench_parser().parse_args(args[1:])
             return importlib.import_module("verifier.dynamic.command").run_bench(parsed)

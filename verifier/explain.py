@@ -1,4 +1,7 @@
-"""`verify-perf rule`: print the documentation of the rules a selector names."""
+"""`verify-perf rule`: print the documentation of the rules a code, prefix or name selects.
+
+JSON is one object for a rule named exactly (code or name), a list for a prefix or `--all`.
+"""
 
 from __future__ import annotations
 
@@ -16,14 +19,20 @@ def run_rule_command(args: argparse.Namespace) -> int:
     if args.all:
         rules = list(all_rules())
     elif args.rule:
-        rules = [r for r in rule_by_selector(args.rule) if r.code == args.rule.upper() or r.name == args.rule.lower()]
+        rules = rule_by_selector(args.rule)
         if not rules:
-            raise UsageError(f"unknown rule {args.rule!r}; `verify-perf rule --all` lists them")
+            raise UsageError(f"unknown rule code, prefix or name {args.rule!r}; `verify-perf rule --all` lists them")
     else:
-        raise UsageError("name a rule (`verify-perf rule VP201`) or pass --all")
+        raise UsageError("name a rule (`verify-perf rule VP201`), a prefix (`VP2`) or pass --all")
     if args.format == "json":
         payload = [rule_record(r) for r in rules]
-        sys.stdout.write(json.dumps(payload if args.all else payload[0], indent=2) + "\n")
+        one = not args.all and _names_one_rule(args.rule, rules)
+        sys.stdout.write(json.dumps(payload[0] if one else payload, indent=2) + "\n")
     else:
         sys.stdout.write("\n".join(rule_markdown(r) for r in rules))
     return EXIT_PASS
+
+
+def _names_one_rule(selector: str, rules: list) -> bool:
+    text = selector.strip()
+    return len(rules) == 1 and (rules[0].code == text.upper() or rules[0].name == text.lower())

@@ -5,7 +5,12 @@ from __future__ import annotations
 from verifier.report.model import Report
 
 
-def render(report: Report, output_format: str, *, quiet: bool = False) -> str:
+STATISTICS_FORMATS = ("text", "json")
+
+
+def render(report: Report, output_format: str, *, quiet: bool = False, statistics: bool = False) -> str:
+    if statistics:
+        return _statistics(report, output_format, quiet)
     if output_format == "text":
         from verifier.report.text import render_text
 
@@ -27,3 +32,14 @@ def render(report: Report, output_format: str, *, quiet: bool = False) -> str:
 
         return render_github(report)
     raise ValueError(f"unknown output format {output_format!r}")
+
+
+def _statistics(report: Report, output_format: str, quiet: bool) -> str:
+    from verifier.report.statistics import render_statistics_json, render_statistics_text
+    from verifier.report.text import summary_lines
+
+    if output_format == "json":
+        return render_statistics_json(report)
+    if output_format == "text":
+        return render_statistics_text(report, summary=[] if quiet else summary_lines(report))
+    raise ValueError(f"--statistics prints text or json, not {output_format}")

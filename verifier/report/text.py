@@ -13,10 +13,16 @@ def finding_line(finding: Finding) -> str:
 
 def render_text(report: Report, *, quiet: bool = False) -> str:
     """Findings; then (unless quiet) score, baseline, counts, and the decision as the last line."""
-    findings = list(report.findings)
-    lines = [finding_line(f) for f in findings]
+    lines = [finding_line(f) for f in report.findings]
     if quiet:
         return "".join(line + "\n" for line in lines)
+    return "\n".join([*lines, *summary_lines(report)]) + "\n"
+
+
+def summary_lines(report: Report) -> list[str]:
+    """Score, baseline, counts and the decision (always the last line)."""
+    findings = list(report.findings)
+    lines = []
     scorecard, policy = report.scorecard, report.policy
     scope = ", static categories only" if scorecard.static_only else ""
     if scorecard.total is None:
@@ -39,7 +45,7 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
     else:
         lines.append(f"No findings in {files}{heat}.")
     lines.append(f"Decision: {report.decision.status}{_decision_detail(report)}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def counted(count: int, noun: str) -> str:
