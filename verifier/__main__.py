@@ -1,7 +1,17 @@
-"""`python -m verifier` runs the same command line as `verify-perf`."""
+"""`python -m verifier` runs the same command line as `verify-perf`, just as safely.
 
+`python -m` puts the working directory first on `sys.path`, so a `json.py`, `argparse.py` or
+`libcst.py` in the project being analysed would be imported instead of the real module and run.
+That entry is dropped before anything else is imported (what Python 3.11's `-P` does); the
+console script never has it. `os` and `sys` are already loaded by the interpreter itself.
+"""
+
+import os
 import sys
 
-from verifier.cli import main
+if not sys.flags.safe_path and sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.realpath(os.curdir):
+    del sys.path[0]
+
+from verifier.cli import main  # noqa: E402 - only once the working directory is off the path
 
 sys.exit(main())

@@ -1,0 +1,32 @@
+"""`python -m verifier` is as safe as the console script: nothing is imported from the working
+directory, which is the project being analysed (a `json.py` there must never run)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+SHADOWED = (
+    "argparse", "ast", "ctypes", "dataclasses", "datetime", "enum", "fnmatch", "hashlib", "jinja2", "json",
+    "libcst", "multiprocessing", "re", "rich", "secrets", "shlex", "signal", "subprocess", "tempfile",
+    "textwrap", "tokenize", "tomllib", "typing", "verifier_rules", "warnings",
+)
+
+
+def test_modules_in_the_working_directory_are_never_imported(tmp_path):
+    for name in SHADOWED:
+        (tmp_path / f"{name}.py").write_text(f"open({str(tmp_path / ('RAN_' + name))!r}, 'w').close()\nraise SystemExit(9)\n")
+    shutil.copy(EXAMPLES / "bad_train.py", tmp_path / "bad_train.py")
+    for argv in (["bad_train.py", "--no-cache", "-j", "2"], ["bad_train.py", "--format", "json"], ["rule", "VP201"]):
+        completed = subprocess.run(
+            [sys.executable, "-m", "verifier", *argv, "--no-report"] if argv[0] != "rule" else [sys.executable, "-m", "verifier", *argv],
+            cwd=tmp_path, capture_output=True, text=True,
+        )
+        assert completed.returncode in (0, 1), completed.stderr
+        assert sorted(p.name for p in tmp_path.glob("RAN_*")) == []
+    assert "VP301" in subprocess.run(
+        [sys.executable, "-m", "verifier", "bad_train.py", "--no-report", "-q"], cwd=tmp_path, capture_output=True, text=True
+    ).stdout
