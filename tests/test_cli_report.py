@@ -12,7 +12,7 @@ import pytest
 from tests.report.conftest import make_dynamic
 from verifier import cli, writing
 from verifier.cli import main
-from verifier.writing import write_atomically
+from verifier.writing import write_output
 from verifier.dynamic.results import VerdictStatus
 from verifier.errors import UsageError
 
@@ -154,7 +154,7 @@ def test_a_failed_rename_is_a_usage_error_and_keeps_the_old_file(tmp_path, monke
 
     monkeypatch.setattr(writing.os, "replace", refuse)
     with pytest.raises(UsageError, match="No space left on device"):
-        write_atomically(str(target), "new")
+        write_output(str(target), "new", force=True)
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
 

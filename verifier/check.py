@@ -22,7 +22,7 @@ from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.static.patterns import as_patterns
 from verifier.static.parallel import MAX_JOBS, default_jobs
 from verifier.task import default_task, validate_task
-from verifier.writing import write_atomically, write_stdout
+from verifier.writing import write_output
 
 HARNESS_UNAVAILABLE = "not run: harness unavailable"
 
@@ -67,12 +67,9 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"verify-perf: warning: no Python files {where}: nothing was analysed", file=sys.stderr)
 
     if report_path is not None and not _output_is_report(args):
-        write_atomically(report_path, render(report, "markdown"))
+        write_output(report_path, render(report, "markdown"), force=args.force)
     output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
-    if args.output:
-        write_atomically(args.output, output)
-    else:
-        write_stdout(output)
+    write_output(args.output or "-", output, force=args.force)
     if report_path is not None and not args.quiet:
         total = report.scorecard.total
         shown = "not scored" if total is None else f"score {total}/100"

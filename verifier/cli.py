@@ -89,8 +89,10 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
     output.add_argument("--format", choices=FORMATS, default="text",
                         help="what to print on stdout (or write to --output); default: text")
     output.add_argument("-o", "--output", metavar="FILE",
-                        help="write the --format output to FILE instead of stdout (with --format markdown, "
-                             "FILE is the report and nothing is written under --report-dir)")
+                        help="write the --format output to FILE instead of stdout (`-`: stdout; with --format "
+                             "markdown, FILE is the report and nothing is written under --report-dir)")
+    output.add_argument("--force", action="store_true",
+                        help="replace an existing -o FILE or report that verify-perf did not write")
     output.add_argument("--task", metavar="ID",
                         help="task id: report title and file name (default: the first path's name)")
     output.add_argument("--report-dir", metavar="DIR", default=DEFAULT_REPORT_DIR,
