@@ -64,5 +64,5 @@ def test_text_output_lines_and_summary(capsys):
         f"{BAD}:60:5: VP203 [HIGH] `synchronize()` in a loop blocks the host on every iteration"
     )
     assert lines[1].startswith(f"{BAD}:71:9: VP301 [CRITICAL] `head_optimizer.step()` bypasses")
-    assert lines[-2] == "Found 4 findings in 1 file (1 CRITICAL, 1 HIGH, 2 LOW); heat from 2 project files."
+    assert lines[-2] == "Found 4 findings (1 CRITICAL, 1 HIGH, 2 LOW) in 1 of 1 analysed file; heat from 2 project files."
     assert lines[-1] == "Decision: BLOCK: 2 blocking findings"

@@ -10,10 +10,12 @@ import os
 import re
 import shlex
 import sys
+from dataclasses import dataclass
 
 from verifier.config import FileConfig, Settings, find_config, load_config
 from verifier.dynamic.results import DynamicResult
 from verifier.errors import EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, UsageError
+from verifier.findings import Finding
 from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
 from verifier.report.render import STATISTICS_FORMATS, render
 from verifier.scope import find_scope, project_root, relative_to_cwd
@@ -41,7 +43,13 @@ def run_check(args: argparse.Namespace) -> int:
         show_files(_reported_files(args, settings))
         return EXIT_PASS
 
-    files, findings, internal_errors, heat_files = _analyse(args, settings)
+    analysed = _analyse(args, settings)
+    files, findings, internal_errors = analysed.files, analysed.findings, analysed.errors
+    if args.add_noqa:
+        from verifier.add_noqa import add_suppressions, print_summary
+
+        print_summary(add_suppressions(findings))
+        return EXIT_ERROR if internal_errors else EXIT_PASS
     dynamic, dynamic_note, harness_failed = (
         _dynamic(args, settings, task) if args.dynamic else (None, NOT_REQUESTED, False)
     )
@@ -55,10 +63,11 @@ def run_check(args: argparse.Namespace) -> int:
         diff_base=args.diff,
         config_path=relative_to_cwd(settings.config_path) if settings.config_path else None,
         report_path=report_path,
+        sarif_category=args.sarif_category,
     )
     report = build_report(
         run, files, findings, settings, dynamic=dynamic, dynamic_note=dynamic_note, baseline=comparison,
-        heat_files=heat_files,
+        heat_files=analysed.heat_files, suppressed=analysed.suppressed,
     )
 
     if not files:
@@ -225,15 +234,28 @@ def _analyse(args: argparse.Namespace, settings: Settings):
         )
     shown = [r for r in result.files if r.path in wanted]
     findings = sorted(f for r in shown for f in r.findings)
+    suppressed = sorted(f for r in shown for f in r.suppressed)
     if changed is not None:
         from verifier.gitdiff import on_changed_lines
 
         findings = on_changed_lines(findings, changed)
+        suppressed = on_changed_lines(suppressed, changed)
     # A folder that could not be listed may hold changed code: it is reported in every mode.
     folders = {folder for folder, _ in scope.unreadable}
     findings = sorted([*findings, *(f for r in result.files if r.path in folders for f in r.findings)])
     errors = [(r.path, r.internal_error) for r in shown if r.internal_error]
-    return [r.path for r in shown], findings, errors, len(scope.analysed)
+    return Analysed([r.path for r in shown], findings, suppressed, errors, len(scope.analysed))
+
+
+@dataclass(frozen=True)
+class Analysed:
+    """What the static analysis hands the report: reported files, findings, suppressed findings."""
+
+    files: list[str]
+    findings: list[Finding]
+    suppressed: list[Finding]
+    errors: list[tuple[str, str]]
+    heat_files: int
 
 
 def _dynamic(args: argparse.Namespace, settings: Settings, task: str) -> tuple[DynamicResult | None, str, bool]:

@@ -100,6 +100,9 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
     output.add_argument("--no-report", action="store_true", help="do not write the markdown report file")
     output.add_argument("--date", metavar="YYYY-MM-DD",
                         help="date printed in the report (default: $SOURCE_DATE_EPOCH, else today in UTC)")
+    output.add_argument("--sarif-category", metavar="ID",
+                        help="SARIF: set automationDetails.id to ID/ (default: not set, so upload-sarif's "
+                             "`category` input applies)")
     output.add_argument("--statistics", action="store_true",
                         help="print how many findings each rule produced instead of the findings "
                              "(with --format text or json)")
@@ -141,6 +144,9 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
                       help="block below this score (config: min-score; default 70)")
     gate.add_argument("--dynamic", action="store_true", help="also run the dynamic harness and report its figures")
     gate.add_argument("--exit-zero", action="store_true", help="exit 0 even when the merge is blocked")
+    gate.add_argument("--add-noqa", action="store_true",
+                      help="add `# verify-perf: ignore[CODE]` to every line with a finding (adopting the gate on "
+                           "an existing code base), print how many, write no report and exit 0")
     speed = parser.add_argument_group("speed")
     speed.add_argument("-j", "--jobs", type=_jobs, metavar="N",
                        help="analyse in N processes (default: $VERIFY_PERF_JOBS, else the available cores)")

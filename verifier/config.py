@@ -63,9 +63,10 @@ class Settings:
                 raise UsageError(f"--ignore: unknown rule code or name {selector!r}")
             for rule in matches:
                 chosen.pop(rule.code, None)
-        # Like a syntax error in ruff, an unanalysable file is reported unless ignored outright.
+        # Like a syntax error in ruff, an unanalysable file (VP900) and a suppression that names no
+        # rule or silences nothing (VP901, VP902) are reported unless ignored outright.
         ignored = {rule.code for s in self.ignore for rule in rule_by_selector(s)}
-        for rule in rule_by_selector("VP900"):
+        for rule in rule_by_selector("VP9"):
             if rule.code not in ignored:
                 chosen.setdefault(rule.code, rule)
         return [chosen[code] for code in sorted(chosen)]

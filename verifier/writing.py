@@ -148,6 +148,27 @@ def _stream(path: str, shown: str, text: str) -> None:
         os.close(handle)
 
 
+def replace_file_bytes(path: str, data: bytes) -> None:
+    """Replace an existing file (a user's source, for `--add-noqa`) atomically, keeping its
+    permissions; a symbolic link keeps pointing at the file it named, which is the one rewritten."""
+    target = os.path.realpath(path)
+    folder, name = os.path.split(target)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+        temporary = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.verify-perf.tmp")
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+                os.fchmod(stream.fileno(), mode)
+            os.replace(temporary, target)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
+
+
 def write_stdout(text: str) -> None:
     """Standard output, with undecodable file-name bytes written back as the bytes they were."""
     stream = sys.stdout

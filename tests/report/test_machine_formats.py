@@ -50,6 +50,7 @@ def test_sarif_validates_and_points_at_each_finding():
     assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["VP201", "VP301", "VP900"]
     results = run["results"]
     assert [(r["ruleId"], r["level"]) for r in results] == [("VP900", "note"), ("VP201", "warning"), ("VP301", "error")]
+    assert "automationDetails" not in run  # upload-sarif's `category` decides, unless asked
     location = results[0]["locations"][0]["physicalLocation"]
     assert location["artifactLocation"]["uri"] == "dir%20with%20space/bad%2Cname.py"
     assert results[2]["locations"][0]["physicalLocation"]["region"]["startLine"] == 71
@@ -109,3 +110,58 @@ def test_github_annotations_parse_back_to_the_findings():
     assert (level, properties["line"], properties["col"]) == ("error", "71", "5")
     assert properties["title"] == "VP301 optimizer-step-bypasses-scaler [CRITICAL]"
     assert message == "`head_optimizer.step()` bypasses, the: scaler"
+
+
+def test_sarif_levels_match_the_github_annotation_levels():
+    findings = [make_finding("VP201", line=n, severity=s) for n, s in enumerate(Severity, start=1)]
+    report = make_report(findings)
+    sarif_levels = {r["locations"][0]["physicalLocation"]["region"]["startLine"]: r["level"]
+                    for r in sarif_of(report)["runs"][0]["results"]}
+    github_levels = {int(re.search(r"line=(\d+)", line)[1]): line[2:].split(" ")[0]
+                     for line in render_github(report).splitlines()}
+    assert github_levels == {1: "notice", 2: "warning", 3: "warning", 4: "error", 5: "error"}
+    assert sarif_levels == {1: "note", 2: "warning", 3: "warning", 4: "error", 5: "error"}
+
+
+def test_sarif_uses_a_relative_uri_with_its_base_or_an_absolute_uri_without(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    inside = make_finding("VP201", line=1, path=str(tmp_path / "src" / "train.py"))
+    outside = make_finding("VP201", line=2, path="/elsewhere/lib.py")
+    relative = make_finding("VP201", line=3, path="src/a b.py")
+    locations = [r["locations"][0]["physicalLocation"]["artifactLocation"]
+                 for r in sarif_of(make_report([inside, outside, relative]))["runs"][0]["results"]]
+    assert locations == [
+        {"uri": "file:///elsewhere/lib.py"},
+        {"uri": "src/train.py", "uriBaseId": "%SRCROOT%"},
+        {"uri": "src/a%20b.py", "uriBaseId": "%SRCROOT%"},
+    ]
+
+
+def test_sarif_category_is_set_only_when_asked():
+    from dataclasses import replace
+
+    report = make_report(FINDINGS[:1])
+    asked = replace(report, run=replace(report.run, sarif_category="verify-perf/gpu"))
+    assert sarif_of(asked)["runs"][0]["automationDetails"] == {"id": "verify-perf/gpu/"}
+
+
+def test_suppressed_findings_are_counted_in_every_format():
+    silenced = make_finding("VP203", line=4, severity=Severity.HIGH, name="synchronize-in-loop")
+    report = make_report(FINDINGS[1:2], suppressed=[silenced])
+    data = json.loads(render_json(report))
+    jsonschema.Draft202012Validator(FINDINGS_SCHEMA).validate(data)
+    assert (data["suppressed"], data["suppressed_findings"]) == (
+        1, [{"path": "train.py", "line": 4, "column": 5, "code": "VP203", "severity": "HIGH"}]
+    )
+    results = sarif_of(report)["runs"][0]["results"]
+    assert [(r["ruleId"], r.get("suppressions")) for r in results] == [
+        ("VP201", None), ("VP203", [{"kind": "inSource"}])
+    ]
+    assert sarif_of(report)["runs"][0]["properties"]["suppressed"] == 1
+    assert render_github(report).splitlines()[-1] == "::notice title=verify-perf::1 finding suppressed by comments"
+    from verifier.report.markdown import render_markdown
+    from verifier.report.text import render_text
+
+    assert "Suppressed by comments: 1 (`train.py:4` VP203 synchronize-in-loop (HIGH))." in render_markdown(report)
+    assert "; 1 suppressed by comments." in render_text(report)
+    assert json.loads(render_json(make_report(FINDINGS[1:2])))["suppressed"] == 0

@@ -122,7 +122,8 @@ def test_blocking_fixes_come_first_in_recommendations_and_decision():
     assert "Blocking (fix before merging):" in recommendations
     decision = text.split("## 8. Decision")[1]
     assert "**BLOCK**" in decision
-    assert "- CRITICAL VP301 optimizer-step-bypasses-scaler at train.py:9:" in decision
+    assert "- CRITICAL VP301 optimizer-step-bypasses-scaler at [`train.py:9`](#finding-2)" in decision
+    assert "Required fixes: blocking recommendation 1 in section 7" in decision
     assert "```sh\nverify-perf train.py --task T001 --date 2026-01-01\n```" in decision
 
 

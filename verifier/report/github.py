@@ -39,4 +39,8 @@ def annotation(finding: Finding) -> str:
 
 
 def render_github(report: Report) -> str:
-    return "".join(annotation(f) + "\n" for f in report.findings)
+    lines = [annotation(f) for f in report.findings]
+    if report.suppressed:
+        count = len(report.suppressed)
+        lines.append(f"::notice title=verify-perf::{count} finding{'' if count == 1 else 's'} suppressed by comments")
+    return "".join(line + "\n" for line in lines)

@@ -31,6 +31,11 @@ def render_json(report: Report) -> str:
         "score": _score(report.scorecard, report.policy.min_score),
         "decision": {"status": report.decision.status, "reasons": list(report.decision.reasons)},
         "findings": [_finding(f, report) for f in report.findings],
+        "suppressed": len(report.suppressed),
+        "suppressed_findings": [
+            {"path": f.path, "line": f.line, "column": f.column, "code": f.code, "severity": f.severity.name}
+            for f in report.suppressed
+        ],
         "dynamic": (
             {"status": "run", "result": report.dynamic.to_dict()}
             if report.dynamic is not None

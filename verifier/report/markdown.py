@@ -34,6 +34,7 @@ SEVERITY_ORDER = sorted(Severity, reverse=True)
 @dataclass(frozen=True)
 class FindingView:
     finding: Finding
+    anchor: str
     location: str
     snippet: str
     impact: str
@@ -83,26 +84,45 @@ def render_markdown(report: Report) -> str:
 
 
 def build_view(report: Report) -> dict:
+    """Each finding is written out once, in section 2 under its anchor; the other sections link to it."""
     rules = _rules()
     findings = list(report.findings)
+    anchors = {finding: f"finding-{number}" for number, finding in enumerate(findings, start=1)}
+
+    def link(finding: Finding) -> str:
+        return f"[{code_span(f'{finding.path}:{finding.line}')}](#{anchors[finding]})"
+
+    blocking = list(report.decision.blocking)
     return {
         "report": report,
         "counts": {s.name: sum(1 for f in findings if f.severity is s) for s in SEVERITY_ORDER},
-        "categories": _categories(report, rules),
+        "files_with_findings": len({f.path for f in findings}),
+        "categories": _categories(report, rules, anchors),
         "by_severity": [
-            (s.name, [f for f in findings if f.severity is s]) for s in SEVERITY_ORDER
+            f"- **{s.name}**: " + ", ".join(f"{link(f)} {f.code}" for f in findings if f.severity is s)
+            for s in SEVERITY_ORDER if any(f.severity is s for f in findings)
         ],
         "dynamic": _dynamic(report),
         "score_rows": _score_rows(report),
         "metrics": _metrics(report),
-        "blocking_fixes": _recommendations(list(report.decision.blocking)),
+        "blocking_fixes": _recommendations(blocking, link),
         "optional_fixes": _recommendations(
-            [f for f in findings if f not in report.decision.blocking and f.severity > Severity.INFO]
+            [f for f in findings if f not in report.decision.blocking and f.severity > Severity.INFO], link
         ),
-        "notes": _recommendations([f for f in findings if f.severity is Severity.INFO]),
+        "notes": _recommendations([f for f in findings if f.severity is Severity.INFO], link),
+        "reasons": [
+            *(f"{f.severity.name} {f.code} {f.name} at {link(f)}" for f in blocking),
+            *report.decision.reasons[len(blocking):],
+        ],
+        "suppressed": _suppressed_lines(report),
         "policy": _policy_sentence(report),
         "summary": _summary_sentence(report),
     }
+
+
+def _suppressed_lines(report: Report) -> list[str]:
+    """Silenced findings, listed by place so that a reviewer can audit them (never scored)."""
+    return [f"{code_span(f'{f.path}:{f.line}')} {f.code} {f.name} ({f.severity.name})" for f in report.suppressed]
 
 
 def _rules() -> dict:
@@ -119,7 +139,7 @@ def _category_status(findings: list[Finding], report: Report) -> str:
     return "PASS"
 
 
-def _categories(report: Report, rules: dict) -> list[CategoryView]:
+def _categories(report: Report, rules: dict, anchors: dict[Finding, str]) -> list[CategoryView]:
     grouped: dict[Category, list[Finding]] = defaultdict(list)
     for finding in report.findings:
         grouped[finding.category].append(finding)
@@ -138,13 +158,15 @@ def _categories(report: Report, rules: dict) -> list[CategoryView]:
             status, note = "NOT CHECKED", "No enabled rule covers this category yet; nothing is claimed about it."
         items = []
         for finding in findings:
-            items.append(_finding_view(finding, report, rules, first_of_rule=finding.code not in shown_patterns))
+            items.append(_finding_view(
+                finding, report, rules, anchors[finding], first_of_rule=finding.code not in shown_patterns
+            ))
             shown_patterns.add(finding.code)
         views.append(CategoryView(category.value, status, note, tuple(items)))
     return views
 
 
-def _finding_view(finding: Finding, report: Report, rules: dict, *, first_of_rule: bool) -> FindingView:
+def _finding_view(finding: Finding, report: Report, rules: dict, anchor: str, *, first_of_rule: bool) -> FindingView:
     rule = rules.get(finding.code)
     impact = f"{rule.why} " if rule is not None else ""
     impact += f"This code {HEAT_PHRASE[finding.heat]} (heat: {finding.heat.label})."
@@ -156,6 +178,7 @@ def _finding_view(finding: Finding, report: Report, rules: dict, *, first_of_rul
     state = report.baseline.states.get(finding, "") if report.baseline is not None else ""
     return FindingView(
         finding=finding,
+        anchor=anchor,
         location=f"{finding.path}:{finding.line}",
         snippet=textwrap.dedent(finding.source),
         impact=impact,
@@ -215,7 +238,8 @@ def _score_rows(report: Report) -> list[tuple[str, str, str]]:
             detail = category.note
         elif category.deductions:
             detail = "; ".join(
-                f"{d.code} {d.severity.name} ×{d.count}: −{_points(d.points)}" for d in category.deductions
+                f"{d.code} ×{d.count} ({_severity_mix(report, d.code)}): −{_points(d.points)}"
+                for d in category.deductions
             )
             lost = category.max_points - category.points
             if lost < sum(d.points for d in category.deductions):
@@ -224,6 +248,12 @@ def _score_rows(report: Report) -> list[tuple[str, str, str]]:
             detail = "no deductions"
         rows.append((category.name, f"{_points(category.points)} / {_points(category.max_points)}", detail))
     return rows
+
+
+def _severity_mix(report: Report, code: str) -> str:
+    """`1 HIGH, 2 LOW`: a rule's findings are not all as severe as its worst one."""
+    levels = [f.severity for f in report.findings if f.code == code]
+    return ", ".join(f"{levels.count(s)} {s.name}" for s in SEVERITY_ORDER if s in levels)
 
 
 def _metrics(report: Report) -> list[tuple[str, str, str]]:
@@ -243,6 +273,8 @@ def _metrics(report: Report) -> list[tuple[str, str, str]]:
          "❌ FAIL" if decision.blocking else ("⚠️ existing, not blocking" if blocking else "✅ PASS")),
         (f"Other findings ({', '.join(s.name for s in other_levels) or 'none'})", str(len(others)), "⚠️ WARNING" if others else "✅ PASS"),
         ("Files analysed", str(len(report.files)), "—"),
+        ("Files with findings", str(len({f.path for f in report.findings})), "—"),
+        ("Findings suppressed by comments", str(len(report.suppressed)), "—"),
     ]
     if report.dynamic is None:
         reason = report.dynamic_note.removeprefix("not run: ")
@@ -257,7 +289,7 @@ def _metrics(report: Report) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _recommendations(findings: list[Finding]) -> list[Recommendation]:
+def _recommendations(findings: list[Finding], link) -> list[Recommendation]:
     grouped: dict[str, list[Finding]] = defaultdict(list)
     for finding in findings:
         grouped[finding.code].append(finding)
@@ -269,7 +301,7 @@ def _recommendations(findings: list[Finding]) -> list[Recommendation]:
     result = []
     for code in sorted(grouped, key=impact):
         group = sorted(grouped[code])
-        shown = ", ".join(code_span(f"{f.path}:{f.line}") for f in group[:5])
+        shown = ", ".join(link(f) for f in group[:5])
         more = f" and {len(group) - 5} more" if len(group) > 5 else ""
         noun = "place" if len(group) == 1 else "places"
         worst = min(group, key=lambda f: (-f.severity, f))

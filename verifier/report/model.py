@@ -35,6 +35,8 @@ class RunInfo:
     diff_base: str | None = None
     config_path: str | None = None
     report_path: str | None = None
+    # SARIF `automationDetails.id`, only when asked (`--sarif-category`).
+    sarif_category: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class Report:
     version: str = __version__
     # Files the heat was computed over (the project); `files` are the ones reported.
     heat_files: int = 0
+    # Findings a suppression comment silenced: shown as a count (and in SARIF as suppressed results).
+    suppressed: tuple[Finding, ...] = ()
 
 
 def build_report(
@@ -65,6 +69,7 @@ def build_report(
     dynamic_note: str = NOT_REQUESTED,
     baseline: BaselineComparison | None = None,
     heat_files: int | None = None,
+    suppressed: list[Finding] = (),
 ) -> Report:
     ordered = sorted(findings)
     policy = Policy(settings.block_on, settings.min_score, settings.block_on_new_only)
@@ -94,4 +99,5 @@ def build_report(
         baseline=baseline,
         rules=tuple(rule.code for rule in rules),
         heat_files=len(files) if heat_files is None else heat_files,
+        suppressed=tuple(sorted(suppressed)),
     )

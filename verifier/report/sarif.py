@@ -8,41 +8,45 @@ machine. Fingerprints are the baseline fingerprints, so dashboards track finding
 from __future__ import annotations
 
 import json
+import os
 from pathlib import PurePath
 
 from verifier.findings import Finding, Heat, Severity
+from verifier.report.github import LEVEL as GITHUB_LEVEL
 from verifier.report.file_names import json_safe, uri_path
 from verifier.report.model import Report
 from verifier.report.rule_docs import rule_markdown
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
-LEVEL = {
-    Severity.CRITICAL: "error",
-    Severity.HIGH: "error",
-    Severity.MEDIUM: "warning",
-    Severity.LOW: "note",
-    Severity.INFO: "note",
-}
+# The same levels as the `github` format (its "notice" is SARIF's "note"), so a finding reads the
+# same in an annotation and in code scanning.
+LEVEL = {severity: {"notice": "note"}.get(level, level) for severity, level in GITHUB_LEVEL.items()}
 # SARIF's own baselineState vocabulary for our new/existing states.
 BASELINE_STATE = {"new": "new", "existing": "unchanged"}
 
 
-def artifact_uri(path: str) -> str:
+def artifact_location(path: str) -> dict:
+    """A relative `uri` against `%SRCROOT%` (the working directory), or an absolute `file:` URI
+    with no base for a file outside it; never both."""
     pure = PurePath(path)
     if pure.is_absolute():
-        return pure.as_uri()
-    return uri_path(path)
+        relative = os.path.relpath(path)
+        if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+            return {"uri": pure.as_uri()}
+        path = relative
+    return {"uri": uri_path(path), "uriBaseId": "%SRCROOT%"}
 
 
 def render_sarif(report: Report) -> str:
     from verifier.rules import all_rules
 
     fixed = report.baseline.fixed if report.baseline is not None else ()
-    reported = {f.code for f in report.findings} | {s.code for s in fixed}
+    reported = {f.code for f in (*report.findings, *report.suppressed)} | {s.code for s in fixed}
     rules = [rule for rule in all_rules() if rule.code in reported]
     index = {rule.code: i for i, rule in enumerate(rules)}
     results = [_result(f, report, index) for f in report.findings]
+    results += [_suppressed(f, report, index) for f in report.suppressed]
     results += [_absent(stored, index) for stored in fixed]
     run = {
         "tool": {
@@ -53,7 +57,6 @@ def render_sarif(report: Report) -> str:
                 "rules": [_descriptor(rule) for rule in rules],
             }
         },
-        "automationDetails": {"id": f"verify-perf/{report.run.task}/"},
         "columnKind": "unicodeCodePoints",
         "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "The directory verify-perf ran in."}}},
         "invocations": [
@@ -69,8 +72,12 @@ def render_sarif(report: Report) -> str:
             "score": report.scorecard.total,
             "minScore": report.policy.min_score,
             "status": report.decision.status,
+            "suppressed": len(report.suppressed),
         },
     }
+    if report.run.sarif_category:
+        # Only when asked: a fixed id would override upload-sarif's own `category`.
+        run["automationDetails"] = {"id": f"{report.run.sarif_category.rstrip('/')}/"}
     document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
 
@@ -89,7 +96,7 @@ def _descriptor(rule) -> dict:
     }
 
 
-def _result(finding: Finding, report: Report, index: dict[str, int]) -> dict:
+def _result(finding: Finding, report: Report, index: dict[str, int], *, fingerprint: bool = True) -> dict:
     region = {
         "startLine": finding.line,
         "startColumn": finding.column,
@@ -107,12 +114,12 @@ def _result(finding: Finding, report: Report, index: dict[str, int]) -> dict:
         "locations": [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": artifact_uri(finding.path), "uriBaseId": "%SRCROOT%"},
+                    "artifactLocation": artifact_location(finding.path),
                     "region": region,
                 }
             }
         ],
-        "partialFingerprints": {"verifyPerf/v1": report.fingerprints[finding]},
+        "partialFingerprints": {"verifyPerf/v1": report.fingerprints[finding] if fingerprint else _fingerprint_of(finding)},
         "properties": {
             "severity": finding.severity.name,
             "heat": finding.heat.label,
@@ -120,8 +127,16 @@ def _result(finding: Finding, report: Report, index: dict[str, int]) -> dict:
             "fix": finding.fix,
         },
     }
-    if report.baseline is not None:
+    if report.baseline is not None and finding in report.baseline.states:
         result["baselineState"] = BASELINE_STATE[report.baseline.states[finding]]
+    return result
+
+
+def _suppressed(finding: Finding, report: Report, index: dict[str, int]) -> dict:
+    """A finding a comment silenced: present, marked as suppressed in source (dashboards hide it)."""
+    result = _result(finding, report, index, fingerprint=False)
+    result["suppressions"] = [{"kind": "inSource"}]
+    result.pop("baselineState", None)
     return result
 
 
@@ -135,7 +150,7 @@ def _absent(stored, index: dict[str, int]) -> dict:
         "locations": [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": artifact_uri(stored.path), "uriBaseId": "%SRCROOT%"},
+                    "artifactLocation": artifact_location(stored.path),
                     "region": {"startLine": max(stored.line, 1)},
                 }
             }
@@ -146,3 +161,9 @@ def _absent(stored, index: dict[str, int]) -> dict:
     if stored.code in index:
         result["ruleIndex"] = index[stored.code]
     return result
+
+
+def _fingerprint_of(finding: Finding) -> str:
+    from verifier.report.baseline import fingerprints
+
+    return fingerprints([finding])[finding]

@@ -37,9 +37,15 @@ def summary_lines(report: Report) -> list[str]:
         )
     files = counted(len(report.files), "file")
     heat = f"; heat from {counted(report.heat_files, 'project file')}" if report.heat_files > len(report.files) else ""
+    if report.suppressed:
+        heat += f"; {len(report.suppressed)} suppressed by comments"
     if findings:
         listed = ", ".join(f"{n} {name}" for name, n in severity_counts(findings).items() if n)
-        lines.append(f"Found {counted(len(findings), 'finding')} in {files} ({listed}){heat}.")
+        with_findings = len({f.path for f in findings})
+        lines.append(
+            f"Found {counted(len(findings), 'finding')} ({listed}) in {with_findings} of "
+            f"{counted(len(report.files), 'analysed file')}{heat}."
+        )
     elif not report.files:
         lines.append("Nothing analysed: no Python files found under the given path(s).")
     else:

@@ -31,7 +31,7 @@ from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of
 from verifier.static.names import ImportTable
 from verifier.static.rule import Candidate, Rule
 from verifier.static.source import Source, UnreadableSource, read_source
-from verifier.static.suppression import is_suppressed
+from verifier.static.suppression import INVALID_SUPPRESSION, UNUSED_SUPPRESSION, Suppressions, mentions_a_directive
 from verifier.static.tracker import Tracker
 from verifier.static.walk import Hooks, walk
 
@@ -49,6 +49,8 @@ class ModuleAnalysis:
     heat: HeatModel | None = None
     local_facts: dict[str, FunctionFacts] = field(default_factory=dict)
     candidates: list[CandidateHeat] = field(default_factory=list)
+    # Findings a suppression comment silenced: counted in every output, never scored.
+    suppressed: list[Finding] = field(default_factory=list)
 
     def findings_may_change(self) -> bool:
         """After a project-wide pass updated `heat` in place: could a finding be different now?
@@ -89,6 +91,7 @@ class FileResult:
     internal_error: str | None = None
     analysis: ModuleAnalysis | None = field(default=None, repr=False)
     skipped: bool = False
+    suppressed: list[Finding] = field(default_factory=list)
 
 
 @functools.cache
@@ -113,7 +116,12 @@ def analyze_file(
     try:
         source = read_source(path, settings.max_file_size)
         if settings.prefilter and not _mentions_any(source.text, needed_tokens(tuple(rules))):
-            return FileResult(path, [], time.perf_counter() - started, skipped=True)
+            # No rule can fire here, so every suppression in the file is unused.
+            audit = (
+                audit_suppressions(path, Suppressions(source.text, source.lines()), rules, settings)
+                if mentions_a_directive(source.text) else []
+            )
+            return FileResult(path, audit, time.perf_counter() - started, skipped=True)
         with _TimeLimit(settings.file_timeout):
             analysis = analyze_source(path, source, rules, settings, module_name_for(path), external)
         findings = analysis.findings
@@ -130,7 +138,8 @@ def analyze_file(
         findings = [unanalysable_finding(path, error, settings)]
     if not any(rule.code == UNANALYSABLE for rule in rules):
         findings = [f for f in findings if f.code != UNANALYSABLE]
-    return FileResult(path, findings, time.perf_counter() - started, error, analysis)
+    suppressed = analysis.suppressed if analysis is not None else []
+    return FileResult(path, findings, time.perf_counter() - started, error, analysis, suppressed=suppressed)
 
 
 def unanalysable_result(path: str, message: str, rules: Sequence[type[Rule]], settings: Settings) -> FileResult:
@@ -198,7 +207,8 @@ def analyze_source(
         walk(module, visitors, leavers)
         heat.resolve(external)
         judged = [_judge(candidate, heat) for rule in active for candidate in rule.candidates]
-        findings = _to_findings(path, source, module, judged, settings) if judged else []
+        suppressions = Suppressions(source.text, source.lines())
+        findings = _to_findings(path, source, module, judged, settings, suppressions) if judged else []
     except RecursionError:
         # Python accepts a few expression shapes (e.g. `a + a + ... + a`) deeper than code can recurse.
         raise UnreadableSource("code nested too deeply to analyse", unanalysable=True) from None
@@ -212,7 +222,10 @@ def analyze_source(
         leavers.clear()
     local_facts = heat.facts()
     heat.release_tree()
-    return ModuleAnalysis(findings, heat, local_facts, [record for _, record in judged])
+    findings = sorted([*findings, *audit_suppressions(path, suppressions, rules, settings)])
+    return ModuleAnalysis(
+        findings, heat, local_facts, [record for _, record in judged], suppressed=suppressions.suppressed
+    )
 
 
 def _judge(candidate: Candidate, heat: HeatModel) -> tuple[Candidate, CandidateHeat]:
@@ -370,6 +383,7 @@ def _to_findings(
     module: cst.Module,
     judged: list[tuple[Candidate, CandidateHeat]],
     settings: Settings,
+    suppressions: Suppressions,
 ) -> list[Finding]:
     ignored_here = settings.ignored_in_file(path)
     kept: list[tuple[Candidate, Heat, Severity]] = []
@@ -393,11 +407,8 @@ def _to_findings(
         rule = candidate.rule
         span = positions[candidate.node]
         start, end = span.start, span.end
-        if is_suppressed(lines, start.line, end.line, rule.code, rule.name):
-            continue
         snippet_end = min(end.line, start.line + _MAX_SNIPPET_LINES - 1)
-        findings.add(
-            Finding(
+        finding = Finding(
                 path=path,
                 line=start.line,
                 column=start.column + 1,
@@ -412,8 +423,32 @@ def _to_findings(
                 source="\n".join(lines[start.line - 1 : snippet_end]),
                 fix=candidate.fix,
             )
-        )
+        if not suppressions.suppresses(finding):
+            findings.add(finding)
     return sorted(findings)
+
+
+def audit_suppressions(path: str, suppressions: Suppressions, rules: Sequence[type[Rule]], settings: Settings) -> list[Finding]:
+    """VP901/VP902 for this file's suppression comments, when those rules are selected.
+
+    An entry is judged against every selected rule not ignored for this file: a rule that did
+    not run here (its tokens are absent) could not have produced the finding it names.
+    """
+    wanted = {rule.code for rule in rules} & {INVALID_SUPPRESSION, UNUSED_SUPPRESSION}
+    if not wanted or not suppressions.by_line:
+        return []
+    from verifier.rules import all_rules, rule_by_selector
+
+    ignored_here = settings.ignored_in_file(path)
+    active = {r.code for r in settings.selected_rules() if not _matches(r.code, r.name, ignored_here)}
+    every_rule = {r.code for r in all_rules() if not r.code.startswith("VP9")}
+
+    def rule_named(entry: str) -> str | None:
+        exact = [r.code for r in rule_by_selector(entry) if entry in (r.code, r.name.upper())]
+        return exact[0] if exact else None
+
+    found = suppressions.audit(path, rule_named, active, every_rule <= active)
+    return [f for f in found if f.code in wanted and not _matches(f.code, f.name, ignored_here)]
 
 
 def _positions(module: cst.Module):

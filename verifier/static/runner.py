@@ -165,12 +165,12 @@ def _apply_project_heat(
                 key = f"{key}-{_facts_digest(file_result.analysis, project)}"
                 cached = cache.load(key, FileResult) if cache else None
                 if cached is not None and cached.path == file_result.path:
-                    file_result.findings = cached.findings
+                    file_result.findings, file_result.suppressed = cached.findings, cached.suppressed
                     continue
             redo.append((index, key))
     again = pool.analyse([files[i].path for i, _ in redo], codes, settings, external=project)
     for (index, key), result in zip(redo, again):
-        files[index].findings = result.findings
+        files[index].findings, files[index].suppressed = result.findings, result.suppressed
         files[index].internal_error = files[index].internal_error or result.internal_error
         if cache and key and _cacheable(result):
             cache.store(key, replace(result, analysis=None))

@@ -1,0 +1,102 @@
+"""`--add-noqa`: adopt the gate on an existing code base by suppressing today's findings in place.
+
+Each finding gets `# verify-perf: ignore[CODE]` on its first line (merged into a directive
+already there), or, when that line ends inside a string or continues with a backslash (where a
+comment would change the code), on the line that string or continuation ends on, as in ruff. Files keep their encoding, line endings and
+permissions; they are replaced atomically. The audit's own findings (VP900-VP902) are not
+suppressed: they say the file or a comment needs fixing.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from verifier.findings import Finding
+from verifier.static.discovery import display_path
+from verifier.static.source import UnreadableSource, decode_source, read_bytes
+from verifier.static.suppression import comment_lines
+from verifier.writing import replace_file_bytes
+
+_OURS = re.compile(r"#\s*verify-perf\s*:\s*ignore(?P<bracket>\[[^\]]*\])?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Added:
+    directives: int
+    files: int
+    skipped: tuple[Finding, ...]
+
+
+def add_suppressions(findings: Iterable[Finding]) -> Added:
+    by_path: dict[str, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        if not finding.code.startswith("VP9"):
+            by_path[finding.path].append(finding)
+    directives = files = 0
+    skipped: list[Finding] = []
+    for path in sorted(by_path):
+        added, left = _add_to_file(path, by_path[path])
+        directives += added
+        files += bool(added)
+        skipped += left
+    return Added(directives, files, tuple(skipped))
+
+
+def _add_to_file(path: str, findings: list[Finding]) -> tuple[int, list[Finding]]:
+    try:
+        source = decode_source(read_bytes(path))
+    except UnreadableSource:
+        return 0, findings
+    moved = comment_lines(source.lines(), source.text)
+    codes_by_line: dict[int, set[str]] = defaultdict(set)
+    skipped = []
+    for finding in findings:
+        line = moved.get(finding.line, finding.line)
+        if line in moved:
+            skipped.append(finding)
+        else:
+            codes_by_line[line].add(finding.code)
+    # utf-8-sig would write a BOM before every edited line; the BOM stays in the first line's bytes.
+    codec = "utf-8" if source.encoding == "utf-8-sig" else source.encoding
+    lines = source.data.splitlines(keepends=True)
+    added = 0
+    for number, codes in codes_by_line.items():
+        if not 1 <= number <= len(lines):
+            continue
+        raw = lines[number - 1]
+        body = raw.rstrip(b"\r\n")
+        ending = raw[len(body):]
+        text = body.decode(codec)
+        lines[number - 1] = _with_directive(text, sorted(codes)).encode(codec) + ending
+        added += 1
+    if added:
+        replace_file_bytes(path, b"".join(lines))
+    return added, skipped
+
+
+def _with_directive(line: str, codes: list[str]) -> str:
+    existing = _OURS.search(line)
+    if existing is None:
+        return f"{line.rstrip()}  # verify-perf: ignore[{', '.join(codes)}]"
+    if existing.group("bracket") is None:
+        return line  # a bare directive already silences every rule
+    listed = [c.strip() for c in existing.group("bracket")[1:-1].split(",") if c.strip()]
+    merged = listed + [code for code in codes if code not in {c.upper() for c in listed}]
+    start, end = existing.span("bracket")
+    return f"{line[:start]}[{', '.join(merged)}]{line[end:]}"
+
+
+def print_summary(result: Added) -> None:
+    noun = "suppression" if result.directives == 1 else "suppressions"
+    files = "file" if result.files == 1 else "files"
+    print(f"Added {result.directives} {noun} to {result.files} {files}.", file=sys.stderr)
+    for finding in result.skipped:
+        print(
+            f"verify-perf: warning: {display_path(finding.path)}:{finding.line}: {finding.code} not suppressed: "
+            "no line after it can carry a comment",
+            file=sys.stderr,
+        )
