@@ -80,6 +80,12 @@ def test_statistics_counts_findings_per_rule(project, capsys):
     ]
 
 
+def test_statistics_written_to_a_file_can_be_written_again(project, capsys):
+    assert main(["src", "--statistics", "--no-report", "-o", "stats.txt"]) == 1
+    assert main(["src", "--statistics", "--no-report", "-o", "stats.txt"]) == 1
+    assert (project / "stats.txt").read_text().startswith("2\tVP201\tsync-in-hot-loop\t2 HIGH\n")
+
+
 def test_statistics_with_another_format_is_a_usage_error(project, capsys):
     assert main(["src", "--statistics", "--format", "sarif", "--no-report"]) == 2
     assert capsys.readouterr().err == "verify-perf: error: --statistics prints text or json, not --format sarif\n"

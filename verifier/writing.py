@@ -33,6 +33,7 @@ _TEXT_LINE = re.compile(
     r".*:\d+:\d+: VP\d{3} \[(CRITICAL|HIGH|MEDIUM|LOW|INFO)\] .*"
     r"|(Score|Baseline|Found|No findings|Nothing analysed|Decision)\b.*"
     r"|::(error|warning|notice) .*|\s+.*"
+    r"|\d+\tVP\d{3}\t.*"  # --statistics
 )
 _MAX_RECOGNISED_SIZE = 64 * 1024 * 1024
 
