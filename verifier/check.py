@@ -77,7 +77,12 @@ def run_check(args: argparse.Namespace) -> int:
 
     if report_path is not None and not _output_is_report(args):
         write_output(report_path, render(report, "markdown"), force=args.force)
-    output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
+    if _styled_for_terminal(args):
+        from verifier.report.terminal import render_terminal
+
+        output = render_terminal(report, quiet=args.quiet)
+    else:
+        output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
     write_output(args.output or "-", output, force=args.force)
     if report_path is not None and not args.quiet:
         total = report.scorecard.total
@@ -297,6 +302,12 @@ def _baseline(args, settings: Settings, findings, dynamic):
         tolerance=settings.regression_tolerance,
         max_accuracy_drop=settings.thresholds.max_accuracy_degradation,
     )
+
+
+def _styled_for_terminal(args: argparse.Namespace) -> bool:
+    """Colour and code frames for a person at a terminal; plain text when piped or to a file."""
+    to_stdout = args.output in (None, "-")
+    return args.format == "text" and to_stdout and not args.statistics and sys.stdout.isatty()
 
 
 def _output_is_report(args: argparse.Namespace) -> bool:

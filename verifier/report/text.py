@@ -7,15 +7,30 @@ from verifier.report.decision import severity_counts
 from verifier.report.model import Report
 
 
-def finding_line(finding: Finding) -> str:
-    return f"{finding.path}:{finding.line}:{finding.column}: {finding.code} [{finding.severity.name}] {finding.message}"
+def finding_line(finding: Finding, mark: str = "") -> str:
+    """`path:line:col: CODE [SEVERITY] message`; `mark` (e.g. `(new)`) goes before the message."""
+    prefix = f"{finding.path}:{finding.line}:{finding.column}: {finding.code} [{finding.severity.name}] "
+    return prefix + (f"{mark} " if mark else "") + finding.message
+
+
+def baseline_mark(finding: Finding, report: Report) -> str:
+    """With --baseline, a finding the baseline did not have is marked `(new)`."""
+    if report.baseline is not None and report.baseline.states.get(finding) == "new":
+        return "(new)"
+    return ""
+
+
+def finding_block(finding: Finding, report: Report) -> list[str]:
+    """The finding's line, then any note lines about it (indented, so editors skip them)."""
+    return [finding_line(finding, baseline_mark(finding, report))]
 
 
 def render_text(report: Report, *, quiet: bool = False) -> str:
-    """Findings; then (unless quiet) score, baseline, counts, and the decision as the last line."""
-    lines = [finding_line(f) for f in report.findings]
+    """Findings; then (unless quiet) score, baseline, counts, and the decision as the last line.
+    Quiet: one line per finding, nothing else."""
     if quiet:
-        return "".join(line + "\n" for line in lines)
+        return "".join(finding_line(f, baseline_mark(f, report)) + "\n" for f in report.findings)
+    lines = [line for f in report.findings for line in finding_block(f, report)]
     return "\n".join([*lines, *summary_lines(report)]) + "\n"
 
 

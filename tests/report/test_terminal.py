@@ -1,0 +1,94 @@
+"""Text for people at a terminal (colour, a code frame under each finding) and plain text when
+piped; with --baseline, new findings are marked in both."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+from tests.report.conftest import make_finding, make_report
+from verifier.cli import main
+from verifier.findings import Severity
+from verifier.report.terminal import code_frame, render_terminal
+from verifier.report.text import render_text
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+SYNC = "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n    print(batch.item(),\n          loss.item())\n"
+TABS = "import torch\n\nfor batch in loader:\n\ttorch.cuda.synchronize()\n"
+
+
+def test_the_code_frame_underlines_the_reported_columns():
+    finding = make_finding("VP201", line=58, source="    if loss.item() < 1.0:", severity=Severity.MEDIUM)
+    finding = finding.__class__(**{**finding.__dict__, "column": 8, "end_column": 19})
+    assert [t.plain for t in code_frame(finding)] == [
+        "   |",
+        "58 |     if loss.item() < 1.0:",
+        "   |        ^^^^^^^^^^^",
+        "   |",
+    ]
+
+
+def test_a_multi_line_span_is_underlined_on_each_line():
+    finding = make_finding("VP201", line=5, source="    print(batch.item(),\n          loss.item())")
+    finding = finding.__class__(**{**finding.__dict__, "column": 5, "end_line": 6, "end_column": 23})
+    assert [t.plain for t in code_frame(finding)][1:-1] == [
+        "5 |     print(batch.item(),",
+        "  |     ^^^^^^^^^^^^^^^^^^^",
+        "6 |           loss.item())",
+        "  |           ^^^^^^^^^^^^",
+    ]
+
+
+def test_terminal_output_has_colour_frames_and_the_same_summary():
+    report = make_report([make_finding("VP301", line=71, severity=Severity.CRITICAL, source="        head_optimizer.step()")])
+    styled = render_terminal(report, width=100)
+    assert "\x1b[" in styled
+    plain = ANSI.sub("", styled).splitlines()
+    text = render_text(report).splitlines()
+    assert plain[0] == text[0]
+    assert plain[1:5] == ["   |", "71 |         head_optimizer.step()", "   |     ^^^^^^^^^^^^^^^", "   |"]
+    assert plain[-3:] == text[-3:]
+
+
+def test_the_command_line_styles_only_a_terminal(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    (tmp_path / "train.py").write_text(TABS)
+    main(["train.py", "--no-report", "--no-cache"])
+    piped = capsys.readouterr().out
+    assert "\x1b[" not in piped and " | " not in piped
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    main(["train.py", "--no-report", "--no-cache"])
+    styled = capsys.readouterr().out
+    assert "\x1b[" in styled
+    # A tab is expanded the same way on the source line and under it, so the carets line up.
+    assert "4 |     torch.cuda.synchronize()\n  |     ^^^^^^^^^^^^^^^^^^^^^^^^\n" in ANSI.sub("", styled)
+    monkeypatch.setenv("NO_COLOR", "1")
+    main(["train.py", "--no-report", "--no-cache"])
+    uncoloured = capsys.readouterr().out
+    # NO_COLOR removes colours (bold and dim stay, as no-color.org allows).
+    assert not re.search(r"\x1b\[[0-9;]*(3|4)[0-9]m", uncoloured)
+    assert "4 |     torch.cuda.synchronize()" in ANSI.sub("", uncoloured)
+    main(["train.py", "--no-report", "--no-cache", "-o", "out.txt"])
+    assert " | " not in (tmp_path / "out.txt").read_text()
+
+
+@pytest.mark.parametrize("styled", [False, True])
+def test_baseline_marks_new_findings(tmp_path, monkeypatch, capsys, styled):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    (tmp_path / "train.py").write_text("import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n")
+    main(["train.py", "--no-report", "--format", "json", "-o", "base.json"])
+    (tmp_path / "train.py").write_text(SYNC)
+    if styled:
+        monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    capsys.readouterr()
+    main(["train.py", "--no-report", "--baseline", "base.json", "--select", "VP2"])
+    lines = [line for line in ANSI.sub("", capsys.readouterr().out).splitlines() if line.startswith("train.py:")]
+    assert lines == [
+        "train.py:4:5: VP203 [HIGH] `synchronize()` in a loop blocks the host on every iteration",
+        "train.py:5:11: VP201 [MEDIUM] (new) `.item()` of `batch` in the per-step loop waits for the device every step",
+        "train.py:6:11: VP201 [MEDIUM] (new) `.item()` of `loss` in the per-step loop waits for the device every step",
+    ]

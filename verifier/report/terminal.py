@@ -1,0 +1,107 @@
+"""Text output for a person at a terminal: the same lines as `text`, in colour, each finding
+followed by a code frame of its source with the reported columns underlined (as ruff shows
+them). Used only when standard output is a terminal; piped output stays plain `text`.
+Colour follows the terminal and the NO_COLOR / FORCE_COLOR conventions (rich reads them).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+
+from rich.console import Console
+from rich.text import Text
+
+from verifier.findings import Finding, Severity
+from verifier.report.model import Report
+from verifier.report.text import baseline_mark, finding_block, summary_lines
+
+STYLE = {
+    Severity.CRITICAL: "bold red",
+    Severity.HIGH: "red",
+    Severity.MEDIUM: "yellow",
+    Severity.LOW: "cyan",
+    Severity.INFO: "blue",
+}
+
+
+def render_terminal(report: Report, *, quiet: bool = False, width: int | None = None) -> str:
+    """The styled text (ANSI escapes included) for the terminal on standard output."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=width or _width(), highlight=False, soft_wrap=True)
+    for finding in report.findings:
+        console.print(_headline(finding, report))
+        if quiet:
+            continue
+        for note in finding_block(finding, report)[1:]:
+            console.print(Text(note, style="dim"))
+        for line in code_frame(finding):
+            console.print(line)
+    if not quiet:
+        if report.findings:
+            console.print()
+        for line in summary_lines(report):
+            console.print(_summary_style(line))
+    return buffer.getvalue()
+
+
+def _headline(finding: Finding, report: Report) -> Text:
+    line = Text()
+    line.append(f"{finding.path}:{finding.line}:{finding.column}:", style="bold")
+    line.append(" ")
+    line.append(finding.code, style=STYLE[finding.severity])
+    line.append(" ")
+    line.append(f"[{finding.severity.name}]", style=STYLE[finding.severity])
+    mark = baseline_mark(finding, report)
+    if mark:
+        line.append(" ")
+        line.append(mark, style="bold magenta")
+    line.append(f" {finding.message}")
+    return line
+
+
+def code_frame(finding: Finding) -> list[Text]:
+    """The finding's source lines behind a line-number gutter, the reported span underlined."""
+    if not finding.source:
+        return []
+    lines = finding.source.split("\n")
+    last = finding.line + len(lines) - 1
+    width = len(str(last))
+    frame = [Text(f"{' ' * width} |", style="dim")]
+    for offset, text in enumerate(lines):
+        number = finding.line + offset
+        row = Text(f"{number:>{width}} | ", style="dim")
+        row.append(text)
+        frame.append(row)
+        underline = _underline(finding, number, text)
+        if underline:
+            frame.append(Text(f"{' ' * width} | ", style="dim") + Text(underline, style=STYLE[finding.severity]))
+    frame.append(Text(f"{' ' * width} |", style="dim"))
+    return frame
+
+
+def _underline(finding: Finding, number: int, text: str) -> str:
+    """`^^^` under the reported columns of this line (columns are 1-based; end is exclusive)."""
+    end_line = max(finding.line, finding.end_line)
+    if not finding.line <= number <= end_line:
+        return ""
+    start = finding.column - 1 if number == finding.line else len(text) - len(text.lstrip())
+    stop = finding.end_column - 1 if number == end_line and finding.end_column else len(text.rstrip())
+    stop = max(stop, start + 1)
+    # Tabs stay tabs, so the carets line up however the terminal expands them.
+    return "".join(c if c == "\t" else " " for c in text[:start]) + "^" * (stop - start)
+
+
+def _summary_style(line: str) -> Text:
+    if line.startswith("Decision: BLOCK"):
+        return Text(line, style="bold red")
+    if line.startswith("Decision: PASS"):
+        return Text(line, style="bold green")
+    return Text(line)
+
+
+def _width() -> int:
+    try:
+        return os.get_terminal_size().columns
+    except OSError:
+        return 100
