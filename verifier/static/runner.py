@@ -103,14 +103,16 @@ def _analyze_files(
         whole_run = run_key([*keys, repr(None if wanted is None else sorted(wanted))]) if cache else None
         if whole_run is not None:
             finished = cache.load(whole_run, AnalysisResult)
-            if finished is not None and [r.path for r in finished.files] == files:
+            if finished is not None and len(finished.files) == len(files) and all(
+                map(_belongs_to, finished.files, files)
+            ):
                 for file_result in finished.files:
                     notify(file_result)
                 return AnalysisResult(folders + finished.files)
 
         results: list[FileResult | None] = [cache.load(key, FileResult) if cache and key else None for key in keys]
         for index, result in enumerate(results):
-            if result is not None and result.path != files[index]:
+            if result is not None and not _belongs_to(result, files[index]):
                 results[index] = None
             elif result is not None:
                 notify(result)
@@ -127,6 +129,11 @@ def _analyze_files(
             cache.store(whole_run, AnalysisResult([replace(r, analysis=None) for r in analysis.files]))
     analysis.files[:0] = folders
     return analysis
+
+
+def _belongs_to(result: FileResult, path: str) -> bool:
+    """A stored result is this file's, and speaks of no other file."""
+    return result.path == path and all(finding.path == path for finding in result.findings)
 
 
 def _cacheable(result: FileResult) -> bool:
@@ -164,7 +171,7 @@ def _apply_project_heat(
             if key is not None:
                 key = f"{key}-{_facts_digest(file_result.analysis, project)}"
                 cached = cache.load(key, FileResult) if cache else None
-                if cached is not None and cached.path == file_result.path:
+                if cached is not None and _belongs_to(cached, file_result.path):
                     file_result.findings, file_result.suppressed = cached.findings, cached.suppressed
                     continue
             redo.append((index, key))

@@ -58,6 +58,11 @@ def read_bytes(path: str, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> bytes
     except OSError as error:
         if error.errno == errno.ENOENT and os.path.islink(path):
             raise UnreadableSource("cannot read file: it is a symbolic link to a missing file") from None
+        if error.errno == errno.ELOOP:
+            raise UnreadableSource("cannot read file: its symbolic links form a loop") from None
+        kind = _special_kind(path)  # a socket cannot even be opened
+        if kind is not None:
+            raise UnreadableSource(f"not read: it is {kind}, not a regular file") from None
         raise UnreadableSource(f"cannot read file: {error.strerror or error}", unanalysable=True) from None
     try:
         status = os.fstat(descriptor)
@@ -75,6 +80,14 @@ def read_bytes(path: str, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> bytes
     if max_size is not None and len(data) > max_size:  # it grew while being read
         raise _too_large(len(data), max_size)
     return data
+
+
+def _special_kind(path: str) -> str | None:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return next((name for test, name in _KINDS if test(mode)), None)
 
 
 def _too_large(size: int, limit: int) -> UnreadableSource:
