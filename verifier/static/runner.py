@@ -133,7 +133,7 @@ def _analyze_files(
 
 def _belongs_to(result: FileResult, path: str) -> bool:
     """A stored result is this file's, and speaks of no other file."""
-    return result.path == path and all(finding.path == path for finding in result.findings)
+    return result.path == path and all(finding.path == path for finding in [*result.findings, *result.suppressed])
 
 
 def _cacheable(result: FileResult) -> bool:
