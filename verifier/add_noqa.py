@@ -33,11 +33,13 @@ class Added:
 
 def add_suppressions(findings: Iterable[Finding]) -> Added:
     by_path: dict[str, list[Finding]] = defaultdict(list)
-    for finding in findings:
-        if not finding.code.startswith("VP9"):
-            by_path[finding.path].append(finding)
     directives = files = 0
     skipped: list[Finding] = []
+    for finding in findings:
+        if finding.cell is not None:
+            skipped.append(finding)  # a notebook is JSON: its cells are not edited here
+        elif not finding.code.startswith("VP9"):
+            by_path[finding.path].append(finding)
     for path in sorted(by_path):
         added, left = _add_to_file(path, by_path[path])
         directives += added
@@ -95,8 +97,8 @@ def print_summary(result: Added) -> None:
     files = "file" if result.files == 1 else "files"
     print(f"Added {result.directives} {noun} to {result.files} {files}.", file=sys.stderr)
     for finding in result.skipped:
+        why = "notebooks are not edited" if finding.cell is not None else "no line after it can carry a comment"
         print(
-            f"verify-perf: warning: {display_path(finding.path)}:{finding.line}: {finding.code} not suppressed: "
-            "no line after it can carry a comment",
+            f"verify-perf: warning: {display_path(finding.location)}: {finding.code} not suppressed: {why}",
             file=sys.stderr,
         )

@@ -87,9 +87,38 @@ class Finding:
     message: str = field(default="", compare=False)
     source: str = field(default="", compare=False)
     fix: str = field(default="", compare=False)
+    # In a notebook: the cell (numbered from 1 over every cell) and the module line it starts
+    # on. `line` stays the line in the module the code cells make, which keeps findings in order.
+    cell: int | None = field(default=None, compare=False)
+    cell_start: int = field(default=0, compare=False)
+
+    @property
+    def shown_line(self) -> int:
+        """The line a reader looks for: in a notebook, the line within its cell."""
+        return self.line - self.cell_start + 1 if self.cell is not None else self.line
+
+    @property
+    def shown_end_line(self) -> int:
+        end = max(self.line, self.end_line)
+        return end - self.cell_start + 1 if self.cell is not None else end
+
+    @property
+    def place(self) -> str:
+        """`path:line`, or `notebook.ipynb:cell N:line`: where a reader finds the finding."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.shown_line}"
+
+    @property
+    def location(self) -> str:
+        """`path:line:col`, or `notebook.ipynb:cell N:line:col` (line within the cell), as ruff writes them."""
+        if self.cell is not None:
+            return f"{self.path}:cell {self.cell}:{self.shown_line}:{self.column}"
+        return f"{self.path}:{self.line}:{self.column}"
 
     def to_dict(self) -> dict:
         data = asdict(self)
+        data["line"], data["end_line"] = self.shown_line, self.shown_end_line if self.end_line else 0
+        del data["cell_start"]
         data["severity"] = self.severity.name
         data["category"] = self.category.value
         data["heat"] = self.heat.label

@@ -80,6 +80,8 @@ def on_changed_lines(findings: Iterable[Finding], changed: dict[str, frozenset[i
         if lines is None:
             continue
         span = range(finding.line, max(finding.line, finding.end_line) + 1)
-        if lines is WHOLE_FILE or finding.code == "VP900" or any(n in lines for n in span):
+        # A notebook's diff is a diff of its JSON: a changed notebook counts as wholly changed.
+        whole = lines is WHOLE_FILE or finding.code == "VP900" or finding.cell is not None
+        if whole or any(n in lines for n in span):
             kept.append(finding)
     return kept

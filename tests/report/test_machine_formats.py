@@ -151,7 +151,7 @@ def test_suppressed_findings_are_counted_in_every_format():
     data = json.loads(render_json(report))
     jsonschema.Draft202012Validator(FINDINGS_SCHEMA).validate(data)
     assert (data["suppressed"], data["suppressed_findings"]) == (
-        1, [{"path": "train.py", "line": 4, "column": 5, "code": "VP203", "severity": "HIGH"}]
+        1, [{"path": "train.py", "cell": None, "line": 4, "column": 5, "code": "VP203", "severity": "HIGH"}]
     )
     results = sarif_of(report)["runs"][0]["results"]
     assert [(r["ruleId"], r.get("suppressions")) for r in results] == [

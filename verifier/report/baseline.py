@@ -129,7 +129,8 @@ def _stored_findings(records: list[dict[str, Any]]) -> tuple[StoredFinding, ...]
             raise TypeError(f"finding fields of the wrong type: {', '.join(wrong) or 'line/column'}")
     seen: Counter[tuple[str, str, str]] = Counter()
     stored = []
-    for record in sorted(records, key=lambda r: (r["path"], r["line"], r.get("column", 0), r["code"])):
+    # The order live findings have: a notebook's cells in order, then lines within a cell.
+    for record in sorted(records, key=lambda r: (r["path"], r.get("cell") or 0, r["line"], r.get("column", 0), r["code"])):
         text = _first_line(record.get("source", ""))
         key = (record["code"], record["path"], " ".join(text.split()))
         computed = fingerprint(record["code"], record["path"], text, seen[key])

@@ -63,7 +63,7 @@ def decide(
     candidates = new_findings if only_new else findings
     blocking = tuple(sorted((f for f in candidates if f.severity in policy.block_on), key=lambda f: (-f.severity, f)))
     reasons = [
-        f"{f.severity.name} {f.code} {f.name} at {f.path}:{f.line}: {f.message}" for f in blocking
+        f"{f.severity.name} {f.code} {f.name} at {f.place}: {f.message}" for f in blocking
     ]
     missed = tuple(
         v for v in (dynamic.verdicts if dynamic is not None else ())

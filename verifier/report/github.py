@@ -29,10 +29,11 @@ def escape_property(text: str) -> str:
 def annotation(finding: Finding) -> str:
     properties = {
         "file": finding.path.replace("\\", "/"),
-        "line": str(finding.line),
-        "endLine": str(max(finding.line, finding.end_line)),
+        "line": str(finding.shown_line),
+        "endLine": str(finding.shown_end_line),
         "col": str(finding.column),
-        "title": f"{finding.code} {finding.name} [{finding.severity.name}]",
+        "title": f"{finding.code} {finding.name} [{finding.severity.name}]"
+                 + (f" (cell {finding.cell})" if finding.cell is not None else ""),
     }
     listed = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
     return f"::{LEVEL[finding.severity]} {listed}::{escape_data(finding.message)}"

@@ -33,7 +33,8 @@ def render_json(report: Report) -> str:
         "findings": [_finding(f, report) for f in report.findings],
         "suppressed": len(report.suppressed),
         "suppressed_findings": [
-            {"path": f.path, "line": f.line, "column": f.column, "code": f.code, "severity": f.severity.name}
+            {"path": f.path, "cell": f.cell, "line": f.shown_line, "column": f.column, "code": f.code,
+             "severity": f.severity.name}
             for f in report.suppressed
         ],
         "dynamic": (

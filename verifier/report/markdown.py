@@ -90,7 +90,7 @@ def build_view(report: Report) -> dict:
     anchors = {finding: f"finding-{number}" for number, finding in enumerate(findings, start=1)}
 
     def link(finding: Finding) -> str:
-        return f"[{code_span(f'{finding.path}:{finding.line}')}](#{anchors[finding]})"
+        return f"[{code_span(finding.place)}](#{anchors[finding]})"
 
     blocking = list(report.decision.blocking)
     return {
@@ -122,7 +122,8 @@ def build_view(report: Report) -> dict:
 
 def _suppressed_lines(report: Report) -> list[str]:
     """Silenced findings, listed by place so that a reviewer can audit them (never scored)."""
-    return [f"{code_span(f'{f.path}:{f.line}')} {f.code} {f.name} ({f.severity.name})" for f in report.suppressed]
+    return [f"{code_span(f.place)} {f.code} {f.name} ({f.severity.name})" for f in report.suppressed]
+
 
 
 def _rules() -> dict:
@@ -179,7 +180,7 @@ def _finding_view(finding: Finding, report: Report, rules: dict, anchor: str, *,
     return FindingView(
         finding=finding,
         anchor=anchor,
-        location=f"{finding.path}:{finding.line}",
+        location=finding.place,
         snippet=textwrap.dedent(finding.source),
         impact=impact,
         measured=tuple(_measured_at(finding, report)),

@@ -98,9 +98,9 @@ def _descriptor(rule) -> dict:
 
 def _result(finding: Finding, report: Report, index: dict[str, int], *, fingerprint: bool = True) -> dict:
     region = {
-        "startLine": finding.line,
+        "startLine": finding.shown_line,
         "startColumn": finding.column,
-        "endLine": max(finding.line, finding.end_line),
+        "endLine": finding.shown_end_line,
     }
     if finding.end_column and finding.end_line >= finding.line:
         region["endColumn"] = finding.end_column
@@ -125,6 +125,8 @@ def _result(finding: Finding, report: Report, index: dict[str, int], *, fingerpr
             "heat": finding.heat.label,
             "category": finding.category.value,
             "fix": finding.fix,
+            # In a notebook, the cell the region's lines count within.
+            **({"cell": finding.cell} if finding.cell is not None else {}),
         },
     }
     if report.baseline is not None and finding in report.baseline.states:

@@ -47,7 +47,7 @@ def render_terminal(report: Report, *, quiet: bool = False, width: int | None = 
 
 def _headline(finding: Finding, report: Report) -> Text:
     line = Text()
-    line.append(f"{finding.path}:{finding.line}:{finding.column}:", style="bold")
+    line.append(f"{finding.location}:", style="bold")
     line.append(" ")
     line.append(finding.code, style=STYLE[finding.severity])
     line.append(" ")
@@ -65,15 +65,15 @@ def code_frame(finding: Finding) -> list[Text]:
     if not finding.source:
         return []
     lines = finding.source.split("\n")
-    last = finding.line + len(lines) - 1
+    first = finding.shown_line
+    last = first + len(lines) - 1
     width = len(str(last))
     frame = [Text(f"{' ' * width} |", style="dim")]
     for offset, text in enumerate(lines):
-        number = finding.line + offset
-        row = Text(f"{number:>{width}} | ", style="dim")
+        row = Text(f"{first + offset:>{width}} | ", style="dim")
         row.append(text)
         frame.append(row)
-        underline = _underline(finding, number, text)
+        underline = _underline(finding, finding.line + offset, text)
         if underline:
             frame.append(Text(f"{' ' * width} | ", style="dim") + Text(underline, style=STYLE[finding.severity]))
     frame.append(Text(f"{' ' * width} |", style="dim"))

@@ -9,7 +9,7 @@ from verifier.report.model import Report
 
 def finding_line(finding: Finding, mark: str = "") -> str:
     """`path:line:col: CODE [SEVERITY] message`; `mark` (e.g. `(new)`) goes before the message."""
-    prefix = f"{finding.path}:{finding.line}:{finding.column}: {finding.code} [{finding.severity.name}] "
+    prefix = f"{finding.location}: {finding.code} [{finding.severity.name}] "
     return prefix + (f"{mark} " if mark else "") + finding.message
 
 

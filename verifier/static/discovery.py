@@ -13,7 +13,7 @@ DEFAULT_EXCLUDES = (
     ".eggs", "*.egg-info", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
     ".verify_perf_cache", ".hypothesis", "node_modules", "site-packages", "__pypackages__",
 )
-PYTHON_SUFFIXES = (".py",)
+PYTHON_SUFFIXES = (".py", ".ipynb")  # notebooks: their code cells (verifier/static/notebook.py)
 
 
 DEFAULT_EXCLUDE_PATTERNS = tuple(PathPattern.at(name, "") for name in DEFAULT_EXCLUDES)
@@ -58,7 +58,7 @@ def discover(
             yield from filter(first_time, _walk(raw, patterns, unreadable))
         elif os.path.isfile(raw) or (os.path.islink(raw) and not os.path.exists(raw)):
             if not raw.endswith(PYTHON_SUFFIXES):
-                raise UsageError(f"{display_path(raw)}: not a Python file (expected a .py file or a folder)")
+                raise UsageError(f"{display_path(raw)}: not a Python file (expected a .py file, a .ipynb notebook or a folder)")
             path = os.path.normpath(raw)
             if force_exclude and matches_path(path, patterns, boundary if boundary is not None else _cwd_if_below(path)):
                 continue
@@ -109,7 +109,8 @@ def display_path(path: str) -> str:
 def module_name_for(path: str) -> str:
     """`pkg.sub.mod` for pkg/sub/mod.py inside packages (folders with __init__.py); else the stem."""
     folder, filename = os.path.split(os.path.abspath(path))
-    parts = [] if filename == "__init__.py" else [filename[: -len(".py")] if filename.endswith(".py") else filename]
+    stem = next((filename[: -len(suffix)] for suffix in PYTHON_SUFFIXES if filename.endswith(suffix)), filename)
+    parts = [] if filename == "__init__.py" else [stem]
     while os.path.isfile(os.path.join(folder, "__init__.py")):
         folder, package = os.path.split(folder)
         parts.append(package)

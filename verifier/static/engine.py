@@ -29,6 +29,7 @@ from verifier.static.discovery import module_name_for
 from verifier.static.facts import NameFacts
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of
 from verifier.static.names import ImportTable
+from verifier.static.notebook import in_cell, is_notebook, read_notebook
 from verifier.static.rule import Candidate, Rule
 from verifier.static.source import Source, UnreadableSource, read_source
 from verifier.static.suppression import INVALID_SUPPRESSION, UNUSED_SUPPRESSION, Suppressions, mentions_a_directive
@@ -113,14 +114,20 @@ def analyze_file(
     started = time.perf_counter()
     analysis = None
     error = None
+    cells = None
     try:
-        source = read_source(path, settings.max_file_size)
+        if is_notebook(path):
+            source, cells = read_notebook(path, settings.max_file_size)
+        else:
+            source = read_source(path, settings.max_file_size)
         if settings.prefilter and not _mentions_any(source.text, needed_tokens(tuple(rules))):
             # No rule can fire here, so every suppression in the file is unused.
             audit = (
                 audit_suppressions(path, Suppressions(source.text, source.lines()), rules, settings)
                 if mentions_a_directive(source.text) else []
             )
+            if cells is not None:
+                audit = [in_cell(f, cells) for f in audit]
             return FileResult(path, audit, time.perf_counter() - started, skipped=True)
         with _TimeLimit(settings.file_timeout):
             analysis = analyze_source(path, source, rules, settings, module_name_for(path), external)
@@ -139,6 +146,9 @@ def analyze_file(
     if not any(rule.code == UNANALYSABLE for rule in rules):
         findings = [f for f in findings if f.code != UNANALYSABLE]
     suppressed = analysis.suppressed if analysis is not None else []
+    if cells is not None:
+        findings = [in_cell(f, cells) for f in findings]
+        suppressed = [in_cell(f, cells) for f in suppressed]
     return FileResult(path, findings, time.perf_counter() - started, error, analysis, suppressed=suppressed)
 
 
