@@ -87,11 +87,10 @@ def _walk(root: str, patterns: tuple[PathPattern, ...], unreadable: list[tuple[s
             if not is_excluded(os.path.join(folder, d), patterns)
         )
         for name in sorted(filenames):
+            # A FIFO, device or socket named like Python is listed too: reading one is refused
+            # without blocking (`source.read_bytes`), and the file is reported, never skipped in silence.
             if name.endswith(PYTHON_SUFFIXES):
                 path = os.path.join(folder, name)
-                # FIFOs and devices would block or stream forever; links (even dangling) are reported.
-                if not (os.path.isfile(path) or os.path.islink(path)):
-                    continue
                 if not is_excluded(path, patterns):
                     yield os.path.normpath(path)
 
