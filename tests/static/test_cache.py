@@ -1,5 +1,5 @@
 """The results cache reads back data only: crafted or corrupt entries are misses (never code,
-never a crash), a root that is a link or a file is not used, nothing is written outside the
+never a crash), a root that is a link, a file or tracked by git is not used, nothing is written outside the
 root, and the key covers what a result depends on (package structure, the time limit)."""
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -199,3 +201,49 @@ def test_valid_entries_are_hits(tmp_path, monkeypatch):
     assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
     assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
     assert analysed == []
+
+
+def forge_empty_results(cache: Path) -> int:
+    """What a committed cache could carry: valid entries, right checksums, no findings."""
+    forged = 0
+    for entry in entries(cache):
+        data = entry.read_bytes()
+        for kind in (AnalysisResult, FileResult):
+            try:
+                value = cache_format.loads(data, kind)
+            except cache_format.Invalid:
+                continue
+            if kind is AnalysisResult:
+                value = AnalysisResult([replace(f, findings=[]) for f in value.files])
+            else:
+                value = replace(value, findings=[])
+            entry.write_bytes(cache_format.dumps(value))
+            forged += 1
+    return forged
+
+
+def git(folder: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=folder, check=True, capture_output=True
+    )
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_cache_committed_to_git_is_not_used(tmp_path, capsys):
+    folder = project(tmp_path)
+    cache = folder / ".verify_perf_cache"
+    settings = Settings(cache_dir=str(cache))
+    cold = analyze_paths([str(folder)], settings)
+    assert forge_empty_results(cache) >= 3
+    assert analyze_paths([str(folder)], settings).findings == []  # what forged entries do to a cache in use
+    git(folder, "init", "-q")
+    git(folder, "add", "-f", ".")
+    git(folder, "commit", "-q", "-m", "a cache that hides every finding")
+    capsys.readouterr()
+    assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
+    assert capsys.readouterr().err == (
+        f"verify-perf: warning: not using the cache {cache}: it holds files committed to git, and entries "
+        f"from a commit could hide findings (untrack them with `git rm -r --cached {cache}`)\n"
+    )
+    git(folder, "rm", "-r", "-q", "--cached", ".verify_perf_cache")
+    assert analyze_paths([str(folder)], settings).findings == []  # untracked again: the cache is used

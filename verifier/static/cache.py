@@ -9,7 +9,7 @@ an unchanged tree skip even the per-file loads.
 
 The folder may have been committed or restored by someone else: entries are data-only JSON
 checked on read (`cache_format`), anything unexpected is a miss that the run rewrites, a root
-that is a symbolic link or not a directory is not used, and every access goes through file
+that is a symbolic link, not a directory or holds files tracked by git is not used, and every access goes through file
 descriptors opened without following links, so nothing is read or written outside the root.
 """
 
@@ -20,6 +20,7 @@ import hashlib
 import os
 import secrets
 import stat
+import subprocess
 import sys
 from dataclasses import asdict
 from functools import cache
@@ -184,12 +185,31 @@ def _open_root(root: str) -> int:
             raise UnsafeCacheRoot("it is a symbolic link (remove it or pass --cache-dir)")
         if not stat.S_ISDIR(status.st_mode):
             raise UnsafeCacheRoot("it is not a directory")
+        if _tracked_by_git(root):
+            raise UnsafeCacheRoot(
+                "it holds files committed to git, and entries from a commit could hide findings "
+                f"(untrack them with `git rm -r --cached {display_path(root)}`)"
+            )
     try:
         return os.open(root, _DIRECTORY)
     except OSError as error:
         if error.errno in (errno.ELOOP, errno.ENOTDIR):
             raise UnsafeCacheRoot("it is a symbolic link or not a directory") from None
         raise UnsafeCacheRoot(f"cannot open it ({error.strerror or error})") from None
+
+
+def _tracked_by_git(root: str) -> bool:
+    """True when git tracks a file under `root`: a valid-looking entry that came with a commit
+    (the folder's own `.gitignore` only stops accidents) would decide which findings a run shows.
+    Outside a work tree, or without git, nothing is tracked."""
+    try:
+        completed = subprocess.run(
+            ["git", "--literal-pathspecs", "-C", root, "ls-files", "-z", "--cached", "--", "."],
+            capture_output=True, check=False, timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return completed.returncode == 0 and bool(completed.stdout)
 
 
 def _subfolder(parent: int, name: str, *, create: bool) -> int | None:
