@@ -4,9 +4,9 @@
 - A regular file is written through a temporary file and a rename in its folder, so a reader
   never sees half of it and an interrupted write leaves the previous file intact. A new file
   gets the permissions the user's umask allows; a replaced file keeps its own.
-- An existing file is replaced only when verify-perf wrote it (it carries the signature of one
-  of its output formats) or it is empty, or with `--force`: a hand-written `reports/train.md`
-  is never overwritten silently.
+- An existing file is replaced only when this user may write it (as `> FILE` in a shell would)
+  and verify-perf wrote it (it carries the signature of one of its output formats) or it is
+  empty, or with `--force`: a hand-written `reports/train.md` is never overwritten silently.
 - A symbolic link is followed to the file it names, which the same rules protect; the link
   stays a link. Terminals, `/dev/null` and FIFOs with a reader are written as streams; a
   directory, a FIFO nobody reads, a socket or a block device is refused.
@@ -69,6 +69,9 @@ def write_output(path: str, text: str, *, force: bool = False) -> None:
         return
     if not stat.S_ISREG(mode):
         raise UsageError(f"cannot write {shown}: it is not a regular file, a terminal, a device or a FIFO")
+    if not os.access(path, os.W_OK):
+        # A rename in a writable folder could replace it anyway; `> FILE` in a shell could not.
+        raise UsageError(f"cannot write {shown}: Permission denied (the file is not writable for this user)")
     if status.st_size and not force and not written_by_verify_perf(path):
         raise UsageError(
             f"refusing to replace {shown}: verify-perf did not write it (pass --force to replace it, "
@@ -112,7 +115,10 @@ def _replace(path: str, text: str, *, mode: int | None) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     name = os.path.basename(path)
     try:
-        os.makedirs(folder, exist_ok=True)
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except FileExistsError:
+            raise UsageError(f"cannot write {path}: {folder} is not a folder (a file, or a link to a missing folder)") from None
         temporary = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.verify-perf.tmp")
         # 0o666 less the umask, as any program creating a file gives it.
         handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
