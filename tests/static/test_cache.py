@@ -247,3 +247,49 @@ def test_a_cache_committed_to_git_is_not_used(tmp_path, capsys):
     )
     git(folder, "rm", "-r", "-q", "--cached", ".verify_perf_cache")
     assert analyze_paths([str(folder)], settings).findings == []  # untracked again: the cache is used
+
+
+def resign_heat_models(cache: Path, change) -> int:
+    """Edit every stored heat summary with `change(fields)` and re-sign it, as someone who can
+    write the cache could: the entry passes the checksum and the format checks."""
+    import hashlib
+
+    changed = 0
+    for entry in entries(cache):
+        _, _, body = entry.read_bytes().partition(b"\n")
+        document = json.loads(body)
+        for kind, fields in document["objects"]:
+            if kind == "verifier.static.heat:HeatModel":
+                change(fields)
+                changed += 1
+        body = json.dumps(document, separators=(",", ":")).encode()
+        entry.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    return changed
+
+
+@pytest.mark.parametrize("change", [
+    lambda fields: fields.update(_module_callz=fields.pop("_module_calls")),  # found by the 5,000-example run
+    lambda fields: fields.update(_module_loops=0),
+    lambda fields: fields.update(_functions={"dict": [[1, 2]]}),
+], ids=["attribute-renamed", "wrong-type", "wrong-content"])
+def test_a_re_signed_heat_summary_that_does_not_work_is_a_miss_and_is_replaced(tmp_path, monkeypatch, change):
+    from verifier.static.parallel import AnalysisPool
+
+    folder, cache = project(tmp_path), tmp_path / "cache"
+    settings = Settings(cache_dir=str(cache))
+    cold = analyze_paths([str(folder)], settings)
+    for entry in entries(cache):
+        if entry.name.startswith("run-"):
+            entry.unlink()  # the per-file entries carry the heat summaries
+    assert resign_heat_models(cache, change) == 2
+    assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
+    analysed: list[str] = []
+    original = AnalysisPool.analyse
+
+    def spy(pool, paths, *args, **kwargs):
+        analysed.extend(paths)
+        return original(pool, paths, *args, **kwargs)
+
+    monkeypatch.setattr(AnalysisPool, "analyse", spy)
+    assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
+    assert analysed == []  # the run that found them replaced the entries with working ones

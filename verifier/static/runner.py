@@ -85,7 +85,9 @@ def _analyze_files(
     on_start: Callable[[int], None] | None,
     reported: Collection[str] | None,
     unreadable: Sequence[tuple[str, str]],
+    reuse: bool = True,
 ) -> AnalysisResult:
+    """With `reuse` False the cache is written but never read (every stored result is replaced)."""
     rules = settings.selected_rules()
     codes = [rule.code for rule in rules]
     reported_set = None if reported is None else set(reported)
@@ -101,7 +103,7 @@ def _analyze_files(
         pool = shared_pool()
         keys = [cache.key_for(path) for path in files] if cache else [None] * len(files)
         whole_run = run_key([*keys, repr(None if wanted is None else sorted(wanted))]) if cache else None
-        if whole_run is not None:
+        if whole_run is not None and reuse:
             finished = cache.load(whole_run, AnalysisResult)
             if finished is not None and len(finished.files) == len(files) and all(
                 map(_belongs_to, finished.files, files)
@@ -110,13 +112,16 @@ def _analyze_files(
                     notify(file_result)
                 return AnalysisResult(folders + finished.files)
 
-        results: list[FileResult | None] = [cache.load(key, FileResult) if cache and key else None for key in keys]
+        results: list[FileResult | None] = [
+            cache.load(key, FileResult) if cache and key and reuse else None for key in keys
+        ]
         for index, result in enumerate(results):
             if result is not None and not _belongs_to(result, files[index]):
                 results[index] = None
             elif result is not None:
                 notify(result)
         missing = [i for i, result in enumerate(results) if result is None]
+        stored = len(missing) < len(files)
         for index, result in zip(missing, pool.analyse([files[i] for i in missing], codes, settings)):
             results[index] = result
             notify(result)
@@ -124,7 +129,15 @@ def _analyze_files(
                 cache.store(keys[index], result)
 
         analysis = AnalysisResult(list(results))
-        _apply_project_heat(analysis.files, keys, codes, settings, cache, pool, wanted)
+        try:
+            _apply_project_heat(analysis.files, keys, codes, settings, cache, pool, wanted, reuse)
+        except Exception:
+            if not stored:
+                raise
+            # A stored heat summary that passed the format checks but does not work as one (an
+            # entry crafted and re-signed): every file is analysed again and its entry replaced.
+            cleanup.close()
+            return _analyze_files(files, settings, None, None, reported, unreadable, reuse=False)
         if whole_run is not None and all(_cacheable(r) for r in analysis.files):
             cache.store(whole_run, AnalysisResult([replace(r, analysis=None) for r in analysis.files]))
     analysis.files[:0] = folders
@@ -150,6 +163,7 @@ def _apply_project_heat(
     cache: ResultCache | None,
     pool: AnalysisPool,
     wanted: frozenset[int] | None,
+    reuse: bool = True,
 ) -> None:
     """Heat crosses modules: a helper imported by another file's batch loop is step code.
 
@@ -170,7 +184,7 @@ def _apply_project_heat(
             key = keys[index]
             if key is not None:
                 key = f"{key}-{_facts_digest(file_result.analysis, project)}"
-                cached = cache.load(key, FileResult) if cache else None
+                cached = cache.load(key, FileResult) if cache and reuse else None
                 if cached is not None and _belongs_to(cached, file_result.path):
                     file_result.findings, file_result.suppressed = cached.findings, cached.suppressed
                     continue
