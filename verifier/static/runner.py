@@ -13,7 +13,7 @@ from verifier.config import Settings
 from verifier.findings import Finding
 from verifier.static.cache import ResultCache, open_cache, run_key
 from verifier.static.discovery import discover
-from verifier.static.engine import FileResult, ModuleAnalysis, unanalysable_result
+from verifier.static.engine import FileResult, ModuleAnalysis, timeout_message, unanalysable_result
 from verifier.static.heat import FunctionFacts, resolve_project
 from verifier.static.parallel import AnalysisPool, shared_pool
 
@@ -125,7 +125,7 @@ def _analyze_files(
         for index, result in zip(missing, pool.analyse([files[i] for i in missing], codes, settings)):
             results[index] = result
             notify(result)
-            if cache and keys[index] and _cacheable(result):
+            if cache and keys[index] and _cacheable(result, settings):
                 cache.store(keys[index], result)
 
         analysis = AnalysisResult(list(results))
@@ -138,7 +138,7 @@ def _analyze_files(
             # entry crafted and re-signed): every file is analysed again and its entry replaced.
             cleanup.close()
             return _analyze_files(files, settings, None, None, reported, unreadable, reuse=False)
-        if whole_run is not None and all(_cacheable(r) for r in analysis.files):
+        if whole_run is not None and all(_cacheable(r, settings) for r in analysis.files):
             cache.store(whole_run, AnalysisResult([replace(r, analysis=None) for r in analysis.files]))
     analysis.files[:0] = folders
     return analysis
@@ -149,10 +149,14 @@ def _belongs_to(result: FileResult, path: str) -> bool:
     return result.path == path and all(finding.path == path for finding in [*result.findings, *result.suppressed])
 
 
-def _cacheable(result: FileResult) -> bool:
-    """A bug in verify-perf is tried again next run; a file over a limit stays over it for the
-    same content and settings (the limits are part of the key)."""
-    return not result.internal_error
+def _cacheable(result: FileResult, settings: Settings) -> bool:
+    """A bug in verify-perf is tried again next run, and so is a time-out: it depends on how busy
+    the machine was, not only on what the key covers. A file over the size limit stays over it
+    for the same content and settings (the limits are part of the key)."""
+    if result.internal_error:
+        return False
+    timed_out = timeout_message(settings.file_timeout) if settings.file_timeout else None
+    return not any(f.code == "VP900" and f.message == timed_out for f in result.findings)
 
 
 def _apply_project_heat(
@@ -193,7 +197,7 @@ def _apply_project_heat(
     for (index, key), result in zip(redo, again):
         files[index].findings, files[index].suppressed = result.findings, result.suppressed
         files[index].internal_error = files[index].internal_error or result.internal_error
-        if cache and key and _cacheable(result):
+        if cache and key and _cacheable(result, settings):
             cache.store(key, replace(result, analysis=None))
 
 
