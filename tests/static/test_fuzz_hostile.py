@@ -229,6 +229,7 @@ def test_special_files_are_never_read(tmp_path_factory, kinds):
     position=st.floats(0, 1),
     junk=st.binary(min_size=1, max_size=64),
 )
+@example(mutation="resign", position=0.421875, junk=b"0")  # 5,000-example run: a renamed heat attribute crashed the run
 def test_corrupt_cache_entries_are_misses(tmp_path_factory, mutation, position, junk):
     folder = tmp_path_factory.mktemp("project")
     shutil.copy(EXAMPLES / "bad_train.py", folder / "bad_train.py")
