@@ -15,6 +15,7 @@ import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.dataloader import LoaderSettings, loader_settings
+from verifier.static.deferred import deferred
 from verifier.static.devices import DeviceEvidence
 from verifier.static.heat import Where
 from verifier.static.rule import Invalid, Rule
@@ -76,12 +77,21 @@ for x, y in loader:
         for call, settings, where in self._loaders:
             problems = self._problems(settings)
             if problems:
+                # Persistent workers only matter when a loader is iterated again (epochs); a
+                # module without an epoch loop (one pass over an endless sampler) has none.
+                only_persistence = all("persistent_workers" in wanted for _, wanted in problems)
                 self.report(
                     call,
                     "DataLoader starves the GPU: " + "; ".join(problem for problem, _ in problems),
                     where=where,
                     fix="Pass " + ", ".join(wanted for _, wanted in problems) + ".",
+                    severity=deferred(self._if_epochs) if only_persistence else None,
                 )
+
+    def _if_epochs(self) -> SeverityByHeat | None:
+        heat = self.context.heat
+        loops = heat.module_loops + [loop for fn in heat.functions for loop in fn.loops]
+        return self.severity if any(loop.is_epoch for loop in loops) else None
 
     def _problems(self, settings: LoaderSettings) -> list[tuple[str, str]]:
         """(what is wrong, the argument that fixes it) for each problem of one loader."""
@@ -93,7 +103,13 @@ for x, y in loader:
             )
         if settings.pin_memory is False and self._devices.uses_cuda:
             problems.append(("`pin_memory` is off, so every host-to-device copy blocks", "`pin_memory=True`"))
-        if settings.num_workers and settings.persistent_workers is False:
+        if settings.num_workers is None and settings.persistent_workers is False:
+            # `num_workers=args.workers`: workers are configured (the usual default is > 0).
+            problems.append(
+                ("`persistent_workers` is off while `num_workers` is configured, so any workers are "
+                 "restarted every epoch", "`persistent_workers=True` (when workers > 0)")
+            )
+        elif settings.num_workers and settings.persistent_workers is False:
             problems.append(
                 ("`persistent_workers` is off, so workers are restarted every epoch", "`persistent_workers=True`")
             )

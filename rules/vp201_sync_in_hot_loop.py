@@ -11,6 +11,11 @@ from verifier.static.scaler import is_finite_guard
 from verifier.static.syncs import Sync, sync_of_call, sync_of_fstring, sync_of_test
 
 
+# The value's place is not known (a parameter, a batch element, an unknown call's result):
+# reported as LOW hygiene at most, never as a per-step stall.
+_UNPROVEN = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+
+
 class SyncInHotLoop(GuardedRule):
     code = "VP201"
     name = "sync-in-hot-loop"
@@ -53,6 +58,12 @@ print(running.item() / len(loader))
         super().__init__(context)
         # Inside `raise ...(f"{t}")` the sync only happens on the error path.
         self._raising = 0
+        # One statement, one finding: a second read in it adds nothing the first did not say.
+        self._statement: cst.CSTNode | None = None
+        self._reported: set[int] = set()
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._statement = node
 
     def visit_Raise(self, node: cst.Raise) -> None:
         self._raising += 1
@@ -82,12 +93,19 @@ print(running.item() / len(loader))
 
     def _report(self, sync: Sync | None) -> None:
         # Under `if step % log_every == 0:` the read happens once per interval: the recommended pattern.
-        if sync is None or self._raising or self.guarded:
+        if sync is None or self._raising or self.guarded or not self.context.may_use_accelerator:
             return
+        statement = id(self._statement) if self._statement is not None else None
+        if statement is not None and statement in self._reported:
+            return
+        if statement is not None and type(sync.node) is not cst.If and type(sync.node) is not cst.While:
+            self._reported.add(statement)
         subject = self.context.code_for(sync.subject)
+        proven = self.context.facts.is_tensor(sync.subject)
         self.report(
             sync.node,
             f"`{sync.how}` of `{subject}` in the per-step loop waits for the device every step",
+            severity=None if proven else _UNPROVEN,
         )
 
     VALID = (

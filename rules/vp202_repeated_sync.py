@@ -18,7 +18,8 @@ class RepeatedSync(Rule):
     code = "VP202"
     name = "repeated-item"
     category = Category.SYNC
-    severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=Severity.LOW)
+    # A second read of a value already on the host waits for nothing new: hygiene, not a stall.
+    severity = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
     summary = (
         "Finds the same expression read on the host more than once in one scope "
         "(`loss.item()` twice, `.item()` then `float(loss)`) with no reassignment in between."

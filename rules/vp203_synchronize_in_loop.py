@@ -5,9 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.guards import GuardedRule, is_opt_in_flag
 from verifier.static.heat import Where
 from verifier.static.names import method_name, receiver, terminal_name
-from verifier.static.rule import Invalid, Rule
+from verifier.static.rule import Invalid
 
 _SYNCHRONIZE = frozenset(
     {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"}
@@ -19,7 +20,7 @@ _TIMERS = frozenset(
 _TIMING = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
 
 
-class SynchronizeInLoop(Rule):
+class SynchronizeInLoop(GuardedRule):
     code = "VP203"
     name = "synchronize-in-loop"
     category = Category.SYNC
@@ -61,6 +62,7 @@ per_iter_ms = start.elapsed_time(end) / iters
         super().__init__(context)
         # Per function scope: the synchronize calls met, and whether a host timer is read.
         self._scopes: list[tuple[list[tuple[cst.Call, Where]], list[bool]]] = [([], [False])]
+        self._flags: list[bool] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append(([], [False]))
@@ -77,7 +79,19 @@ per_iter_ms = start.elapsed_time(end) / iters
         if qualified in _TIMERS:
             timed[0] = True
         elif qualified in _SYNCHRONIZE or self._is_stream_or_event_sync(node):
-            calls.append((node, self.context.heat.where()))
+            # Every N steps, or behind an opt-in flag (`if args.synchronize_step:`), is a choice.
+            if not self.guarded and not self._opt_in:
+                calls.append((node, self.context.heat.where()))
+
+    def visit_If(self, node: cst.If) -> None:
+        self._flags.append(is_opt_in_flag(node.test))
+
+    def leave_If(self, node: cst.If) -> None:
+        self._flags.pop()
+
+    @property
+    def _opt_in(self) -> bool:
+        return any(self._flags)
 
     def _is_stream_or_event_sync(self, node: cst.Call) -> bool:
         """`torch.cuda.current_stream().synchronize()`, `stream.synchronize()`, `event.synchronize()`."""
@@ -92,6 +106,8 @@ per_iter_ms = start.elapsed_time(end) / iters
     def _flush(self) -> None:
         calls, timed = self._scopes.pop()
         for call, where in calls:
+            if timed[0] and self.context.heat.timing_module:
+                continue  # a benchmark script synchronizes around its timer to time correctly
             if timed[0]:
                 self.report(
                     call,

@@ -117,7 +117,7 @@ for x, y in loader:
 
     def _enter_loop(self, node: cst.For | cst.While) -> None:
         if self._active:
-            self._loops.append((node, self.context.heat.where()))
+            self._loops.append((node, self.context.heat.loop_where(node)))
 
     def _functions_reaching_backward(self) -> set[str]:
         reaching = set(self._backward_functions)

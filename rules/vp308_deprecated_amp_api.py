@@ -17,7 +17,7 @@ from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.amp import CUDA_DEFAULT_SCALERS, DEPRECATED_AMP
 from verifier.static.devices import DeviceEvidence
 from verifier.static.heat import Where
-from verifier.static.names import has_star_args, keyword_arg, positional_arg
+from verifier.static.names import has_star_args, keyword_arg, positional_arg, terminal_name
 from verifier.static.rule import Invalid, Rule
 
 
@@ -58,6 +58,15 @@ with torch.autocast("cuda", dtype=torch.float16):
         super().__init__(context)
         self._devices = DeviceEvidence()
         self._implicit_device: list[tuple[cst.Call, str, Where]] = []
+        # Inside `except (AttributeError, ImportError, TypeError):` the old API is the fallback
+        # for torch versions without the new one: compatibility code, not a deprecated use.
+        self._fallbacks = 0
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._fallbacks += _is_version_fallback(node)
+
+    def leave_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._fallbacks -= _is_version_fallback(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._devices.see_call(node, self.context.imports)
@@ -91,6 +100,8 @@ with torch.autocast("cuda", dtype=torch.float16):
             )
 
     def _report_deprecated(self, node: cst.CSTNode, qualified: str) -> None:
+        if self._fallbacks:
+            return
         replacement = DEPRECATED_AMP[qualified]
         self.report(
             node,
@@ -168,3 +179,14 @@ def _device_left_to_default(call: cst.Call) -> bool:
     if has_star_args(call) or keyword_arg(call, "enabled") is not None:
         return False
     return keyword_arg(call, "device") is None and positional_arg(call, 0) is None
+
+
+_VERSION_ERRORS = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError", "TypeError"})
+
+
+def _is_version_fallback(handler: cst.ExceptHandler) -> bool:
+    kind = handler.type
+    if kind is None:
+        return False
+    names = [e.value for e in kind.elements] if type(kind) is cst.Tuple else [kind]
+    return any(terminal_name(name) in _VERSION_ERRORS for name in names)

@@ -26,7 +26,7 @@ class EvalWithoutNoGrad(TrainingStateRule):
     code = "VP404"
     name = "eval-without-no-grad"
     category = Category.MEMORY
-    severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None)
+    severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None, eval=Severity.MEDIUM)
     # `.eval()`, `.train(False)`, or a function named for evaluation (`validate`, `test_step`, `predict`).
     tokens = ("val", "Val", "test", "Test", "infer", "Infer", "predict", "Predict", "train")
     summary = (

@@ -129,6 +129,7 @@ def effective_settings(args: argparse.Namespace) -> Settings:
         file_timeout=args.file_timeout,
         max_file_size=_first_set(args.max_file_size, config.max_file_size, defaults.max_file_size),
         unanalysable=_first_set(config.unanalysable, defaults.unanalysable),
+        include_tests=_first_set(config.include_tests, defaults.include_tests),
     )
 
 

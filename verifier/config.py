@@ -36,6 +36,9 @@ class Settings:
     prefilter: bool = True
     # "block": a file that may be valid Python but could not be analysed is a HIGH VP900; "warn": INFO.
     unanalysable: str = "block"
+    # Test code (tests/, test_*.py, *_test.py, conftest.py) runs a few steps on purpose: not a
+    # training hot path unless the project says so.
+    include_tests: bool = False
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
     file_timeout: float | None = 60.0
     # How the run is carried out; not part of the cache key.
@@ -96,6 +99,7 @@ class FileConfig:
     min_score: int | None = None
     block_on_new_only: bool | None = None
     unanalysable: str | None = None
+    include_tests: bool | None = None
     max_file_size: int | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     regression_tolerance: float | None = None
@@ -147,7 +151,7 @@ def _tool_table(document: dict[str, Any]) -> Any:
 _THRESHOLD_KEYS = ("speedup", "memory-reduction", "accuracy-drop", "regression-tolerance")
 _KEYS = (
     "select", "extend-select", "ignore", "exclude", "severity", "per-file-ignores",
-    "block-on", "min-score", "block-on-new-only", "unanalysable", "max-file-size", "thresholds",
+    "block-on", "min-score", "block-on-new-only", "unanalysable", "include-tests", "max-file-size", "thresholds",
 )
 UNANALYSABLE_POLICIES = ("block", "warn")
 
@@ -180,6 +184,7 @@ class _Validator:
             min_score=self.min_score(table) if "min-score" in table else None,
             block_on_new_only=self.boolean(table, "block-on-new-only") if "block-on-new-only" in table else None,
             unanalysable=self.choice(table, "unanalysable", UNANALYSABLE_POLICIES) if "unanalysable" in table else None,
+            include_tests=self.boolean(table, "include-tests") if "include-tests" in table else None,
             max_file_size=self.size(table, "max-file-size") if "max-file-size" in table else None,
             thresholds=thresholds,
             regression_tolerance=tolerance,

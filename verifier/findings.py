@@ -25,11 +25,14 @@ class Severity(enum.IntEnum):
 
 
 class Heat(enum.IntEnum):
-    """How often a statement runs: once per run, once per epoch, once per batch/step."""
+    """How often a statement runs: once per run, once per epoch, once per evaluation batch
+    (a loop that runs the model without training it: eval, validation, generation), once per
+    training step (an optimizer update, and the micro-batches inside it)."""
 
     ONCE = 0
     EPOCH = 1
-    STEP = 2
+    EVAL = 2
+    STEP = 3
 
     @property
     def label(self) -> str:
@@ -51,13 +54,22 @@ class Category(str, enum.Enum):
 
 @dataclass(frozen=True)
 class SeverityByHeat:
-    """A rule's default severity at each heat; None means "not reported at that heat"."""
+    """A rule's default severity at each heat; None means "not reported at that heat".
+
+    Evaluation batches run a few times per eval interval, not every step: unless a rule says
+    otherwise, a finding there is at most LOW (and not reported where the step severity is None).
+    """
 
     step: Severity | None
     epoch: Severity | None
     once: Severity | None
+    eval: Severity | None | str = "capped"
 
     def at(self, heat: Heat) -> Severity | None:
+        if heat is Heat.EVAL:
+            if self.eval != "capped":
+                return self.eval
+            return None if self.step is None else min(self.step, Severity.LOW)
         return {Heat.STEP: self.step, Heat.EPOCH: self.epoch, Heat.ONCE: self.once}[heat]
 
     def name_at(self, heat: Heat) -> str | None:
@@ -67,7 +79,7 @@ class SeverityByHeat:
 
     @classmethod
     def always(cls, severity: Severity) -> SeverityByHeat:
-        return cls(severity, severity, severity)
+        return cls(severity, severity, severity, severity)
 
 
 @dataclass(frozen=True, order=True)

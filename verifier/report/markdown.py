@@ -25,6 +25,7 @@ from verifier.report.text import counted
 
 HEAT_PHRASE = {
     Heat.STEP: "runs once per training step",
+    Heat.EVAL: "runs once per evaluation batch",
     Heat.EPOCH: "runs once per epoch",
     Heat.ONCE: "runs once per run",
 }

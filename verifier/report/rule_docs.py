@@ -9,7 +9,7 @@ from verifier.static.rule import Rule
 def rule_markdown(rule: type[Rule]) -> str:
     severities = ", ".join(
         f"{heat.label}: {rule.severity.name_at(heat) or 'not reported'}"
-        for heat in (Heat.STEP, Heat.EPOCH, Heat.ONCE)
+        for heat in (Heat.STEP, Heat.EVAL, Heat.EPOCH, Heat.ONCE)
     )
     parts = [
         f"# {rule.name} ({rule.code})",
@@ -46,7 +46,7 @@ def rule_record(rule: type[Rule]) -> dict:
         "category": rule.category.value,
         "severity": {
             heat.label: rule.severity.name_at(heat)
-            for heat in (Heat.STEP, Heat.EPOCH, Heat.ONCE)
+            for heat in (Heat.STEP, Heat.EVAL, Heat.EPOCH, Heat.ONCE)
         },
         "summary": rule.summary,
         "why": rule.why,

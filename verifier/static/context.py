@@ -22,6 +22,9 @@ T = TypeVar("T")
 
 # A `#` to the end of the line; one inside a string is cut too, which only hides a mention.
 _COMMENT = re.compile(r"#[^\n]*")
+# Any sign that the module's tensors may live on an accelerator: device names and arguments,
+# `.cuda()`, `.to(...)`, accelerator APIs (torch.accelerator, Hugging Face Accelerate, XLA).
+_ACCELERATOR_EVIDENCE = re.compile(r"cuda|device|accelerat|\bmps\b|\bxla\b|torch_xla|\bxpu\b|\.to\(|fabric")
 
 
 @dataclass(eq=False)
@@ -62,6 +65,15 @@ class ModuleContext:
         """Like `mentions`, ignoring comments: `# TODO: try autocast` is not using autocast."""
         code = self.memo("code-without-comments", lambda: _COMMENT.sub("", self.text))
         return any(token in code for token in tokens)
+
+    @property
+    def may_use_accelerator(self) -> bool:
+        """False for a CPU-only module: its code never names a device, so its tensors are host
+        tensors and reading them waits for nothing."""
+        return self.memo(
+            "accelerator-evidence",
+            lambda: bool(_ACCELERATOR_EVIDENCE.search(_COMMENT.sub("", self.text))),
+        )
 
     def _mentions(self, token: str) -> bool:
         key = ("mentions", token)

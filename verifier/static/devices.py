@@ -29,7 +29,8 @@ class DeviceEvidence:
         qualified = imports.call_name(call) or ""
         if qualified in _AVAILABILITY_CHECKS:
             self.cuda_may_be_absent = True
-        if qualified.startswith("torch.cuda.") or method_name(call) == "cuda":
+        # `torch.accelerator.current_accelerator()` is CUDA wherever a GPU is (pinning applies).
+        if qualified.startswith(("torch.cuda.", "torch.accelerator.")) or method_name(call) == "cuda":
             self.uses_cuda = True
 
     def see_string(self, node: cst.SimpleString) -> None:

@@ -26,6 +26,7 @@ from verifier.findings import Category, Finding, Heat, Severity, SeverityByHeat
 from verifier.static.context import ModuleContext
 from verifier.static.deferred import DeferredSeverity
 from verifier.static.discovery import module_name_for
+from verifier.static.guards import Guards
 from verifier.static.facts import NameFacts
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of
 from verifier.static.names import ImportTable
@@ -210,6 +211,9 @@ def analyze_source(
     facts = NameFacts(imports)
     context = ModuleContext(path, source.text, module, imports, heat, facts)
     # A rule whose tokens the file never mentions cannot fire here: it does not join the walk.
+    # Calls under rate-limit guards make their callees periodic, not per step (interprocedural).
+    guards = context.tracker(Guards)
+    heat.guard_probe = lambda: guards.guarded
     active = [rule(context) for rule in rules if context.mentions(*rule.tokens)]
     own = _ModuleFacts(heat, facts, imports)
     visitors, leavers = _dispatch_tables(own, [*context.trackers.values(), *active])
@@ -235,6 +239,20 @@ def analyze_source(
     findings = sorted([*findings, *audit_suppressions(path, suppressions, rules, settings)])
     return ModuleAnalysis(
         findings, heat, local_facts, [record for _, record in judged], suppressed=suppressions.suppressed
+    )
+
+
+_TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+
+
+def is_test_path(path: str) -> bool:
+    """`tests/…`, `test_*.py`, `*_test.py`, `conftest.py`: pytest's conventions for test code."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    stem = name.rsplit(".", 1)[0]
+    return (
+        name == "conftest.py" or stem.startswith("test_") or stem.endswith("_test")
+        or any(part in _TEST_FOLDERS for part in parts[:-1])
     )
 
 
@@ -325,6 +343,12 @@ class _ModuleFacts:
     def visit_While(self, node: cst.While) -> None:
         self.heat.enter_loop(node)
 
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.heat.enter_block(node)
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self.heat.enter_block(node)
+
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.heat.enter_class(node)
         self.facts.enter_class()
@@ -339,6 +363,8 @@ class _ModuleFacts:
         targets = [t.target for t in node.targets]
         for target in targets:
             _bind(self.facts, target, node.value)
+            if type(node.value) in (cst.Attribute, cst.IfExp):
+                self.imports.add_alias(target, node.value)
         self.heat.on_assign(targets, node.value)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
@@ -396,12 +422,14 @@ def _to_findings(
     suppressions: Suppressions,
 ) -> list[Finding]:
     ignored_here = settings.ignored_in_file(path)
+    # Test code runs a few steps on purpose: every line of it runs "once" unless included.
+    test_code = not settings.include_tests and is_test_path(path)
     kept: list[tuple[Candidate, Heat, Severity]] = []
     for candidate, record in judged:
         rule = candidate.rule
         if _matches(rule.code, rule.name, ignored_here):
             continue
-        where_heat = record.heat
+        where_heat = Heat.ONCE if test_code else record.heat
         severity = record.table.at(where_heat) if record.table is not None else None
         if severity is None:
             continue

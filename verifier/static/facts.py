@@ -51,7 +51,9 @@ _TENSOR_METHODS = frozenset(
         "div", "matmul", "type_as", "expand", "repeat", "gather", "index_select", "count_nonzero",
     }
 )
-_TENSOR_ATTRIBUTES = frozenset({"grad", "data", "loss", "logits", "T", "mT"})
+_TENSOR_ATTRIBUTES = frozenset({"grad", "data", "loss", "logits"})
+# Tensor attributes whose names are common for other things (`self.T` is a sequence length).
+_TENSOR_ONLY_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
 _NUMBER_FUNCTIONS = frozenset(
     {"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
      "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer", "random.random"}
@@ -127,6 +129,8 @@ class NameFacts:
                 return known
             if type(node) is cst.Attribute and node.attr.value in _TENSOR_ATTRIBUTES:
                 return Kind.TENSOR
+            if type(node) is cst.Attribute and node.attr.value in _TENSOR_ONLY_ATTRIBUTES:
+                return Kind.TENSOR if self.kind_of(node.value) is Kind.TENSOR else None
             return None
         if type(node) is cst.Call:
             return self._kind_of_call(node)

@@ -1,9 +1,11 @@
 """Rate-limit guards: code under `if step % log_every == 0:` runs every N steps, not every step.
 
 A guard is an enclosing `if` (in the same function) whose test takes a modulo, compares a
-step/batch index for equality (`if i == 0`, `if batch_idx == len(loader) - 1`), reads a clock,
-or names a logging decision (`if should_log:`, `if step_is_print_step`). The `else` branch of
-a guard is not guarded. `if step % N: continue` guards the rest of its loop body.
+step/batch index for equality (`if i == 0`, `if batch_idx == len(loader) - 1`), keeps to the
+first N (`if num_printed < 10`), reads a clock, or names a logging decision (`if should_log:`,
+`if step_is_print_step`). The `else` branch of a guard is not guarded. `if step % N: continue`
+guards the rest of its loop body. An `if` whose body steps an optimizer is the update cadence
+of gradient accumulation (`if (i + 1) % accum == 0: optimizer.step()`), not a rate limit.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ _LOGGING_DECISION = re.compile(
     r"every|interval|freq|period|should_log|log_now|do_log|is_log|log_step|print_step|display", re.IGNORECASE
 )
 _INDEX = re.compile(r"^(i|j|k|n|it|idx)$|step|iter|batch|idx|count", re.IGNORECASE)
+_COUNTER = re.compile(r"^(i|j|k|n|it|idx)$|step|iter|batch|idx|count|^num_|^n_|total|printed|shown|seen", re.IGNORECASE)
 
 
 def is_rate_limit(test: cst.BaseExpression, imports: ImportTable) -> bool:
@@ -30,7 +33,7 @@ def is_rate_limit(test: cst.BaseExpression, imports: ImportTable) -> bool:
         kind = type(node)
         if kind is cst.BinaryOperation and type(node.operator) is cst.Modulo:
             return True
-        if kind is cst.Comparison and _compares_index_for_equality(node):
+        if kind is cst.Comparison and (_compares_index_for_equality(node) or _first_few(node)):
             return True
         if (kind is cst.Name or kind is cst.Attribute) and _LOGGING_DECISION.search(terminal_name(node) or ""):
             return True
@@ -51,6 +54,46 @@ def _compares_index_for_equality(node: cst.Comparison) -> bool:
         return False
     sides = [node.left, *(c.comparator for c in node.comparisons)]
     return any(_INDEX.search(dotted_name(side) or "") for side in sides)
+
+
+def _first_few(node: cst.Comparison) -> bool:
+    """`if shown < 10:` / `if step <= 3:`: a counter kept below a literal bound."""
+    if len(node.comparisons) != 1:
+        return False
+    comparison = node.comparisons[0]
+    if not _COUNTER.search(dotted_name(node.left) or ""):
+        return False
+    if type(comparison.operator) in (cst.LessThan, cst.LessThanEqual):
+        return type(comparison.comparator) is cst.Integer
+    # `if step > num_iterations - 20:`: the last N.
+    bound = comparison.comparator
+    return (
+        type(comparison.operator) in (cst.GreaterThan, cst.GreaterThanEqual)
+        and type(bound) is cst.BinaryOperation
+        and type(bound.operator) is cst.Subtract
+        and type(bound.right) is cst.Integer
+    )
+
+
+_CONFIG_OBJECTS = frozenset({"args", "opt", "opts", "cfg", "config", "conf", "flags", "hparams", "options", "settings"})
+
+
+def is_opt_in_flag(test: cst.BaseExpression) -> bool:
+    """`if args.synchronize_step:` / `if self.cfg.debug:`: a command-line or config switch."""
+    if type(test) is not cst.Attribute:
+        return False
+    owner = dotted_name(test.value) or ""
+    return owner.rsplit(".", 1)[-1] in _CONFIG_OBJECTS
+
+
+def steps_an_optimizer(body: cst.CSTNode) -> bool:
+    """Whether `body` calls `optimizer.step()` / `scaler.step(opt)` (the update itself)."""
+    for node in iter_descendants(body):
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "step":
+            owner = (terminal_name(node.func.value) or "").lower()
+            if "optim" in owner or "scaler" in owner or owner in {"opt", "opt_g", "opt_d"}:
+                return True
+    return False
 
 
 def _leaves_iteration(body: cst.BaseSuite) -> bool:
@@ -134,7 +177,9 @@ class Guards(Tracker):
     def _is_guard(self, node: cst.If) -> bool:
         verdict = self._verdicts.get(id(node))
         if verdict is None:
-            verdict = self._verdicts[id(node)] = is_rate_limit(node.test, self.context.imports)
+            verdict = self._verdicts[id(node)] = is_rate_limit(node.test, self.context.imports) and not (
+                steps_an_optimizer(node.body)
+            )
         return verdict
 
 

@@ -4,13 +4,21 @@ Built during the engine's single walk: it records functions, loops, call sites a
 signals as they are met, then `resolve()` classifies loops and propagates heat through calls.
 Rules never re-derive loop structure; they capture `where()` and ask `heat_of(where)` later.
 
-A loop is a *step* loop when it iterates a data source (a DataLoader, `*loader*`, `batches`,
-a `range` of steps/iterations) or its body, directly or through called functions, trains
-(`.backward()`, `optimizer.step()`, `scaler.step()`, `zero_grad()`, a model forward) without
-containing another step loop; in a timing/benchmark function the innermost loop doing tensor
-work is a step loop too. A loop that contains a step loop is an *epoch* loop. Other loops add
-no heat. A function is as hot as its hottest call site; calls resolve by plain name and by
-`self.method` within the analysed module.
+Heat rests on training structure, not on names. A *step* is one optimizer update. A loop is a
+*step* loop when its own body steps an optimizer (`optimizer.step()`, `scaler.step(opt)`): under
+gradient accumulation that is the loop around the micro-batch loop, and the micro-batch loop
+inside it (which calls `.backward()`) is a step loop too, never an "epoch". A loop whose body,
+directly or through called functions, trains (`.backward()`, an optimizer or scaler step,
+`zero_grad()`) without containing another step loop is a step loop as well. In a benchmark
+(a function or module named for timing) the innermost loop doing tensor work is a step loop.
+
+A loop that runs the model or iterates a data source without training is an *eval* loop
+(evaluation, validation, generation): its own, milder heat, and it never demotes the training
+loop around it (a periodic inline eval loop is not a step loop inside an epoch). A loop that
+contains a step loop is an *epoch* loop. Other loops take the heat of what encloses them. A
+`for` header's iterable is evaluated once, before the loop. A function is as hot as its
+hottest call site; calls resolve by plain name, `self.method`, instances constructed in the
+module, and imports.
 """
 
 from __future__ import annotations
@@ -33,12 +41,11 @@ _MODEL_NAMES = frozenset(
 _DATA_SOURCE = re.compile(r"loader|batches|batch_iter|data_iter", re.IGNORECASE)
 _STEP_COUNT = re.compile(r"step|iter|batch", re.IGNORECASE)
 _TIMING_FUNCTION = re.compile(r"bench|timing|timeit|profil|measure|latency|throughput", re.IGNORECASE)
+# A module named for benchmarking (bench.py, benchmark_attention.py, infer_bench.py).
+_TIMING_MODULE = re.compile(r"(^|_)bench(mark)?(s|ing)?($|_)|profil", re.IGNORECASE)
+_TENSOR_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special"})
 _MEMOISERS = frozenset({"functools.cache", "functools.lru_cache", "functools.cached_property"})
 _UPDATES = frozenset({"backward", "zero_grad", "step"})
-_TIMING_CALLS = frozenset(
-    {"time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic",
-     "time.monotonic_ns", "timeit.default_timer", "torch.cuda.Event"}
-)
 
 
 _NOT_A_MODEL = re.compile(r"^(is|has|get|set|make|build|create|load|init|to|from|save|register|wrap)_")
@@ -67,6 +74,8 @@ def is_scaler_name(name: str | None) -> bool:
 class CallSite:
     callee: str
     where: Where
+    # Under a rate-limit or eval-interval guard (`if step % eval_every == 0: evaluate()`).
+    guarded: bool = False
 
 
 @dataclass(eq=False)
@@ -75,12 +84,19 @@ class LoopInfo:
     parent: LoopInfo | None
     data_source: bool = False
     trains: bool = False
+    # An optimizer or scaler step whose innermost loop is this one: the update cadence.
+    steps_here: bool = False
+    forward: bool = False
+    # `while batch_size: try: ...; return except OutOfMemoryError: batch_size //= 2`: runs until
+    # one attempt succeeds; its iterations are retries, not steps.
+    retry: bool = False
     tensor_work: bool = False
     has_nested_loop: bool = False
     calls: list[CallSite] = field(default_factory=list)
     nested: list[LoopInfo] = field(default_factory=list)
     is_step: bool = False
     is_epoch: bool = False
+    is_eval: bool = False
 
 
 @dataclass(eq=False)
@@ -91,10 +107,12 @@ class FunctionInfo:
     timing: bool = False
     trains: bool = False
     updates: bool = False
+    forward: bool = False
     memoised: bool = False
     loops: list[LoopInfo] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     trains_transitively: bool = False
+    forwards_transitively: bool = False
     has_step_loop: bool = False
     heat: Heat = Heat.ONCE
 
@@ -130,6 +148,11 @@ class HeatModel:
         self._instances: dict[str, str] = {}
         # The current `Where`, shared by every ask until a function or loop opens or closes.
         self._where: Where | None = None
+        # A `for` whose header is being walked: it becomes active when its body starts.
+        self._pending: LoopInfo | None = None
+        # Asked at each call: is the walk under a rate-limit guard? (set by the engine)
+        self.guard_probe = _never
+        self._timing_module = bool(_TIMING_MODULE.search(module_name.rsplit(".", 1)[-1]))
 
     # ----- recording, called by the engine in walk order -----
 
@@ -153,7 +176,7 @@ class HeatModel:
         local = f"{self._class_stack[-1]}.{name}" if self._class_stack and not self._function_stack else name
         key = self._local_key(local)
         params = frozenset(p.name.value for p in _all_params(node.params))
-        info = FunctionInfo(key, node, params, timing=bool(_TIMING_FUNCTION.search(name)))
+        info = FunctionInfo(key, node, params, timing=self._timing_module or bool(_TIMING_FUNCTION.search(name)))
         # `@functools.cache` bodies run once per distinct argument, not once per call.
         info.memoised = any(self._is_memoising(d.decorator) for d in node.decorators)
         self._functions.setdefault(key, []).append(info)
@@ -170,7 +193,7 @@ class HeatModel:
     def enter_loop(self, node: cst.For | cst.While) -> None:
         loops = self._loop_stack[-1]
         parent = loops[-1] if loops else None
-        info = LoopInfo(node, parent, data_source=self._is_data_source(node))
+        info = LoopInfo(node, parent, data_source=self._is_data_source(node), retry=_is_retry_loop(node))
         if parent is not None:
             parent.nested.append(info)
             for outer in loops:
@@ -179,11 +202,37 @@ class HeatModel:
             self._function_stack[-1].loops.append(info)
         else:
             self._module_loops.append(info)
+        if type(node) is cst.For:
+            # The iterable runs once, before the first iteration: the loop opens with its body.
+            self._pending = info
+            return
         loops.append(info)
         self._where = None
 
+    @property
+    def timing_module(self) -> bool:
+        """A module named for benchmarking (bench.py, infer_bench.py, benchmark_*.py)."""
+        return self._timing_module
+
+    def loop_where(self, node: cst.For | cst.While) -> Where:
+        """Where the body of the loop `node` runs, asked while its header is walked."""
+        pending = self._pending
+        if pending is not None and pending.node is node:
+            outer = self.where()
+            return Where(outer.function, (*outer.loops, pending))
+        return self.where()
+
+    def enter_block(self, body: cst.CSTNode) -> None:
+        """A suite starts: when it is the body of the `for` whose header was just walked, that loop opens."""
+        pending = self._pending
+        if pending is not None and pending.node is not None and pending.node.body is body:
+            self._pending = None
+            self._loop_stack[-1].append(pending)
+            self._where = None
+
     def leave_loop(self) -> None:
         self._where = None
+        self._pending = None
         self._loop_stack[-1].pop()
 
     def on_assign(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
@@ -205,20 +254,26 @@ class HeatModel:
         qualified = self._imports.call_name(call)
         function = self._function_stack[-1] if self._function_stack else None
         loops = self._loop_stack[-1]
-        if qualified in _TIMING_CALLS and function is not None:
-            function.timing = True
         if self._is_training_signal(call, qualified):
             for loop in loops:
                 loop.trains = True
+            if loops and self._is_update(call):
+                loops[-1].steps_here = True
             if function is not None:
                 function.trains = True
                 function.updates = function.updates or method_name(call) in _UPDATES
+        elif is_model_name(terminal_name(call.func)):
+            for loop in loops:
+                loop.forward = True
+            if function is not None and not loops:
+                # A forward outside the function's own loops: calling it once runs the model once.
+                function.forward = True
         if loops and self._is_tensor_work(call, qualified, function):
             for loop in loops:
                 loop.tensor_work = True
         callee = self._callee_key(call)
         if callee is not None:
-            site = CallSite(callee, self.where())
+            site = CallSite(callee, self.where(), self.guard_probe())
             if function is not None:
                 function.calls.append(site)
             else:
@@ -240,18 +295,25 @@ class HeatModel:
         return False
 
     def _is_training_signal(self, call: cst.Call, qualified: str | None) -> bool:
+        """Backward passes and weight updates. A forward alone is not training: it is eval."""
         method = method_name(call)
         if method in {"backward", "zero_grad"}:
             return True
         if method == "step":
-            owner = terminal_name(receiver(call))
-            return is_optimizer_name(owner) or is_scaler_name(owner)
-        if qualified == "torch.autograd.backward":
-            return True
-        return is_model_name(terminal_name(call.func))
+            return self._is_update(call)
+        return qualified == "torch.autograd.backward"
+
+    @staticmethod
+    def _is_update(call: cst.Call) -> bool:
+        """`optimizer.step()`, `scaler.step(optimizer)`: one optimizer update."""
+        if method_name(call) != "step":
+            return False
+        owner = terminal_name(receiver(call))
+        return is_optimizer_name(owner) or is_scaler_name(owner)
 
     def _is_tensor_work(self, call: cst.Call, qualified: str | None, function: FunctionInfo | None) -> bool:
-        if qualified is not None and qualified.startswith("torch."):
+        # Tensor maths, not housekeeping (`torch.cuda.empty_cache()`, `torch.manual_seed`).
+        if qualified is not None and qualified.rpartition(".")[0] in _TENSOR_NAMESPACES:
             return True
         if is_model_name(terminal_name(call.func)):
             return True
@@ -351,6 +413,7 @@ class HeatModel:
 
     def release_tree(self) -> None:
         """Drop references to syntax nodes so a summary outlives its parsed module cheaply."""
+        self.guard_probe = _never
         for fn in self._all_functions:
             fn.node = None
             for loop in fn.loops:
@@ -359,14 +422,29 @@ class HeatModel:
             loop.node = None
 
 
+def _never() -> bool:
+    return False
+
+
 def heat_of(where: Where) -> Heat:
+    """The innermost loop with a kind decides: a step loop is STEP, an eval loop EVAL (even
+    inside a training loop: it runs under an eval interval), an epoch loop at least EPOCH;
+    loops without a kind take the heat of what encloses them, and the function's heat last."""
     heat = where.function.heat if where.function is not None else Heat.ONCE
-    for loop in where.loops:
+    for loop in reversed(where.loops):
         if loop.is_step:
             return Heat.STEP
+        if loop.is_eval:
+            return Heat.EVAL
         if loop.is_epoch:
-            heat = max(heat, Heat.EPOCH)
+            return max(heat, Heat.EPOCH)
     return heat
+
+
+def _site_heat(site: CallSite) -> Heat:
+    """How often a call runs: a guarded call in a step loop runs every N steps, like an epoch."""
+    heat = heat_of(site.where)
+    return min(heat, Heat.EPOCH) if site.guarded else heat
 
 
 @dataclass(frozen=True)
@@ -409,6 +487,11 @@ class _Resolver:
                 trains = fn.trains_transitively or fn.trains or any(self._callee_trains(s) for s in fn.calls)
                 if trains != fn.trains_transitively:
                     fn.trains_transitively, changed = trains, True
+                forwards = fn.forwards_transitively or fn.forward or any(
+                    self._callee_forwards(s) for s in fn.calls if not s.where.loops
+                )
+                if forwards != fn.forwards_transitively:
+                    fn.forwards_transitively, changed = forwards, True
 
         all_loops = self.module_loops + [loop for fn in functions for loop in fn.loops]
         # A function that reads a clock to log while it updates weights is a training function.
@@ -435,7 +518,7 @@ class _Resolver:
             for fn in functions:
                 if fn.memoised:
                     continue
-                heat = max((heat_of(site.where) for site in callers_by_key.get(fn.key, ())), default=Heat.ONCE)
+                heat = max((_site_heat(site) for site in callers_by_key.get(fn.key, ())), default=Heat.ONCE)
                 if heat > fn.heat:
                     fn.heat, changed = heat, True
 
@@ -444,9 +527,16 @@ class _Resolver:
             self._callee_has_step_loop(site) for site in loop.calls
         )
         trains = loop.trains or any(self._callee_trains(site) for site in loop.calls)
+        if loop.retry:
+            loop.is_step = loop.is_epoch = loop.is_eval = False
+            return
         timing_step = in_timing_function and loop.tensor_work and not loop.has_nested_loop
-        loop.is_step = loop.data_source or timing_step or (trains and not contains_step)
+        loop.is_step = loop.steps_here or timing_step or (trains and not contains_step)
         loop.is_epoch = not loop.is_step and contains_step
+        runs_model = loop.forward or any(self._callee_forwards(site) for site in loop.calls)
+        loop.is_eval = not loop.is_step and not contains_step and not trains and (
+            runs_model or (loop.data_source and loop.tensor_work)
+        )
 
     def _callee_trains(self, site: CallSite) -> bool:
         local = self.by_key.get(site.callee)
@@ -454,6 +544,10 @@ class _Resolver:
             return any(fn.trains_transitively for fn in local)
         known = self.external.get(site.callee)
         return known is not None and known.trains
+
+    def _callee_forwards(self, site: CallSite) -> bool:
+        local = self.by_key.get(site.callee)
+        return bool(local) and any(fn.forwards_transitively for fn in local)
 
     def _callee_has_step_loop(self, site: CallSite) -> bool:
         local = self.by_key.get(site.callee)
@@ -484,6 +578,23 @@ def absolute_name(name: str, module: str) -> str:
     package = module.split(".")[:-1]
     base = package[: len(package) - (dots - 1)] if dots > 1 else package
     return ".".join([*base, name.lstrip(".")]) if base else name.lstrip(".")
+
+
+_RETRIED_ERRORS = frozenset({"RuntimeError", "OutOfMemoryError", "Exception", "MemoryError"})
+
+
+def _is_retry_loop(node: cst.For | cst.While) -> bool:
+    """A loop whose body is a `try` that leaves the loop on success (return/break) and catches
+    out-of-memory errors: the batch-size back-off pattern."""
+    body = node.body.body if type(node.body) is cst.IndentedBlock else ()
+    for statement in body:
+        if type(statement) is not cst.Try:
+            continue
+        catches = {terminal_name(h.type) for h in statement.handlers if h.type is not None}
+        leaves = any(type(n) in (cst.Return, cst.Break) for n in iter_descendants(statement.body))
+        if leaves and catches & _RETRIED_ERRORS:
+            return True
+    return False
 
 
 def _any_step(loop: LoopInfo) -> bool:

@@ -71,6 +71,20 @@ class ImportTable:
             if local:
                 self._aliases[local] = base + name if base.endswith(".") else f"{base}.{name}"
 
+    def add_alias(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """`sync = torch.cuda.synchronize` or `sync = torch.cuda.synchronize if cuda else
+        lambda: None`: the name calls the torch function (on the branch where it matters)."""
+        if type(target) is not cst.Name:
+            return
+        options = [value.body, value.orelse] if type(value) is cst.IfExp else [value]
+        for option in options:
+            if type(option) in (cst.Name, cst.Attribute):
+                qualified = self.qualified_name(option)
+                if qualified is not None and qualified.startswith("torch."):
+                    self._version += 1
+                    self._aliases[target.value] = qualified
+                    return
+
     def qualify(self, dotted: str) -> str | None:
         """The qualified name of a dotted spelling, or None when its head was not imported."""
         head, _, rest = dotted.partition(".")

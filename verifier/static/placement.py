@@ -189,7 +189,7 @@ class HostData(Tracker):
         self._close_class()
 
     def visit_For(self, node: cst.For) -> None:
-        loop = self.context.heat.where().innermost_loop
+        loop = self.context.heat.loop_where(node).innermost_loop
         from_data_source = loop is not None and loop.node is node and loop.data_source
         self.bind_all(node.target, Origin.BATCH if from_data_source else self.origin_of(node.iter))
 
