@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.names import keyword_arg, positional_arg
+from verifier.static.heat import is_model_name
+from verifier.static.names import keyword_arg, positional_arg, terminal_name
 from verifier.static.rule import Invalid, Rule
 from verifier.static.walk import iter_descendants
 
@@ -54,8 +55,8 @@ x = data[ix[:, None] + torch.arange(block)]
         target = comprehension.for_in.target
         if type(target) is not cst.Name or comprehension.for_in.inner_for_in is not None:
             return
-        element = comprehension.elt
-        if type(element) is not cst.Subscript or not _uses(element.slice, target.value):
+        element = _indexed_element(comprehension.elt, target.value)
+        if element is None:
             return
         window = any(type(s.slice) is cst.Slice for s in element.slice)
         source = self.context.code_for(element.value)
@@ -113,3 +114,19 @@ def _uses(slices, name: str) -> bool:
             if type(node) is cst.Name and node.value == name:
                 return True
     return False
+
+
+def _indexed_element(element: cst.BaseExpression, name: str) -> cst.Subscript | None:
+    """`data[i]`, or the `data[i:i+n]` inside a per-element conversion such as
+    `torch.from_numpy(data[i:i+n].astype(np.int64))`; None when the element runs a model."""
+    if type(element) is cst.Subscript:
+        return element if _uses(element.slice, name) else None
+    if type(element) is not cst.Call:
+        return None
+    found = None
+    for node in iter_descendants(element):
+        if type(node) is cst.Call and is_model_name(terminal_name(node.func)):
+            return None
+        if found is None and type(node) is cst.Subscript and _uses(node.slice, name):
+            found = node
+    return found

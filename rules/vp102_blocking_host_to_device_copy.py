@@ -22,7 +22,7 @@ from verifier.static.transfers import device_move
 
 
 _MESSAGE = (
-    "blocking copy of `{source}` ({origin}) to the device every step: the host waits "
+    "blocking copy of {sources} ({origin}) to the device {{often}}: the host waits "
     "for it instead of queuing work; pin the memory and pass `non_blocking=True`"
 )
 
@@ -69,9 +69,20 @@ for x, y in loader:
         # Parameters that receive host data at some call site in the module: (function, position or name).
         self._host_arguments: set[tuple[str, int | str]] = set()
         self._parameters: dict[str, list[str]] = {}
+        self._statement_copies: list[tuple[cst.Call, str, Origin]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._parameters[node.name.value] = [p.name.value for p in node.params.params]
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._statement_copies = []
+
+    def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        copies, self._statement_copies = self._statement_copies, []
+        if copies:
+            first, _, origin = copies[0]
+            sources = " and ".join(f"`{source}`" for _, source, _ in copies)
+            self.report(first, _MESSAGE.format(sources=sources, origin=origin.value))
 
     def visit_Call(self, node: cst.Call) -> None:
         self._note_host_arguments(node)
@@ -81,7 +92,8 @@ for x, y in loader:
         origin = self.host.origin_of(move.source)
         source = self.context.code_for(move.source)
         if origin in (Origin.BATCH, Origin.HOST):
-            self.report(node, _MESSAGE.format(source=source, origin=origin.value))
+            # `x, y = x.to(dev), y.to(dev)`: one statement, one finding naming both copies.
+            self._statement_copies.append((node, source, origin))
             return
         function = self.context.heat.where().function
         if origin is None and type(move.source) is cst.Name and function is not None:
@@ -90,7 +102,7 @@ for x, y in loader:
             if parameter in function.params:
                 self.report(
                     node,
-                    _MESSAGE.format(source=source, origin="a batch passed in from a data-source loop"),
+                    _MESSAGE.format(sources=f"`{source}`", origin="a batch passed in from a data-source loop"),
                     severity=deferred(lambda: self.severity if self._receives_host_data(name, parameter) else None),
                 )
 

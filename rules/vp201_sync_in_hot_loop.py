@@ -14,6 +14,7 @@ from verifier.static.syncs import Sync, sync_of_call, sync_of_fstring, sync_of_t
 # The value's place is not known (a parameter, a batch element, an unknown call's result):
 # reported as LOW hygiene at most, never as a per-step stall.
 _UNPROVEN = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
 
 
 class SyncInHotLoop(GuardedRule):
@@ -61,9 +62,26 @@ print(running.item() / len(loader))
         # One statement, one finding: a second read in it adds nothing the first did not say.
         self._statement: cst.CSTNode | None = None
         self._reported: set[int] = set()
+        self._host_made: set[str] = set()
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self._statement = node
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        # `t = torch.tensor(mean_reward, device=device)`: a host value put on the device (to
+        # all-reduce it); reading it back waits for that collective, not for the step's work.
+        for target in node.targets:
+            if type(target.target) is cst.Name:
+                if self._from_host_value(node.value):
+                    self._host_made.add(target.target.value)
+                else:
+                    self._host_made.discard(target.target.value)
+
+    def _from_host_value(self, value: cst.BaseExpression) -> bool:
+        if type(value) is not cst.Call or self.context.imports.call_name(value) not in _FACTORIES:
+            return False
+        first = value.args[0].value if value.args and value.args[0].keyword is None else None
+        return first is not None and not self.context.facts.is_tensor(first)
 
     def visit_Raise(self, node: cst.Raise) -> None:
         self._raising += 1
@@ -80,16 +98,16 @@ print(running.item() / len(loader))
     def visit_If(self, node: cst.If) -> None:
         # An isfinite() guard around scaler.step is VP305's finding; one line, one finding.
         if not is_finite_guard(node, self.context):
-            self._report(sync_of_test(node.test, self.context.facts))
+            self._report(sync_of_test(node.test, self.context.facts, self.context.imports))
 
     def visit_While(self, node: cst.While) -> None:
-        self._report(sync_of_test(node.test, self.context.facts))
+        self._report(sync_of_test(node.test, self.context.facts, self.context.imports))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        self._report(sync_of_test(node.test, self.context.facts))
+        self._report(sync_of_test(node.test, self.context.facts, self.context.imports))
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        self._report(sync_of_test(node.test, self.context.facts))
+        self._report(sync_of_test(node.test, self.context.facts, self.context.imports))
 
     def _report(self, sync: Sync | None) -> None:
         # Under `if step % log_every == 0:` the read happens once per interval: the recommended pattern.
@@ -101,10 +119,12 @@ print(running.item() / len(loader))
         if statement is not None and type(sync.node) is not cst.If and type(sync.node) is not cst.While:
             self._reported.add(statement)
         subject = self.context.code_for(sync.subject)
-        proven = self.context.facts.is_tensor(sync.subject)
+        proven = self.context.facts.is_tensor(sync.subject) and not (
+            type(sync.subject) is cst.Name and sync.subject.value in self._host_made
+        )
         self.report(
             sync.node,
-            f"`{sync.how}` of `{subject}` in the per-step loop waits for the device every step",
+            f"`{sync.how}` of `{subject}` {{loop}} waits for the device {{often}}",
             severity=None if proven else _UNPROVEN,
         )
 

@@ -242,6 +242,18 @@ def analyze_source(
     )
 
 
+# Rules write `{often}` / `{loop}` where the wording depends on how often the line really runs.
+_OFTEN = {Heat.STEP: "every step", Heat.EVAL: "every evaluation batch", Heat.EPOCH: "every epoch", Heat.ONCE: "once"}
+_LOOP = {
+    Heat.STEP: "in the per-step loop", Heat.EVAL: "in an evaluation loop", Heat.EPOCH: "in the per-epoch code",
+    Heat.ONCE: "here",
+}
+
+
+def heat_wording(message: str, heat: Heat) -> str:
+    return message.replace("{often}", _OFTEN[heat]).replace("{loop}", _LOOP[heat])
+
+
 _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 
 
@@ -457,7 +469,7 @@ def _to_findings(
                 severity=severity,
                 category=rule.category,
                 heat=where_heat,
-                message=candidate.message,
+                message=heat_wording(candidate.message, where_heat),
                 source="\n".join(lines[start.line - 1 : snippet_end]),
                 fix=candidate.fix,
             )

@@ -59,6 +59,8 @@ _NUMBER_FUNCTIONS = frozenset(
      "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer", "random.random"}
 )
 _NUMBER_METHODS = frozenset({"item", "tolist"})
+# Functions outside the tensor namespaces that return a tensor on the parameters' device.
+_TENSOR_RETURNING = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.get_total_norm"})
 _NUMBER_BUILTINS = frozenset({"float", "int", "len", "round", "abs", "sum", "min", "max"})
 
 
@@ -175,6 +177,8 @@ class NameFacts:
     def _kind_of_call(self, call: cst.Call) -> Kind | None:
         qualified = self._imports.call_name(call) or ""
         last = qualified.rsplit(".", 1)[-1]
+        if qualified in _TENSOR_RETURNING:
+            return Kind.TENSOR
         if qualified.startswith("numpy."):
             return Kind.NUMPY
         if qualified in _NUMBER_FUNCTIONS or qualified.startswith("math."):

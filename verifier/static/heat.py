@@ -108,6 +108,8 @@ class FunctionInfo:
     trains: bool = False
     updates: bool = False
     forward: bool = False
+    # Puts a model in eval mode (`model.eval()`) or runs it without gradients: an evaluation.
+    evaluates: bool = False
     memoised: bool = False
     loops: list[LoopInfo] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
@@ -176,6 +178,11 @@ class HeatModel:
         local = f"{self._class_stack[-1]}.{name}" if self._class_stack and not self._function_stack else name
         key = self._local_key(local)
         params = frozenset(p.name.value for p in _all_params(node.params))
+        # `def __init__(self, train_data: DataLoader)`: the parameter is a data source.
+        for param in _all_params(node.params):
+            annotation = param.annotation.annotation if param.annotation is not None else None
+            if annotation is not None and (dotted_name(annotation) or "").endswith("DataLoader"):
+                self._dataloader_names.add(param.name.value)
         info = FunctionInfo(key, node, params, timing=self._timing_module or bool(_TIMING_FUNCTION.search(name)))
         # `@functools.cache` bodies run once per distinct argument, not once per call.
         info.memoised = any(self._is_memoising(d.decorator) for d in node.decorators)
@@ -246,9 +253,15 @@ class HeatModel:
             qualified = self._imports.call_name(value) or ""
             if qualified.endswith("DataLoader"):
                 for target in targets:
-                    name = dotted_name(target)
+                    name = terminal_name(target)
                     if name:
                         self._dataloader_names.add(name)
+        elif type(value) is cst.Name and value.value in self._dataloader_names:
+            # `self.train_data = train_data`: the attribute holds the same loader.
+            for target in targets:
+                name = terminal_name(target)
+                if name:
+                    self._dataloader_names.add(name)
 
     def on_call(self, call: cst.Call) -> None:
         qualified = self._imports.call_name(call)
@@ -262,6 +275,8 @@ class HeatModel:
             if function is not None:
                 function.trains = True
                 function.updates = function.updates or method_name(call) in _UPDATES
+        elif function is not None and method_name(call) == "eval" and not call.args:
+            function.evaluates = True
         elif is_model_name(terminal_name(call.func)):
             for loop in loops:
                 loop.forward = True
@@ -519,6 +534,8 @@ class _Resolver:
                 if fn.memoised:
                     continue
                 heat = max((_site_heat(site) for site in callers_by_key.get(fn.key, ())), default=Heat.ONCE)
+                if fn.evaluates and not fn.trains_transitively:
+                    heat = min(heat, Heat.EVAL)  # an evaluation function is as hot as an eval batch
                 if heat > fn.heat:
                     fn.heat, changed = heat, True
 

@@ -60,6 +60,7 @@ _SAME_PLACE_METHODS = frozenset(
      "narrow", "expand", "repeat", "t", "chunk", "split", "unbind", "items", "values"}
 )
 _TO_HOST_METHODS = frozenset({"pin_memory", "cpu"})
+_NEXT_BATCH_METHODS = frozenset({"next_batch", "get_batch", "next"})
 _DATA_ITERATOR = re.compile(r"loader|batches|iter", re.IGNORECASE)
 
 
@@ -140,6 +141,9 @@ class HostData(Tracker):
         if dotted_name(call.func) == "next" and call.args and self.is_data_iterator(call.args[0].value):
             return Origin.BATCH
         method = method_name(call)
+        # `train_loader.next_batch()`: a hand-written loader's batch, read from host memory.
+        if method in _NEXT_BATCH_METHODS and self.is_data_iterator(receiver(call)):
+            return Origin.BATCH
         if method in _TO_HOST_METHODS:
             return Origin.HOST
         if method in _SAME_PLACE_METHODS:

@@ -58,13 +58,24 @@ def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync
     return None
 
 
-def sync_of_test(test: cst.BaseExpression, facts: NameFacts) -> Sync | None:
-    """`if t:` / `while t.any():` / `assert t` convert a tensor to bool on the host."""
+def sync_of_test(test: cst.BaseExpression, facts: NameFacts, imports: ImportTable | None = None) -> Sync | None:
+    """`if t:` / `while t.any():` / `assert t` convert a tensor to bool on the host; so does
+    `if (y < 0).any():` in a module that uses torch and not NumPy (the comparison is a tensor)."""
     if type(test) is cst.BooleanOperation:
-        return sync_of_test(test.left, facts) or sync_of_test(test.right, facts)
+        return sync_of_test(test.left, facts, imports) or sync_of_test(test.right, facts, imports)
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        return sync_of_test(test.expression, facts)
+        return sync_of_test(test.expression, facts, imports)
     if facts.is_tensor(test):
+        return Sync(test, test, "bool()")
+    if (
+        imports is not None
+        and type(test) is cst.Call
+        and method_name(test) in ("any", "all")
+        and not test.args
+        and type(receiver(test)) is cst.Comparison
+        and imports.imports_module("torch")
+        and not imports.imports_module("numpy")
+    ):
         return Sync(test, test, "bool()")
     return None
 
