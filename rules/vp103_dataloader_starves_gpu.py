@@ -85,10 +85,13 @@ for x, y in loader:
                     "DataLoader starves the GPU: " + "; ".join(problem for problem, _ in problems),
                     where=where,
                     fix="Pass " + ", ".join(wanted for _, wanted in problems) + ".",
-                    severity=deferred(self._if_epochs) if only_persistence else None,
+                    severity=deferred(lambda where=where: self._if_epochs(where)) if only_persistence else None,
                 )
 
-    def _if_epochs(self) -> SeverityByHeat | None:
+    def _if_epochs(self, where: Where) -> SeverityByHeat | None:
+        # `def train_dataloader(self)`: a framework hook whose loader is iterated every epoch.
+        if where.function is not None and where.function.key.endswith("_dataloader"):
+            return self.severity
         heat = self.context.heat
         loops = heat.module_loops + [loop for fn in heat.functions for loop in fn.loops]
         return self.severity if any(loop.is_epoch for loop in loops) else None

@@ -9,12 +9,13 @@ import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.names import dotted_name, root_name
-from verifier.static.rule import Invalid, Rule
+from verifier.static.guards import GuardedRule
+from verifier.static.rule import Invalid
 from verifier.static.syncs import sync_of_call
 from verifier.static.walk import iter_descendants
 
 
-class RepeatedSync(Rule):
+class RepeatedSync(GuardedRule):
     code = "VP202"
     name = "repeated-item"
     category = Category.SYNC
@@ -77,7 +78,7 @@ if loss_value > best:
 
     def visit_Call(self, node: cst.Call) -> None:
         sync = sync_of_call(node, self.context.facts, self.context.imports)
-        if sync is None or not sync.is_explicit_read:
+        if sync is None or not sync.is_explicit_read or self.guarded:
             return
         # A read inside a loop and one after it are different executions, not a repeat.
         loop = self.context.heat.where().innermost_loop

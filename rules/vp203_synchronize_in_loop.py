@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.deferred import deferred
 from verifier.static.guards import GuardedRule, is_opt_in_flag
 from verifier.static.heat import Where
 from verifier.static.names import method_name, receiver, terminal_name
@@ -106,15 +107,13 @@ per_iter_ms = start.elapsed_time(end) / iters
     def _flush(self) -> None:
         calls, timed = self._scopes.pop()
         for call, where in calls:
-            if timed[0] and self.context.heat.timing_module:
-                continue  # a benchmark script synchronizes around its timer to time correctly
             if timed[0]:
                 self.report(
                     call,
                     "`synchronize()` in a timing loop stalls the queue every iteration and times "
                     "launch plus sync; record CUDA events around the loop and synchronize once",
                     where=where,
-                    severity=_TIMING,
+                    severity=deferred(lambda where=where: None if _brackets_a_measurement(where) else _TIMING),
                     fix="Record `torch.cuda.Event(enable_timing=True)` around the loop and synchronize once.",
                 )
             else:
@@ -159,3 +158,10 @@ def benchmark(fn, x, iters=100):
             severity=Severity.LOW,
         ),
     )
+
+
+def _brackets_a_measurement(where: Where) -> bool:
+    """A timed sync in a loop that is not itself a step, around an inner loop: it brackets the
+    measured loop (correct benchmarking), once per measurement."""
+    loop = where.innermost_loop
+    return loop is not None and loop.has_nested_loop and not loop.is_step

@@ -102,7 +102,8 @@ for x, y in loader:
             self._function_calls.setdefault(function, set()).add(callee)
 
     def leave_Module(self, node: cst.Module) -> None:
-        if not self.context.imports.imports_module("torch"):
+        # No autocast advice for a CPU-only module (it never names a device).
+        if not self.context.imports.imports_module("torch") or not self.context.may_use_accelerator:
             return
         backward_functions = self._functions_reaching_backward()
         for loop_node, where in self._loops:

@@ -62,7 +62,8 @@ class GraphRetainingAccumulation(TrainingStateRule):
     code = "VP401"
     name = "graph-retaining-accumulation"
     category = Category.MEMORY
-    severity = SeverityByHeat(step=Severity.CRITICAL, epoch=Severity.HIGH, once=None)
+    # In an eval loop without no_grad every batch's graph stays alive: as bad as in training.
+    severity = SeverityByHeat(step=Severity.CRITICAL, epoch=Severity.HIGH, once=None, eval=Severity.CRITICAL)
     # A value carries a graph only through a model forward, a criterion or torch math (autograd.py).
     tokens = (
         "torch", "nn.", "self(", "loss", "Loss", "criterion", "Criterion", "model", "Model", "net", "Net",
@@ -210,7 +211,10 @@ for x, y in loader:
             if bound.function is not where.function:
                 return None
             spanned = [loop for loop in where.loops if loop not in bound.loops]
-            outlives_a_step = any(is_training(loop) and (loop.is_step or loop.is_epoch) for loop in spanned)
+            # An eval loop with autograd on frees nothing: no backward ever releases the graphs.
+            outlives_a_step = any(
+                (is_training(loop) and (loop.is_step or loop.is_epoch)) or loop.is_eval for loop in spanned
+            )
             return self.severity if outlives_a_step else None
 
         added_text = self.context.code_for(added)

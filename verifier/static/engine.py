@@ -9,6 +9,7 @@ A file that cannot be read, decoded or parsed yields one VP900 finding; the run 
 from __future__ import annotations
 
 import ast
+import os
 import functools
 import re
 import signal
@@ -259,6 +260,9 @@ _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 
 def is_test_path(path: str) -> bool:
     """`tests/…`, `test_*.py`, `*_test.py`, `conftest.py`: pytest's conventions for test code."""
+    if os.path.isabs(path):
+        relative = os.path.relpath(path)
+        path = relative if not relative.startswith("..") else path
     parts = path.replace("\\", "/").split("/")
     name = parts[-1]
     stem = name.rsplit(".", 1)[0]

@@ -14,7 +14,7 @@ def validate(model, loader, device):
         labels = labels.to(device, non_blocking=True)
         logits = model(images)  # expect: VP404[MEDIUM]
         total_loss += F.cross_entropy(logits, labels, reduction="sum")  # expect: VP401[CRITICAL]
-        correct += int((logits.argmax(1) == labels).sum())  # expect: VP201[MEDIUM]
+        correct += int((logits.argmax(1) == labels).sum())  # expect: VP201[LOW]
     model.train()
     return total_loss.item() / len(loader.dataset), correct / len(loader.dataset)
 
@@ -55,7 +55,7 @@ def test(model, loader, device, class_names):
     accuracy = (predicted == labels).float().mean()
     print(f"test accuracy {accuracy.item():.4f} on {len(labels)} images")
     per_class = {name: (predicted[labels == i] == i).float().mean().item() for i, name in enumerate(class_names)}
-    return accuracy.item(), per_class  # expect: VP202[LOW]
+    return accuracy.item(), per_class
 
 
 def predict(model, loader, device):
@@ -72,6 +72,6 @@ def sliding_window_inference(model, crop_loader, device):
     with torch.inference_mode():
         for crops, coords in crop_loader:
             logits = model(crops.to(device, non_blocking=True))
-            masks.append((logits.argmax(1).to(torch.uint8).cpu(), coords))  # expect: VP201[MEDIUM]
-            torch.cuda.empty_cache()  # expect: VP403[MEDIUM]
+            masks.append((logits.argmax(1).to(torch.uint8).cpu(), coords))  # expect: VP201[LOW]
+            torch.cuda.empty_cache()  # expect: VP403[LOW]
     return masks

@@ -45,7 +45,7 @@ class LitClassifier(L.LightningModule):
         mean_loss = torch.stack(self.val_losses).mean()
         self.val_losses.clear()
         if mean_loss.item() < self.best_val_loss:
-            self.best_val_loss = mean_loss.item()  # expect: VP202[LOW]
+            self.best_val_loss = mean_loss.item()
         self.log("val_acc", self.val_acc.compute(), prog_bar=True)
         self.val_acc.reset()
 

@@ -30,6 +30,12 @@ def detach_state(state):
     return tuple(s.detach() for s in state)
 
 
+def batchify(tokens, batch_size, device):
+    # The whole corpus goes to the GPU once; chunks are views of it.
+    columns = tokens.size(0) // batch_size
+    return tokens[: columns * batch_size].view(batch_size, -1).t().contiguous().to(device)
+
+
 def get_chunk(source, i, bptt):
     seq_len = min(bptt, len(source) - 1 - i)
     return source[i : i + seq_len], source[i + 1 : i + 1 + seq_len].reshape(-1)
@@ -69,7 +75,7 @@ def evaluate(model, data_source, bptt, criterion, ntokens, batch_size=10):
         for i in range(0, data_source.size(0) - 1, bptt):
             data, targets = get_chunk(data_source, i, bptt)
             output, state = model(data, state)
-            total_loss += len(data) * criterion(output.view(-1, ntokens), targets).item()  # expect: VP201[MEDIUM]
+            total_loss += len(data) * criterion(output.view(-1, ntokens), targets).item()  # expect: VP201[LOW]
     return total_loss / (len(data_source) - 1)
 
 

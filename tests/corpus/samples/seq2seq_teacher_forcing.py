@@ -84,7 +84,7 @@ def translate(encoder, decoder, src_ids, max_len=50):
     for _ in range(max_len):
         logits, hidden, cell = decoder(token, hidden, cell)
         token = logits.argmax(-1)
-        next_id = token.item()  # expect: VP201[MEDIUM]
+        next_id = token.item()  # expect: VP201[LOW]
         if next_id == EOS:
             break
         result.append(next_id)
