@@ -9,8 +9,8 @@ A file that cannot be read, decoded or parsed yields one VP900 finding; the run 
 from __future__ import annotations
 
 import ast
-import os
 import functools
+import os
 import re
 import signal
 import threading
