@@ -150,6 +150,11 @@ loader = DataLoader(dataset, batch_size=64, shuffle=True)
             """\
 import torch.utils.data as tud
 loader = tud.DataLoader(dataset, batch_size=64, num_workers=4)
+for epoch in range(10):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
 """,
             line=2,
             severity=Severity.LOW,

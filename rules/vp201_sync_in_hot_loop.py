@@ -131,8 +131,10 @@ print(running.item() / len(loader))
     VALID = (
         """\
 import torch
+device = "cuda"
 for epoch in range(10):
     for x, y in loader:
+        x, y = x.to(device), y.to(device)
         loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
@@ -150,10 +152,13 @@ for step, (x, y) in enumerate(train_loader):
 """,
         """\
 import torch
-total = torch.zeros(())
+device = "cuda"
+total = torch.zeros((), device=device)
 for x, y in train_loader:
+    x, y = x.to(device), y.to(device)
     loss = model(x).sum()
     loss.backward()
+    optimizer.step()
     total += loss.detach()
 """,
         """\
@@ -166,16 +171,20 @@ import numpy as np
 def cosine(total):
     return np.cos(np.linspace(0, np.pi, total))
 
+device = "cuda"
 schedules = {"lr": cosine(100)}
 for step, batch in enumerate(loader):
-    model(batch).sum().backward()
+    model(batch.to(device)).sum().backward()
+    optimizer.step()
     lr = schedules["lr"][step].item()
 """,
         """\
 import torch
+device = "cuda"
 for x in loader:
-    loss = model(x).sum()
+    loss = model(x.to(device)).sum()
     loss.backward()
+    optimizer.step()
     if loss is None:
         continue
     if strict:
@@ -186,12 +195,15 @@ for x in loader:
     INVALID = (
         Invalid(
             """\
+device = "cuda"
 for x, y in loader:
+    x, y = x.to(device), y.to(device)
     loss = criterion(model(x), y)
     loss.backward()
+    optimizer.step()
     print(loss.item())
 """,
-            line=4,
+            line=7,
             severity=Severity.MEDIUM,
         ),
         Invalid(
@@ -199,34 +211,42 @@ for x, y in loader:
 def read(loss):
     return loss.item()
 
+device = "cuda"
 for step in range(num_steps):
-    loss = model(batch).sum()
+    loss = model(batch.to(device)).sum()
     loss.backward()
+    optimizer.step()
     total = read(loss)
 """,
             line=2,
-            severity=Severity.MEDIUM,
+            severity=Severity.LOW,
         ),
         Invalid(
             """\
 import torch
+device = "cuda"
 for batch in batches:
+    batch = batch.to(device)
     loss = torch.nn.functional.mse_loss(model(batch), batch)
     if torch.isnan(loss):
         break
+    loss.backward()
+    optimizer.step()
 """,
-            line=4,
+            line=6,
             severity=Severity.MEDIUM,
         ),
         Invalid(
             """\
 import torch
+device = "cuda"
 for x, y in loader:
-    out = model(x)
+    out = model(x.to(device))
     out.sum().backward()
+    optimizer.step()
     predictions.append(out.argmax(-1).cpu().numpy())
 """,
-            line=5,
+            line=7,
             severity=Severity.MEDIUM,
         ),
     )

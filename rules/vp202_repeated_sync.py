@@ -130,9 +130,11 @@ if loss_value > best:
 
     VALID = (
         """\
-loss = model(x).sum()
-value = loss.item()
-print(value, value * 2)
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    value = loss.item()
+    print(value, value * 2)
 """,
         """\
 for x in loader:
@@ -140,10 +142,12 @@ for x in loader:
     print(loss.item())
 """,
         """\
-loss = model(x).sum()
-a = loss.item()
-loss = model(y).sum()
-b = loss.item()
+for x, y in loader:
+    loss = model(x).sum()
+    a = loss.item()
+    loss = model(y).sum()
+    b = loss.item()
+    loss.backward()
 """,
         """\
 for x in loader:
@@ -158,10 +162,17 @@ def summarise(value):
         return value.item()
     else:
         return value.tolist()
+
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    summarise(loss)
 """,
         """\
-seeds = [int(s[i]) for i in range(3)]
-offsets = [int(s[i]) for i in range(3, 6)]
+for x in loader:
+    model(x).sum().backward()
+    seeds = [int(s[i]) for i in range(3)]
+    offsets = [int(s[i]) for i in range(3, 6)]
 """,
     )
     INVALID = (
@@ -174,16 +185,19 @@ for x, y in loader:
         best = loss.item()
 """,
             line=5,
-            severity=Severity.MEDIUM,
+            severity=Severity.LOW,
         ),
         Invalid(
             """\
 import torch
-loss = torch.ones(())
-print(loss.item())
-log(float(loss))
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    print(loss.item())
+    log(float(loss))
 """,
-            line=4,
+            line=7,
             severity=Severity.LOW,
         ),
     )

@@ -142,9 +142,11 @@ for x, y in loader:
 """,
         """\
 import torch
+device = "cuda"
 model.eval()
 with torch.no_grad():
     for x, y in loader:
+        x, y = x.to(device), y.to(device)
         correct += (model(x).argmax(-1) == y).sum()
 """,
         """\
@@ -155,8 +157,9 @@ for batch in loader:
 """,
         """\
 import torch
+device = "cuda"
 for mode in ["local", "remote"]:
-    loss = run(model, mode).sum()
+    loss = run(model.to(device), mode).sum()
     loss.backward()
 """,
     )
@@ -164,14 +167,16 @@ for mode in ["local", "remote"]:
         Invalid(
             """\
 import torch
+device = "cuda"
 for epoch in range(10):
     for x, y in loader:
+        x, y = x.to(device), y.to(device)
         loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
 """,
-            line=3,
+            line=4,
             severity=Severity.INFO,
         ),
         Invalid(
@@ -179,7 +184,7 @@ for epoch in range(10):
 import torch
 class Trainer:
     def train_step(self, batch):
-        loss = self.model(batch).mean()
+        loss = self.model(batch.to(self.device)).mean()
         loss.backward()
         self.optimizer.step()
 

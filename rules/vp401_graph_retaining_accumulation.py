@@ -213,7 +213,10 @@ for x, y in loader:
             spanned = [loop for loop in where.loops if loop not in bound.loops]
             # An eval loop with autograd on frees nothing: no backward ever releases the graphs.
             outlives_a_step = any(
-                (is_training(loop) and (loop.is_step or loop.is_epoch)) or loop.is_eval for loop in spanned
+                (is_training(loop) and (loop.is_step or loop.is_epoch))
+                or (loop.is_eval and where.function is not None and where.function.evaluates)
+                or (loop.is_eval and where.function is None)
+                for loop in spanned
             )
             return self.severity if outlives_a_step else None
 

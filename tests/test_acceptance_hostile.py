@@ -46,9 +46,11 @@ def test_hostile_folder_under_a_memory_cap(tmp_path):
     (folder / "brackets.py").write_text("import torch\nx = " + "(" * 1500 + "\n")
     (folder / "and_chain.py").write_text("import torch\nOK = " + " and ".join(["True"] * 10_000) + "\n")
     (folder / "elif_chain.py").write_text(
-        "import torch\n\n\ndef train(loader, x):\n    for batch in loader:\n        if x == 0:\n            pass\n"
+        "import torch\n\n\ndef train(model, loader, optimizer, x):\n    for batch in loader:\n"
+        "        loss = model(batch.cuda(non_blocking=True)).sum()\n        loss.backward()\n"
+        "        optimizer.step()\n        if x == 0:\n            pass\n"
         + "".join(f"        elif x == {i}:\n            pass\n" for i in range(1, 500))
-        + "        print(batch.sum().item())\n"
+        + "        print(loss.item())\n"
     )
     with open(os.path.join(os.fsencode(folder), b"caf\xe9.py"), "wb") as handle:
         handle.write(b"import torch\n# caf\xe9 in latin-1, without a coding cookie\n")
@@ -70,7 +72,8 @@ def test_hostile_folder_under_a_memory_cap(tmp_path):
         ("and_chain.py", "VP900", "HIGH", 1),
         ("brackets.py", "VP900", "HIGH", 1),
         ("caf\udce9.py", "VP900", "INFO", 2),
-        ("elif_chain.py", "VP201", "MEDIUM", 1006),
+        ("elif_chain.py", "VP201", "MEDIUM", 1009),
+        ("elif_chain.py", "VP306", "INFO", 5),
         ("pipe.py", "VP900", "INFO", 1),
     ]
     messages = {os.path.basename(f["path"]): f["message"] for f in report["findings"] if f["code"] == "VP900"}

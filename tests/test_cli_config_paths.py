@@ -11,7 +11,10 @@ import pytest
 
 from verifier.cli import main
 
-SYNC = "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n"
+SYNC = (
+    "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n"
+    "    loss = model(batch)\n    loss.backward()\n    optimizer.step()\n"
+)
 
 
 @pytest.fixture

@@ -31,7 +31,10 @@ def train(model, loader, optimizer):
 """
 # One hunk: a per-step sync added at the end of the loop body (line 10).
 CHANGED = TRAIN + "        print(loss.item())\n"
-OTHER = "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n"
+OTHER = (
+    "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n"
+    "    loss = model(batch)\n    loss.backward()\n    optimizer.step()\n"
+)
 
 
 def git(repo, *args):

@@ -15,9 +15,12 @@ from verifier.config import Settings
 SYNCS = (
     "import torch\n\n"
     "for batch in loader:\n"
+    "    loss = model(batch.cuda())\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
     "    torch.cuda.synchronize()\n"
-    "    print(batch.item())\n"
-    "    print(batch.item())\n"
+    "    print(loss.item())\n"
+    "    print(loss.item())\n"
 )
 
 
@@ -68,14 +71,14 @@ def test_statistics_counts_findings_per_rule(project, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[:3] == [
         "2\tVP201\tsync-in-hot-loop\t2 HIGH",
-        "1\tVP202\trepeated-item\t1 MEDIUM",
+        "1\tVP202\trepeated-item\t1 LOW",
         "1\tVP203\tsynchronize-in-loop\t1 HIGH",
     ]
     assert lines[-1].startswith("Decision: BLOCK")
     assert main(["src", "--statistics", "--format", "json", "--no-report"]) == 1
     assert json.loads(capsys.readouterr().out) == [
         {"code": "VP201", "name": "sync-in-hot-loop", "count": 2, "severities": {"HIGH": 2}},
-        {"code": "VP202", "name": "repeated-item", "count": 1, "severities": {"MEDIUM": 1}},
+        {"code": "VP202", "name": "repeated-item", "count": 1, "severities": {"LOW": 1}},
         {"code": "VP203", "name": "synchronize-in-loop", "count": 1, "severities": {"HIGH": 1}},
     ]
 

@@ -69,7 +69,11 @@ def test_dynamic_features_without_the_extra_exit_2_with_the_command(without_dyna
 
 def test_the_static_gate_runs_without_the_extra(without_dynamic, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "train.py").write_text("import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n"
+        '    with torch.autocast("cuda", dtype=torch.bfloat16):\n        loss = model(batch)\n'
+        "    loss.backward()\n    optimizer.step()\n"
+    )
     assert main(["train.py", "--no-report", "-q"]) == 1
     assert capsys.readouterr().out.startswith("train.py:4:5: VP203 [HIGH]")
 

@@ -10,7 +10,10 @@ import pytest
 
 from verifier.cli import main
 
-SYNC_LOOP = "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n"
+SYNC_LOOP = (
+    "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n"
+    "    loss = model(batch)\n    loss.backward()\n    optimizer.step()\n"
+)
 NAME = os.fsdecode(b"latin\xe9.py")
 
 

@@ -15,8 +15,17 @@ from verifier.report.terminal import code_frame, render_terminal
 from verifier.report.text import render_text
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-SYNC = "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n    print(batch.item(),\n          loss.item())\n"
-TABS = "import torch\n\nfor batch in loader:\n\ttorch.cuda.synchronize()\n"
+STEP = (
+    "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n"
+    "    loss = model(batch)\n    loss.backward()\n    optimizer.step()\n"
+)
+# Two reads in two statements (one statement gets one VP201): a batch element (not known to be a
+# tensor: LOW) and the loss (a model output: MEDIUM).
+SYNC = STEP + "    print(batch.item())\n    print(loss.item())\n"
+TABS = (
+    "import torch\n\nfor batch in loader:\n\ttorch.cuda.synchronize()\n"
+    "\tloss = model(batch)\n\tloss.backward()\n\toptimizer.step()\n"
+)
 
 
 def test_the_code_frame_underlines_the_reported_columns():
@@ -79,7 +88,7 @@ def test_the_command_line_styles_only_a_terminal(tmp_path, monkeypatch, capsys):
 def test_baseline_marks_new_findings(tmp_path, monkeypatch, capsys, styled):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
-    (tmp_path / "train.py").write_text("import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n")
+    (tmp_path / "train.py").write_text(STEP)
     main(["train.py", "--no-report", "--format", "json", "-o", "base.json"])
     (tmp_path / "train.py").write_text(SYNC)
     if styled:
@@ -89,6 +98,6 @@ def test_baseline_marks_new_findings(tmp_path, monkeypatch, capsys, styled):
     lines = [line for line in ANSI.sub("", capsys.readouterr().out).splitlines() if line.startswith("train.py:")]
     assert lines == [
         "train.py:4:5: VP203 [HIGH] `synchronize()` in a loop blocks the host on every iteration",
-        "train.py:5:11: VP201 [MEDIUM] (new) `.item()` of `batch` in the per-step loop waits for the device every step",
-        "train.py:6:11: VP201 [MEDIUM] (new) `.item()` of `loss` in the per-step loop waits for the device every step",
+        "train.py:8:11: VP201 [LOW] (new) `.item()` of `batch` in the per-step loop waits for the device every step",
+        "train.py:9:11: VP201 [MEDIUM] (new) `.item()` of `loss` in the per-step loop waits for the device every step",
     ]

@@ -51,6 +51,12 @@ def test_one_finding_names_every_problem_and_cuda_can_appear_after_the_loader(tm
             loader = DataLoader(ds, batch_size=8)
             workers = DataLoader(ds, batch_size=8, num_workers=4, pin_memory=True)
             device = torch.device("cuda:0")
+            for epoch in range(epochs):
+                for x, y in workers:
+                    x, y = x.to(device), y.to(device)
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
             """
         )
     )

@@ -8,7 +8,7 @@ TRAIN = """\
 import torch
 
 def step_fn(batch):
-    loss = model(batch).mean()
+    loss = model(batch.to("cuda")).mean()
     loss.backward()
 
 def run_step(batch):
@@ -39,11 +39,15 @@ def test_a_module_without_torch_is_not_pytorch_training(analyse):
 def test_one_finding_per_training_loop_not_per_backward(analyse):
     code = """\
     import torch
+    device = "cuda"
     for epoch in range(3):
         for x, y in loader:
+            x, y = x.to(device), y.to(device)
             model(x).sum().backward()
             criterion(model(y), y).backward()
+            optimizer.step()
     for x in other_loader:
-        model(x).sum().backward()
+        model(x.to(device)).sum().backward()
+        optimizer.step()
     """
-    assert analyse(code, select=("VP306",)) == [("VP306", 3, "INFO"), ("VP306", 6, "INFO")]
+    assert analyse(code, select=("VP306",)) == [("VP306", 4, "INFO"), ("VP306", 9, "INFO")]

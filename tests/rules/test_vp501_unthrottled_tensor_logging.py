@@ -8,7 +8,9 @@ def test_explicit_reads_are_vp201_and_tensors_handed_to_loggers_are_vp501(analys
     import torch
     import logging
     logger = logging.getLogger(__name__)
+    device = "cuda"
     for step, (x, y) in enumerate(loader):
+        x, y = x.to(device), y.to(device)
         loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
@@ -18,10 +20,10 @@ def test_explicit_reads_are_vp201_and_tensors_handed_to_loggers_are_vp501(analys
         writer.add_scalar("loss", "{}".format(loss), step)
     """
     assert analyse(code, select=("VP201", "VP501")) == [
-        ("VP201", 8, "MEDIUM"),
-        ("VP501", 9, "LOW"),
-        ("VP501", 10, "LOW"),
+        ("VP201", 10, "MEDIUM"),
         ("VP501", 11, "LOW"),
+        ("VP501", 12, "LOW"),
+        ("VP501", 13, "LOW"),
     ]
 
 

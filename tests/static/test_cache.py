@@ -157,10 +157,13 @@ def test_the_root_is_ignored_by_git_and_tagged(tmp_path):
 def test_adding_an_init_file_changes_the_key(tmp_path):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
-    (pkg / "helpers.py").write_text("def read_loss(loss):\n    return loss.item()\n")
+    (pkg / "helpers.py").write_text(
+        "def train_step(model, x, device):\n    loss = model(x.to(device)).sum()\n"
+        "    loss.backward()\n    return loss.item()\n"
+    )
     (pkg / "train.py").write_text(
-        "from pkg.helpers import read_loss\n"
-        "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    read_loss(loss)\n"
+        "from pkg.helpers import train_step\n"
+        "for x in loader:\n    print(train_step(model, x, \"cuda\"))\n"
     )
     settings = Settings(cache_dir=str(tmp_path / "cache"), select=("VP201",))
     analyze_paths([str(pkg)], settings)
@@ -168,7 +171,7 @@ def test_adding_an_init_file_changes_the_key(tmp_path):
     warm = analyze_paths([str(pkg)], settings)
     cold = analyze_paths([str(pkg)], Settings(select=("VP201",)))
     assert rows(warm) == rows(cold)
-    assert [(Path(f.path).name, f.line, f.code) for f in cold.findings] == [("helpers.py", 2, "VP201")]
+    assert [(Path(f.path).name, f.line, f.code) for f in cold.findings] == [("helpers.py", 4, "VP201")]
 
 
 def test_a_result_under_one_time_limit_is_not_reused_under_another(tmp_path):

@@ -15,6 +15,9 @@ HELPERS = """
 
     def read_twice(loss):
         return loss.item()
+
+    def to_device(batch, device):
+        return batch.to(device, non_blocking=True)
 """
 
 
@@ -44,7 +47,7 @@ def test_from_import_in_a_script_folder(tmp_path):
                 read_loss(loss)
         """,
     })
-    assert findings(tmp_path) == [("helpers.py", "VP201", 3, "MEDIUM", "step")]
+    assert findings(tmp_path) == [("helpers.py", "VP201", 3, "LOW", "step")]
 
 
 def test_module_attribute_and_relative_imports_in_a_package(tmp_path):
@@ -66,8 +69,8 @@ def test_module_attribute_and_relative_imports_in_a_package(tmp_path):
         """,
     })
     assert findings(tmp_path) == [
-        ("metrics.py", "VP201", 3, "MEDIUM", "step"),
-        ("metrics.py", "VP201", 6, "MEDIUM", "step"),
+        ("metrics.py", "VP201", 3, "LOW", "step"),
+        ("metrics.py", "VP201", 6, "LOW", "step"),
     ]
 
 
@@ -81,12 +84,13 @@ def test_a_loop_calling_an_imported_training_step_is_a_step_loop(tmp_path):
         "run.py": """
             from steps import train_step
 
+            model.cuda()
             for i in range(total):
                 train_step(model, next(stream), optimizer)
                 print(model.weight.sum().item())
         """,
     })
-    assert findings(tmp_path) == [("run.py", "VP201", 6, "MEDIUM", "step")]
+    assert findings(tmp_path) == [("run.py", "VP201", 7, "LOW", "step")]
 
 
 def test_helpers_not_called_from_hot_code_stay_cold(tmp_path):
@@ -116,8 +120,13 @@ def test_only_files_whose_heat_the_project_changed_are_analysed_again(tmp_path, 
     write(tmp_path, {
         "helpers.py": HELPERS,
         "report.py": """
+            import torch
+
             def summary(loss):
                 return loss.item()
+
+            def gpu_memory(device):
+                return torch.cuda.max_memory_allocated(device)
         """,
         "train.py": """
             from helpers import read_loss
@@ -136,6 +145,6 @@ def test_only_files_whose_heat_the_project_changed_are_analysed_again(tmp_path, 
         return original(pool, paths, codes, settings, external)
 
     monkeypatch.setattr(AnalysisPool, "analyse", spy)
-    assert findings(tmp_path) == [("helpers.py", "VP201", 3, "MEDIUM", "step")]
+    assert findings(tmp_path) == [("helpers.py", "VP201", 3, "LOW", "step")]
     # report.py has a candidate too, but nothing elsewhere calls it: its heat is unchanged.
     assert again == ["helpers.py"]

@@ -8,7 +8,10 @@ import sys
 from verifier.config import Settings
 from verifier.static.runner import analyze_paths
 
-SYNC_LOOP = "for x in loader:\n    model(x).sum().backward()\n    print(x.sum().item())\n"
+SYNC_LOOP = (
+    "for x in loader:\n    loss = model(x.cuda(non_blocking=True)).sum()\n"
+    "    loss.backward()\n    print(loss.item())\n"
+)
 
 
 def test_syntax_error_invalid_utf8_and_empty_file(tmp_path):
@@ -21,7 +24,7 @@ def test_syntax_error_invalid_utf8_and_empty_file(tmp_path):
     assert rows == [
         ("broken.py", "VP900", 3, "INFO"),
         ("latin.py", "VP900", 2, "INFO"),
-        ("train.py", "VP201", 3, "MEDIUM"),
+        ("train.py", "VP201", 4, "MEDIUM"),
     ]
     assert len(result.files) == 4
     assert result.internal_errors == []
@@ -35,8 +38,8 @@ def test_declared_encoding_bom_and_crlf_are_read_like_python(tmp_path):
     (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + SYNC_LOOP.encode())
     result = analyze_paths([str(tmp_path)], Settings(select=("VP201",)))
     assert [(f.path.rsplit("/", 1)[-1], f.code, f.line) for f in result.findings] == [
-        ("bom.py", "VP201", 3),
-        ("latin.py", "VP201", 5),
+        ("bom.py", "VP201", 4),
+        ("latin.py", "VP201", 6),
     ]
 
 
@@ -80,7 +83,10 @@ def test_rules_share_one_tracker_and_the_tree_dies_with_its_file():
     from verifier.static.source import decode_source
     from verifier.static.training_state import TrainingStateRule
 
-    code = "import torch\nhistory = []\nfor x in loader:\n    loss = model(x).sum()\n    history.append(loss)\n"
+    code = (
+        "import torch\nhistory = []\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n"
+        "    history.append(loss)\n"
+    )
     rules = [r for code_ in ("VP401", "VP402", "VP404") for r in rule_by_selector(code_)]
     seen = []
     original = engine._dispatch_tables
@@ -105,6 +111,6 @@ def test_rules_share_one_tracker_and_the_tree_dies_with_its_file():
         gc.set_debug(0)
         gc.garbage.clear()
         gc.enable()
-    assert [(f.code, f.line) for f in analysis.findings] == [("VP402", 5)]
+    assert [(f.code, f.line) for f in analysis.findings] == [("VP402", 6)]
     assert len(state_trackers) == 1
     assert leaked == []

@@ -46,7 +46,7 @@ SNIPPETS = [
     "del a[0], b.c\n",
     "with (open(a) as f, open(b) as g):\n    pass\n",
 ]
-TORCH_LOOP = "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n"
+TORCH_LOOP = "import torch\nfor x in loader:\n    loss = model(x.cuda(non_blocking=True)).sum()\n    loss.backward()\n"
 
 
 def check(path: Path) -> None:

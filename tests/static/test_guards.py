@@ -50,7 +50,9 @@ def _vp201_lines(code: str) -> list[int]:
 def test_a_guard_covers_its_body_not_its_own_test_nor_its_else():
     code = """\
 import torch
+device = "cuda"
 for step, (x, y) in enumerate(loader):
+    x, y = x.to(device), y.to(device)
     loss = criterion(model(x), y)
     loss.backward()
     if step % 10 == 0 and loss.item() > 4.0:
@@ -61,4 +63,34 @@ for step, (x, y) in enumerate(loader):
         continue
     print(loss.item())
 """
-    assert _vp201_lines(code) == [5, 8]
+    assert _vp201_lines(code) == [7, 10]
+
+
+def test_a_function_called_under_a_rate_limit_guard_runs_periodically_not_per_step():
+    from verifier.config import Settings
+    from verifier.findings import Heat
+    from verifier.rules import rule_by_selector
+    from verifier.static.engine import analyze_source
+    from verifier.static.source import decode_source
+
+    code = """\
+import torch
+device = "cuda"
+
+def log_metrics(loss):
+    print(loss.item())
+
+def check(loss):
+    print(loss.item())
+
+for step, (x, y) in enumerate(loader):
+    x, y = x.to(device), y.to(device)
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    check(loss)
+    if step % 100 == 0:
+        log_metrics(loss)
+"""
+    analysis = analyze_source("train.py", decode_source(code.encode()), rule_by_selector("VP201"), Settings())
+    assert {f.line: f.heat for f in analysis.findings} == {8: Heat.STEP}

@@ -29,6 +29,9 @@ def heat_of_marked_lines(code: str) -> dict[str, Heat]:
         cst.FunctionDef: [heat.enter_function],
         cst.For: [heat.enter_loop],
         cst.While: [heat.enter_loop],
+        # A `for` loop opens with its body: its header's iterable runs once, before the loop.
+        cst.IndentedBlock: [heat.enter_block],
+        cst.SimpleStatementSuite: [heat.enter_block],
         cst.ClassDef: [heat.enter_class],
         cst.Import: [imports.add],
         cst.ImportFrom: [imports.add],
@@ -45,7 +48,7 @@ def heat_of_marked_lines(code: str) -> dict[str, Heat]:
     return {label: heat_of(where) for label, where in marks}
 
 
-def test_epoch_and_step_loops_from_data_source_and_training_signals():
+def test_epoch_and_step_loops_from_training_signals():
     heats = heat_of_marked_lines(
         """
         mark("before")
@@ -110,6 +113,9 @@ def test_range_of_steps_and_while_loops_with_backward_are_step_loops():
     heats = heat_of_marked_lines(
         """
         for it in range(max_iters):
+            loss = model(batch)
+            loss.backward()
+            optimizer.step()
             mark("range of steps")
         step = 0
         while step < total:
@@ -121,6 +127,102 @@ def test_range_of_steps_and_while_loops_with_backward_are_step_loops():
         """
     )
     assert heats == {"range of steps": Heat.STEP, "while trains": Heat.STEP, "plain loop": Heat.ONCE}
+
+
+def test_a_step_count_or_data_source_name_alone_does_not_make_a_step_loop():
+    heats = heat_of_marked_lines(
+        """
+        for it in range(max_iters):
+            mark("range of steps without training")
+        for batch in train_loader:
+            mark("loader without training")
+        step = 0
+        while step < total_steps:
+            mark("while without training")
+            step += 1
+        """
+    )
+    assert heats == {
+        "range of steps without training": Heat.ONCE,
+        "loader without training": Heat.ONCE,
+        "while without training": Heat.ONCE,
+    }
+
+
+def test_data_source_loop_that_runs_the_model_without_training_is_an_eval_loop():
+    heats = heat_of_marked_lines(
+        """
+        for epoch in range(10):
+            for x, y in train_loader:
+                loss = model(x)
+                loss.backward()
+                optimizer.step()
+                mark("step")
+            for x, y in val_loader:
+                out = model(x)
+                mark("eval batch")
+            mark("end of epoch")
+        for x in test_loader:
+            mark("test batch")
+            model(x)
+        """
+    )
+    assert heats == {
+        "step": Heat.STEP, "eval batch": Heat.EVAL, "end of epoch": Heat.EPOCH, "test batch": Heat.EVAL,
+    }
+
+
+def test_the_loop_that_steps_the_optimizer_is_a_step_loop_under_gradient_accumulation():
+    heats = heat_of_marked_lines(
+        """
+        for epoch in range(epochs):
+            mark("epoch")
+            for step in range(steps_per_epoch):
+                for micro in range(accumulation):
+                    loss = model(next(data_iter))
+                    loss.backward()
+                    mark("micro batch")
+                optimizer.step()
+                optimizer.zero_grad()
+                mark("update")
+        """
+    )
+    assert heats == {"epoch": Heat.EPOCH, "micro batch": Heat.STEP, "update": Heat.STEP}
+
+
+def test_a_for_header_runs_once_before_its_loop():
+    heats = heat_of_marked_lines(
+        """
+        for epoch in range(3):
+            for batch in mark("header"):
+                model(batch).sum().backward()
+                optimizer.step()
+                mark("body")
+        """
+    )
+    assert heats == {"header": Heat.EPOCH, "body": Heat.STEP}
+
+
+def test_a_function_that_puts_the_model_in_eval_mode_without_training_is_capped_at_eval_heat():
+    heats = heat_of_marked_lines(
+        """
+        def evaluate(model, batch):
+            model.eval()
+            mark("evaluate")
+            return model(batch)
+
+        def train_step(model, batch):
+            model.train()
+            model(batch).sum().backward()
+            mark("train step")
+
+        for batch in loader:
+            train_step(model, batch)
+            optimizer.step()
+            evaluate(model, batch)
+        """
+    )
+    assert heats == {"evaluate": Heat.EVAL, "train step": Heat.STEP}
 
 
 def test_innermost_tensor_loop_of_a_benchmark_function_is_step_code():
@@ -156,6 +258,7 @@ def test_heat_propagates_through_recursion_without_looping_forever():
             return a(n) if n else 0
 
         for batch in loader:
+            model(batch).sum().backward()
             a(3)
         """
     )

@@ -43,7 +43,11 @@ def test_cache_hits_on_unchanged_files_and_misses_on_edits(tmp_path):
     assert (cache_dir / ".gitignore").read_text().endswith("*\n")
 
     edited = project / "good_00.py"
-    edited.write_text(edited.read_text() + "\ndef extra(loader):\n    for x in loader:\n        print(x.sum().item())\n")
+    edited.write_text(edited.read_text() + (
+        "\ndef extra(model, loader, optimizer, device):\n    for x in loader:\n"
+        "        loss = model(x.to(device, non_blocking=True)).sum()\n        loss.backward()\n"
+        "        optimizer.step()\n        optimizer.zero_grad()\n        print(loss.item())\n"
+    ))
     after_edit = analyze_paths([str(project)], settings)
     new = [r for r in rows(after_edit) if r not in rows(cold)]
     assert [(Path(r[0]).name, r[3], r[4]) for r in new] == [("good_00.py", "VP201", "MEDIUM")]

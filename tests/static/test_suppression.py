@@ -8,6 +8,8 @@ import pytest
 from verifier.static.suppression import suppressed_codes
 
 LOOP = """
+device = "cuda"
+model.to(device)
 for x in loader:
     loss = model(x).sum()
     loss.backward()
@@ -18,15 +20,15 @@ for x in loader:
 @pytest.mark.parametrize(
     ("comment", "expected"),
     [
-        ("", [("VP201", 5, "MEDIUM")]),
+        ("", [("VP201", 7, "MEDIUM")]),
         ("  # verify-perf: ignore[VP201]", []),
         ("  # verify-perf: ignore[sync-in-hot-loop]", []),
         ("  # verify-perf: ignore", []),
         ("  # noqa: VP201", []),
         ("  # noqa", []),
-        ("  # noqa: E501", [("VP201", 5, "MEDIUM")]),
-        ("  # verify-perf: ignore[VP202]", [("VP201", 5, "MEDIUM"), ("VP902", 5, "LOW")]),
-        ("  # verify-perf: ignore[VP2O1]", [("VP201", 5, "MEDIUM"), ("VP901", 5, "LOW")]),
+        ("  # noqa: E501", [("VP201", 7, "MEDIUM")]),
+        ("  # verify-perf: ignore[VP202]", [("VP201", 7, "MEDIUM"), ("VP902", 7, "LOW")]),
+        ("  # verify-perf: ignore[VP2O1]", [("VP201", 7, "MEDIUM"), ("VP901", 7, "LOW")]),
         ("  # noqa: VP201, E501", []),
     ],
 )
@@ -54,14 +56,18 @@ def run(tmp_path, text: str, **settings):
     return analyze_paths([str(path)], Settings(**settings))
 
 
-SYNC_LOOP = "import torch\n\nfor x in loader:\n    torch.cuda.synchronize(){comment}\n"
+SYNC_LOOP = (
+    "import torch\n\nmodel.cuda()\nfor x in loader:\n"
+    "    with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n        loss = model(x).sum()\n"
+    "    loss.backward()\n    torch.cuda.synchronize(){comment}\n"
+)
 
 
 def test_an_unknown_code_is_reported_with_a_hint_and_the_finding_stays(tmp_path):
     result = run(tmp_path, SYNC_LOOP.format(comment="  # verify-perf: ignore[VP2O3]"))
-    assert [(f.code, f.line) for f in result.findings] == [("VP203", 4), ("VP901", 4)]
+    assert [(f.code, f.line) for f in result.findings] == [("VP203", 8), ("VP901", 8)]
     assert audit(result) == [(
-        "VP901", 4, 31,
+        "VP901", 8, 31,
         "unknown rule `VP2O3` in a suppression comment: it suppresses nothing (did you mean VP203?)",
     )]
 
@@ -74,13 +80,13 @@ def test_an_unused_suppression_names_its_code(tmp_path):
 def test_a_used_suppression_is_counted_not_reported(tmp_path):
     result = run(tmp_path, SYNC_LOOP.format(comment="  # verify-perf: ignore[synchronize-in-loop]"))
     assert result.findings == []
-    assert [(f.code, f.line) for r in result.files for f in r.suppressed] == [("VP203", 4)]
+    assert [(f.code, f.line) for r in result.files for f in r.suppressed] == [("VP203", 8)]
 
 
 def test_a_rule_that_did_not_run_cannot_be_judged(tmp_path):
     text = SYNC_LOOP.format(comment="  # noqa: VP201")
     assert audit(run(tmp_path, text)) == [
-        ("VP902", 4, 31, "unused suppression: no VP201 finding on this line to ignore")
+        ("VP902", 8, 31, "unused suppression: no VP201 finding on this line to ignore")
     ]
     assert audit(run(tmp_path, text, select=("VP203",))) == []
     assert audit(run(tmp_path, text, ignore=("VP201",))) == []

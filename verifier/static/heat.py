@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -153,7 +153,7 @@ class HeatModel:
         # A `for` whose header is being walked: it becomes active when its body starts.
         self._pending: LoopInfo | None = None
         # Asked at each call: is the walk under a rate-limit guard? (set by the engine)
-        self.guard_probe = _never
+        self.guard_probe: Callable[[], bool] = _never
         self._timing_module = bool(_TIMING_MODULE.search(module_name.rsplit(".", 1)[-1]))
 
     # ----- recording, called by the engine in walk order -----
@@ -428,7 +428,8 @@ class HeatModel:
 
     def release_tree(self) -> None:
         """Drop references to syntax nodes so a summary outlives its parsed module cheaply."""
-        self.guard_probe = _never
+        # The probe is code, not data: a stored summary never carries it.
+        self.__dict__.pop("guard_probe", None)
         for fn in self._all_functions:
             fn.node = None
             for loop in fn.loops:
