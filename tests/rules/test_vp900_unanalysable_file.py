@@ -20,14 +20,14 @@ def test_the_rule_documents_both_severities(capsys):
     text = capsys.readouterr().out
     lines = text.splitlines()
     assert lines[0] == "# unanalysable-file (VP900)"
-    assert lines[2] == "Category: Analysis. Severity by heat: step: HIGH, epoch: HIGH, once: HIGH."
+    assert lines[2] == "Category: Analysis. Severity by heat: step: HIGH, eval: HIGH, epoch: HIGH, once: HIGH."
     what = lines[lines.index("## What it does") + 1]
     for reason in ("the parser crashed", "--file-timeout", "max-file-size", "could not be read", "is HIGH",
                    "a syntax error", "do not decode", "not a regular file", "it is INFO", 'unanalysable = "warn"'):
         assert reason in what, reason
     assert main(["rule", "unanalysable-file", "--format", "json"]) == 0
     record = json.loads(capsys.readouterr().out)
-    assert (record["code"], record["severity"]) == ("VP900", {"step": "HIGH", "epoch": "HIGH", "once": "HIGH"})
+    assert (record["code"], record["severity"]) == ("VP900", {"step": "HIGH", "eval": "HIGH", "epoch": "HIGH", "once": "HIGH"})
 
 
 @pytest.fixture

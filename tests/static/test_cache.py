@@ -191,11 +191,11 @@ def test_a_time_out_is_never_stored(tmp_path, monkeypatch):
     body = "import torch\n" + "".join(f"def f{i}(x):\n    return x.item() + {i}\n" for i in range(3000))
     (tmp_path / "huge.py").write_text(body)
     (tmp_path / "small.py").write_text(
-        "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss.item())\n"
+        "import torch\nmodel = model.cuda()\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss.item())\n"
     )
     settings = Settings(cache_dir=str(tmp_path / "cache"), file_timeout=0.25, select=("VP201", "VP900"))
     first = analyze_paths([str(tmp_path)], settings)
-    assert [(Path(f.path).name, f.line, f.code) for f in first.findings] == [("huge.py", 1, "VP900"), ("small.py", 5, "VP201")]
+    assert [(Path(f.path).name, f.line, f.code) for f in first.findings] == [("huge.py", 1, "VP900"), ("small.py", 6, "VP201")]
     assert first.findings[0].message == "analysis exceeded the per-file time limit of 0.25 s (--file-timeout)"
     analysed: list[str] = []
     original = AnalysisPool.analyse
