@@ -19,8 +19,8 @@ class UnanalysableFile(Rule):
     severity = SeverityByHeat.always(Severity.HIGH)
     summary = (
         "Reports a file (or a folder) that was not analysed, once, with the reason. The gate fails closed: "
-        "when the file may be valid Python that the analyser could not finish (the parser crashed, the "
-        "analysis ran out of memory or past --file-timeout, the file is larger than max-file-size, it or "
+        "when the file may be valid Python that the analyser could not finish (the parser crashed or "
+        "rejected code that Python accepts, the analysis ran out of memory or past --file-timeout, the file is larger than max-file-size, it or "
         "its folder could not be read), the finding is HIGH and blocks the merge. When the file is not "
         "valid source (a syntax error, bytes that do not decode in its encoding, brackets nested deeper "
         "than Python accepts) or not a regular file (a FIFO, a device, a socket, a dangling or looping "
@@ -33,7 +33,8 @@ class UnanalysableFile(Rule):
         "every other finding in its file and turn BLOCK into PASS. Each such file is analysed in a worker "
         "process with a memory limit and a deadline, so it costs one finding, never the run; the other "
         "files' findings are kept. A file with a syntax error cannot run at all, so it is reported without "
-        "blocking by default; `severity = { VP900 = \"HIGH\" }` makes every VP900 block."
+        "blocking by default; a severity configured for the rule (`severity = { VP900 = \"HIGH\" }`) "
+        "applies to every VP900, whatever the reason."
     )
     example = "def train(:\n    pass\n"
     use_instead = "def train():\n    pass\n"

@@ -41,7 +41,7 @@ def test_one_valid_line_no_longer_silences_bad_train(folder, capsys):
 
 
 def test_an_unanalysable_file_blocks_by_default_and_warns_when_configured(folder, capsys):
-    (folder / "crash.py").write_text("import torch\nx = " + "(" * 1500 + "\n")
+    (folder / "crash.py").write_text("import torch\nOK = " + " and ".join(["True"] * 10_000) + "\n")
     code, report = run_json(capsys, "src", "--isolated")
     assert (code, vp900(report)) == (1, [("crash.py", 1, "HIGH")])
     config = folder.parent / "pyproject.toml"
@@ -54,6 +54,71 @@ def test_a_syntax_error_stays_info(folder, capsys):
     (folder / "broken.py").write_text("import torch\ndef train(:\n    pass\n")
     code, report = run_json(capsys, "src", "--isolated")
     assert (code, vp900(report)) == (0, [("broken.py", 2, "INFO")])
+
+
+def test_brackets_deeper_than_python_accepts_are_a_syntax_error_at_their_line(folder, capsys):
+    (folder / "unclosed.py").write_text("import torch\nx = " + "(" * 1500 + "\n")
+    (folder / "closed.py").write_text("import torch\n\nx = " + "(" * 201 + "1" + ")" * 201 + "\n")
+    code, report = run_json(capsys, "src", "--isolated")
+    assert code == 0
+    assert [(Path(f["path"]).name, f["line"], f["severity"], f["message"]) for f in report["findings"]] == [
+        ("closed.py", 3, "INFO", "syntax error: too many nested parentheses"),
+        ("unclosed.py", 2, "INFO", "syntax error: too many nested parentheses"),
+    ]
+
+
+@pytest.mark.parametrize("hostile", [
+    'BANNER = "' + "(" * 201 + ")" * 201 + '"',
+    "# " + "[" * 5000,
+    'DOC = """' + "{" * 300 + '"""',
+])
+def test_brackets_in_strings_and_comments_never_hide_findings(folder, capsys, hostile):
+    shutil.copy(EXAMPLES / "bad_train.py", folder / "bad_train.py")
+    _, alone = run_json(capsys, "src", "--isolated")
+    with open(folder / "bad_train.py", "a") as handle:
+        handle.write(hostile + "\n")
+    code, report = run_json(capsys, "src", "--isolated")
+    assert code == 1
+    assert report["findings"] == alone["findings"] and len(alone["findings"]) == 17
+
+
+def test_a_severity_configured_for_vp900_decides_for_every_reason(folder, capsys):
+    (folder / "broken.py").write_text("import torch\ndef train(:\n    pass\n")
+    (folder / "crash.py").write_text("import torch\nOK = " + " and ".join(["True"] * 10_000) + "\n")
+    config = folder.parent / "pyproject.toml"
+    config.write_text('[tool.verify-perf]\nseverity = { VP900 = "HIGH" }\n')
+    code, report = run_json(capsys, "src")
+    assert (code, vp900(report)) == (1, [("broken.py", 2, "HIGH"), ("crash.py", 1, "HIGH")])
+    config.write_text('[tool.verify-perf]\nseverity = { unanalysable-file = "LOW" }\n')
+    code, report = run_json(capsys, "src")
+    assert (code, vp900(report)) == (0, [("broken.py", 2, "LOW"), ("crash.py", 1, "LOW")])
+
+
+def test_valid_code_that_libcst_cannot_parse_blocks(folder, monkeypatch):
+    """What a Python release newer than libcst's grammar looks like: this Python parses it, libcst
+    does not. Analysed in this process, where the stand-in parser is in place."""
+    import libcst
+
+    from verifier.config import Settings
+    from verifier.rules import all_rules
+    from verifier.static.engine import analyze_file
+
+    def parse_module(source, *args, **kwargs):
+        raise libcst.ParserSyntaxError("unsupported syntax", lines=source.splitlines(), raw_line=2, raw_column=0)
+
+    monkeypatch.setattr(libcst, "parse_module", parse_module)
+    (folder / "new_syntax.py").write_text("import torch\nvalue = torch.zeros(3).item()\n")
+    (folder / "broken.py").write_text("import torch\ndef train(:\n    pass\n")
+    rules = list(all_rules())
+    found = [
+        (f.line, f.severity.name, f.message)
+        for name in ("new_syntax.py", "broken.py")
+        for f in analyze_file(str(folder / name), rules, Settings()).findings
+    ]
+    assert found == [
+        (2, "HIGH", "libcst cannot parse this file: unsupported syntax"),
+        (2, "INFO", "syntax error: invalid syntax"),  # Python rejects it too: not valid code
+    ]
 
 
 def test_special_files_are_never_read(folder, capsys):

@@ -22,7 +22,9 @@ def test_the_rule_documents_both_severities(capsys):
     assert lines[0] == "# unanalysable-file (VP900)"
     assert lines[2] == "Category: Analysis. Severity by heat: step: HIGH, eval: HIGH, epoch: HIGH, once: HIGH."
     what = lines[lines.index("## What it does") + 1]
-    for reason in ("the parser crashed", "--file-timeout", "max-file-size", "could not be read", "is HIGH",
+    why = lines[lines.index("## Why is this bad?") + 1]
+    assert 'a severity configured for the rule (`severity = { VP900 = "HIGH" }`) applies to every VP900' in why
+    for reason in ("the parser crashed", "rejected code that Python accepts", "--file-timeout", "max-file-size", "could not be read", "is HIGH",
                    "a syntax error", "do not decode", "not a regular file", "it is INFO", 'unanalysable = "warn"'):
         assert reason in what, reason
     assert main(["rule", "unanalysable-file", "--format", "json"]) == 0

@@ -104,7 +104,57 @@ def test_deep_and_long_expressions(tmp_path_factory, kind, size, in_loop):
     path = tmp_path_factory.mktemp("fuzz") / "deep.py"
     line = f"    y = {expression(kind, size)}\n" if in_loop else f"y = {expression(kind, size)}\n"
     path.write_text((TORCH_LOOP if in_loop else "import torch\n") + line)
-    check_isolated(path)
+    findings = check_isolated(path)
+    unanalysed = [f.severity for f in findings if f.code == "VP900"]
+    if unanalysed and python_verdict(path) == "valid":
+        assert unanalysed == [Severity.HIGH]  # valid code that was not analysed fails closed
+
+
+def python_verdict(path: Path) -> str:
+    """What this Python's own parser says of a file: valid, invalid (a syntax error) or undecided
+    (too deep or too large for it too). Asked in a child process, like everything hostile here."""
+    check = "import ast, sys\ntry:\n    ast.parse(open(sys.argv[1], 'rb').read())\nexcept SyntaxError:\n    sys.exit(3)\n"
+    completed = subprocess.run([sys.executable, "-c", check, str(path)], capture_output=True, timeout=60)
+    return {0: "valid", 3: "invalid"}.get(completed.returncode, "undecided")
+
+
+BAD_TRAIN_ALONE: list = []
+
+
+def bad_train_findings() -> list:
+    if not BAD_TRAIN_ALONE:
+        BAD_TRAIN_ALONE.extend(
+            (f.line, f.code, f.severity) for f in analyse_isolated(EXAMPLES / "bad_train.py", Settings(prefilter=False)).findings
+        )
+    return BAD_TRAIN_ALONE
+
+
+@HEAVY
+@given(
+    kind=st.sampled_from(
+        ["open-brackets", "closed-brackets", "mixed-brackets", "and-chain", "plus-chain", "unary", "calls", "subscripts"]
+    ),
+    size=st.integers(1, 12_000),
+    place=st.sampled_from(["string", "docstring", "bytes", "comment", "f-string"]),
+)
+@example(kind="closed-brackets", size=201, place="string")
+@example(kind="open-brackets", size=1500, place="comment")
+@example(kind="mixed-brackets", size=900, place="f-string")
+def test_hostile_text_in_strings_and_comments_never_hides_findings(tmp_path_factory, kind, size, place):
+    """Text that would crash the parser as code is harmless in a string or a comment: bad_train.py
+    keeps every finding (before issue 14 closed, 201 brackets in a string made the file an INFO VP900)."""
+    text = expression(kind, size)
+    line = {
+        "string": f'BANNER = "{text}"',
+        "docstring": f'def banner():\n    """{text}"""',
+        "bytes": f"RAW = b'{text}'",
+        "comment": f"# {text}",
+        "f-string": "LABEL = f'{len(sys.argv)} " + text.replace("{", "{{").replace("}", "}}") + "'",
+    }[place]
+    path = tmp_path_factory.mktemp("fuzz") / "bad_train.py"
+    path.write_text((EXAMPLES / "bad_train.py").read_text() + "\n" + line + "\n")
+    findings = check_isolated(path, Settings(prefilter=False, file_timeout=20.0))
+    assert [(f.line, f.code, f.severity) for f in findings] == bad_train_findings()
 
 
 @HEAVY

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import os
 import re
 import signal
@@ -198,8 +199,11 @@ def analyze_source(
     external: dict[str, FunctionFacts] | None = None,
 ) -> ModuleAnalysis:
     """Analyse decoded source. Raises UnreadableSource when it does not parse."""
-    if too_deeply_nested(source.text):
-        raise UnreadableSource(f"brackets nested deeper than Python accepts ({MAX_NESTING} levels)")
+    if may_nest_too_deeply(source.text):
+        # libcst's native parser crashes on deep brackets; Python's own parser stops at its limit.
+        rejected = _python_syntax_error(source.text)
+        if rejected is not None:
+            raise rejected
     try:
         module = cst.parse_module(source.text)
     except cst.ParserSyntaxError as error:
@@ -282,30 +286,44 @@ def _judge(candidate: Candidate, heat: HeatModel) -> tuple[Candidate, CandidateH
 
 MAX_NESTING = 200  # CPython's own limit on nested brackets; libcst's native parser crashes far beyond it
 _NOT_A_BRACKET = re.compile(r"[^()\[\]{}]+")
-_INNERMOST_PAIR = re.compile(r"\(\)|\[\]|\{\}")
+_BRACKET_STEP = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 
 
-def too_deeply_nested(text: str) -> bool:
-    """True when brackets nest deeper than MAX_NESTING (each pass strips one level, at C speed)."""
+def may_nest_too_deeply(text: str) -> bool:
+    """True when the running count of open brackets passes MAX_NESTING somewhere (at C speed).
+
+    Brackets in strings and comments count too, so this only says when to ask Python's parser;
+    it never decides on its own that a file is invalid.
+    """
     brackets = _NOT_A_BRACKET.sub("", text)
-    for _ in range(MAX_NESTING):
-        brackets, removed = _INNERMOST_PAIR.subn("", brackets)
-        if not removed:
-            return False
-    return bool(_INNERMOST_PAIR.search(brackets))
+    if len(brackets) <= MAX_NESTING:
+        return False
+    return max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > MAX_NESTING
 
 
-def _syntax_error(text: str, error: cst.ParserSyntaxError) -> UnreadableSource:
-    """Python's own compiler names the line and the problem more precisely than libcst does."""
+def _python_syntax_error(text: str) -> UnreadableSource | None:
+    """Python's own verdict: the syntax error it reports (at its line), or None when it accepts
+    the text or cannot decide (too deep or too large for it as well)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. invalid escape sequences: not ours to report
             ast.parse(text)
     except SyntaxError as python_error:
         return UnreadableSource(f"syntax error: {python_error.msg}", python_error.lineno or 1)
-    except (ValueError, RecursionError, MemoryError) as python_error:
+    except ValueError as python_error:  # e.g. a null byte
         return UnreadableSource(f"syntax error: {python_error}", 1)
-    return UnreadableSource(f"libcst cannot parse this file: {error.message}", error.raw_line)
+    except (RecursionError, MemoryError):
+        return None
+    return None
+
+
+def _syntax_error(text: str, error: cst.ParserSyntaxError) -> UnreadableSource:
+    """Python's own compiler names the line and the problem more precisely than libcst does.
+    Code that this Python accepts but libcst cannot parse was not analysed: it fails closed."""
+    rejected = _python_syntax_error(text)
+    if rejected is not None:
+        return rejected
+    return UnreadableSource(f"libcst cannot parse this file: {error.message}", error.raw_line, unanalysable=True)
 
 
 def _dispatch_tables(first: object, walkers: list[Rule | Tracker]) -> tuple[Hooks, Hooks]:
@@ -526,8 +544,10 @@ def _matches(code: str, name: str, selectors: set[str]) -> bool:
 
 def unanalysable_finding(path: str, message: str, settings: Settings, *, blocks: bool = True, line: int = 1) -> Finding:
     """VP900. A file that may be valid Python but could not be analysed (`blocks`) fails closed:
-    HIGH unless `unanalysable = "warn"`; a file that is not valid source (syntax, encoding) is INFO."""
+    HIGH unless `unanalysable = "warn"`; a file that is not valid source (syntax, encoding) is INFO.
+    A severity configured for VP900 replaces both."""
     severity = Severity.HIGH if blocks and settings.unanalysable == "block" else Severity.INFO
+    severity = settings.severity.get(UNANALYSABLE, severity)  # `severity = { VP900 = ... }` decides for all
     return Finding(
         path=path,
         line=max(line, 1),
