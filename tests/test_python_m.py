@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SHADOWED = (
     "argparse", "ast", "ctypes", "dataclasses", "datetime", "enum", "fnmatch", "hashlib", "jinja2", "json",
@@ -30,3 +32,18 @@ def test_modules_in_the_working_directory_are_never_imported(tmp_path):
     assert "VP301" in subprocess.run(
         [sys.executable, "-m", "verifier", "bad_train.py", "--no-report", "-q"], cwd=tmp_path, capture_output=True, text=True
     ).stdout
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="-P is new in Python 3.11")
+def test_dash_p_runs_the_real_tool_where_the_project_has_its_own_verifier_module(tmp_path):
+    """What the README advises for a project with a `verifier.py`: plain `-m` finds that module
+    before any of verify-perf's code can run (Python's own lookup); `-P` never looks there."""
+    (tmp_path / "verifier.py").write_text(f"open({str(tmp_path / 'RAN_verifier')!r}, 'w').close()\nraise SystemExit(9)\n")
+    shutil.copy(EXAMPLES / "bad_train.py", tmp_path / "bad_train.py")
+    completed = subprocess.run(
+        [sys.executable, "-P", "-m", "verifier", "bad_train.py", "--no-report", "--no-cache", "-q"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    assert completed.returncode == 1
+    assert completed.stdout.splitlines()[0].startswith("bad_train.py:")
+    assert not (tmp_path / "RAN_verifier").exists()
