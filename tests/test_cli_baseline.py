@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 
 import pytest
 
@@ -77,3 +79,87 @@ def test_new_only_is_also_a_config_option(project, capsys):
 def test_new_only_flag_needs_a_baseline(project, capsys):
     assert main(["train.py", "--block-on-new-only", "--no-report"]) == 2
     assert "needs --baseline" in capsys.readouterr().err
+
+
+# A rule that did not run, or a file that was not analysed, cannot say whether a finding was fixed.
+
+NOT_COMPARED = "not compared (their rule did not run on their file, or the file was not analysed)"
+
+
+@pytest.fixture
+def full_baseline(tmp_path, monkeypatch):
+    """A baseline made with every rule: VP306 (INFO, line 5) and VP203 (HIGH, line 9) in train.py."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(TRAIN)
+    assert main(["train.py", "--format", "json", "-o", "all.json", "--no-report"]) == 1
+    stored = json.loads((tmp_path / "all.json").read_text())
+    assert [(f["code"], f["line"]) for f in stored["findings"]] == [("VP306", 5), ("VP203", 9)]
+    return tmp_path
+
+
+def summary(capsys, *args) -> tuple[int, list[str]]:
+    code = main([*args, "--baseline", "all.json", "--no-report"])
+    return code, [line for line in capsys.readouterr().out.splitlines() if line.startswith("Baseline")]
+
+
+def test_findings_of_rules_not_selected_are_not_fixed(full_baseline, capsys):
+    code, lines = summary(capsys, "train.py", "--select", "VP2")
+    assert lines == [f"Baseline all.json: 0 new, 1 existing, 0 fixed; 1 {NOT_COMPARED}."]
+    assert code == 1
+    main(["train.py", "--select", "VP2", "--baseline", "all.json", "--format", "json", "--no-report"])
+    baseline = json.loads(capsys.readouterr().out)["baseline"]
+    assert (baseline["new"], baseline["existing"], baseline["fixed"], baseline["not_compared"]) == (0, 1, [], 1)
+
+
+def test_a_removed_finding_of_a_rule_that_ran_is_still_fixed(full_baseline, capsys):
+    (full_baseline / "train.py").write_text(TRAIN.replace("        torch.cuda.synchronize()\n", ""))
+    _, lines = summary(capsys, "train.py", "--select", "VP2")
+    assert lines == [f"Baseline all.json: 0 new, 0 existing, 1 fixed; 1 {NOT_COMPARED}."]
+
+
+def test_findings_of_rules_ignored_for_the_file_are_not_fixed(full_baseline, capsys):
+    (full_baseline / "pyproject.toml").write_text('[tool.verify-perf]\nper-file-ignores = { "train.py" = ["VP3"] }\n')
+    _, lines = summary(capsys, "train.py")
+    assert lines == [f"Baseline all.json: 0 new, 1 existing, 0 fixed; 1 {NOT_COMPARED}."]
+
+
+def test_findings_in_files_not_analysed_are_not_fixed(full_baseline, capsys):
+    (full_baseline / "other.py").write_text(TRAIN)
+    assert main(["train.py", "other.py", "--format", "json", "-o", "all.json", "--no-report"]) == 1
+    capsys.readouterr()
+    _, lines = summary(capsys, "other.py")
+    assert lines == [f"Baseline all.json: 0 new, 2 existing, 0 fixed; 2 {NOT_COMPARED}."]
+
+
+def test_findings_of_a_file_that_no_longer_parses_are_not_fixed(full_baseline, capsys):
+    (full_baseline / "train.py").write_text(TRAIN + "    def broken(:\n")
+    _, lines = summary(capsys, "train.py")
+    assert lines == [f"Baseline all.json: 1 new, 0 existing, 0 fixed; 2 {NOT_COMPARED}."]
+
+
+def test_a_finding_silenced_by_a_comment_is_not_fixed(full_baseline, capsys):
+    (full_baseline / "train.py").write_text(
+        TRAIN.replace("torch.cuda.synchronize()\n", "torch.cuda.synchronize()  # verify-perf: ignore[VP203]\n")
+    )
+    _, lines = summary(capsys, "train.py")
+    assert lines == ["Baseline all.json: 0 new, 1 existing, 0 fixed."]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_with_diff_only_changed_files_are_compared_and_unchanged_lines_are_not_fixed(tmp_path, monkeypatch, capsys):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
+                        *args], cwd=tmp_path, check=True, capture_output=True)
+
+    monkeypatch.chdir(tmp_path)
+    git("init", "-q", "-b", "main")
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "other.py").write_text("import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "base")
+    assert main(["train.py", "other.py", "--select", "VP2", "--format", "json", "-o", "all.json", "--no-report"]) == 1
+    (tmp_path / "train.py").write_text(TRAIN + "        print(loss.item())\n")
+    _, lines = summary(capsys, ".", "--select", "VP2", "--diff", "main")
+    # VP201 on the added line is new; VP203 on train.py's unchanged line 9 is still there (not fixed);
+    # other.py did not change, so its VP203 was not compared.
+    assert lines == [f"Baseline all.json: 1 new, 0 existing, 0 fixed; 1 {NOT_COMPARED}."]

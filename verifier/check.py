@@ -10,7 +10,8 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from verifier.config import FileConfig, Settings, find_config, load_config
 from verifier.dynamic.results import DynamicResult
@@ -53,7 +54,7 @@ def run_check(args: argparse.Namespace) -> int:
     dynamic, dynamic_note, harness_failed = (
         _dynamic(args, settings, task) if args.dynamic else (None, NOT_REQUESTED, False)
     )
-    comparison = _baseline(args, settings, findings, dynamic)
+    comparison = _baseline(args, settings, analysed, dynamic)
     report_path = _report_path(args, task)
     run = RunInfo(
         task=task,
@@ -229,6 +230,7 @@ def _reported_files(args: argparse.Namespace, settings: Settings) -> list[str]:
 def _analyse(args: argparse.Namespace, settings: Settings):
     """Analyse the project, report the named paths (and with --diff, only changed lines)."""
     from verifier.progress import analysis_progress
+    from verifier.static.engine import UNANALYSABLE
     from verifier.static.runner import analyze_files
 
     scope, reported, changed = _scope(args, settings)
@@ -239,18 +241,46 @@ def _analyse(args: argparse.Namespace, settings: Settings):
             unreadable=scope.unreadable,
         )
     shown = [r for r in result.files if r.path in wanted]
-    findings = sorted(f for r in shown for f in r.findings)
+    every_line = sorted(f for r in shown for f in r.findings)
+    findings = every_line
     suppressed = sorted(f for r in shown for f in r.suppressed)
     if changed is not None:
         from verifier.gitdiff import on_changed_lines
 
         findings = on_changed_lines(findings, changed)
-        suppressed = on_changed_lines(suppressed, changed)
     # A folder that could not be listed may hold changed code: it is reported in every mode.
     folders = {folder for folder, _ in scope.unreadable}
-    findings = sorted([*findings, *(f for r in result.files if r.path in folders for f in r.findings)])
+    listing = [f for r in result.files if r.path in folders for f in r.findings]
+    findings = sorted([*findings, *listing])
+    unanalysable = {r.path for r in shown if any(f.code == UNANALYSABLE for f in (*r.findings, *r.suppressed))}
     errors = [(r.path, r.internal_error) for r in shown if r.internal_error]
-    return Analysed([r.path for r in shown], findings, suppressed, errors, len(scope.analysed))
+    return Analysed(
+        [r.path for r in shown],
+        findings,
+        on_changed_lines(suppressed, changed) if changed is not None else suppressed,
+        errors,
+        len(scope.analysed),
+        every_line=sorted([*every_line, *listing]),
+        every_suppressed=suppressed,
+        compared=_rules_that_ran(settings, [r.path for r in shown], folders, unanalysable),
+    )
+
+
+def _rules_that_ran(settings: Settings, files: list[str], folders: set[str], unanalysable: set[str]):
+    """Which rules ran on which reported file: the selection less the file's per-file-ignores;
+    on a file that could not be analysed only VP900 ran, and a folder that could not be listed
+    was only listed."""
+    from verifier.static.engine import UNANALYSABLE
+
+    codes = {path: settings.codes_run_in(path) for path in files}
+    for path in unanalysable:
+        codes[path] &= {UNANALYSABLE}
+    codes.update((folder, {UNANALYSABLE}) for folder in folders)
+
+    def ran(path: str, code: str) -> bool:
+        return code in codes.get(path, ())
+
+    return ran
 
 
 @dataclass(frozen=True)
@@ -262,6 +292,11 @@ class Analysed:
     suppressed: list[Finding]
     errors: list[tuple[str, str]]
     heat_files: int
+    # For the baseline: every finding of the reported files (all lines, also with --diff), the
+    # suppressed ones, and which rules ran on which file.
+    every_line: list[Finding] = field(default_factory=list)
+    every_suppressed: list[Finding] = field(default_factory=list)
+    compared: Callable[[str, str], bool] | None = None
 
 
 def _dynamic(args: argparse.Namespace, settings: Settings, task: str) -> tuple[DynamicResult | None, str, bool]:
@@ -290,7 +325,7 @@ def _dynamic(args: argparse.Namespace, settings: Settings, task: str) -> tuple[D
     return result, "", False
 
 
-def _baseline(args, settings: Settings, findings, dynamic):
+def _baseline(args, settings: Settings, analysed: Analysed, dynamic):
     if not args.baseline:
         if args.block_on_new_only:
             raise UsageError("--block-on-new-only needs --baseline FILE")
@@ -299,9 +334,12 @@ def _baseline(args, settings: Settings, findings, dynamic):
 
     stored = load_baseline(args.baseline)
     return compare(
-        findings, stored, dynamic,
+        analysed.every_line, stored, dynamic,
         tolerance=settings.regression_tolerance,
         max_accuracy_drop=settings.thresholds.max_accuracy_degradation,
+        reported=analysed.findings,
+        suppressed=analysed.every_suppressed,
+        ran=analysed.compared,
     )
 
 

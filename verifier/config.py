@@ -74,6 +74,14 @@ class Settings:
                 chosen.setdefault(rule.code, rule)
         return [chosen[code] for code in sorted(chosen)]
 
+    def codes_run_in(self, path: str) -> set[str]:
+        """Codes of the rules that run on `path`: the selection less its per-file-ignores."""
+        ignored = self.ignored_in_file(path)
+        return {
+            rule.code for rule in self.selected_rules()
+            if not any(rule.code.startswith(s) or rule.name.upper() == s for s in ignored)
+        }
+
     def ignored_in_file(self, path: str) -> set[str]:
         """Codes ignored for `path` by per-file-ignores: a pattern naming the file or one of its
         folders below the config file's folder."""

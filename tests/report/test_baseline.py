@@ -65,3 +65,21 @@ def test_a_bad_baseline_file_is_a_usage_error(tmp_path, content):
     path.write_text(content)
     with pytest.raises(UsageError, match="--baseline"):
         load_baseline(str(path))
+
+
+def test_only_what_ran_is_judged_fixed(tmp_path):
+    sync = make_finding("VP203", line=30, source="torch.cuda.synchronize()", name="synchronize-in-loop")
+    elsewhere = make_finding(line=12, path="other.py")
+    baseline = store(tmp_path, [sync, elsewhere])
+    comparison = compare([], baseline, None, tolerance=0.05, max_accuracy_drop=0.01,
+                         ran=lambda path, code: path == sync.path and code.startswith("VP2"))
+    assert [(s.code, s.path) for s in comparison.fixed] == [("VP203", sync.path)]
+    assert [(s.code, s.path) for s in comparison.not_compared] == [("VP201", "other.py")]
+
+
+def test_states_only_for_reported_findings_but_every_line_counts_as_present(tmp_path):
+    first, second = make_finding(line=10), make_finding(line=20)
+    baseline = store(tmp_path, [first, second])
+    comparison = compare([first, second], baseline, None, tolerance=0.05, max_accuracy_drop=0.01, reported=[second])
+    assert comparison.existing == [second]
+    assert comparison.fixed == ()

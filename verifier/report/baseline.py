@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from verifier.findings import Finding
 from verifier.report import figures
 from verifier.errors import UsageError
 from verifier.static.source import UnreadableSource, read_bytes
+from verifier.static.suppression import without_directives
 
 NEW, EXISTING, FIXED = "new", "existing", "fixed"
 
@@ -52,6 +54,8 @@ class StoredFinding:
     path: str
     line: int
     message: str
+    # The first source line without suppression comments: matches a finding now suppressed there.
+    source_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,9 @@ class BaselineComparison:
     regressions: tuple[Regression, ...]
     measured_note: str
     baseline_score: int | None
+    # Stored findings this run could not have found again: their rule did not run on their file,
+    # or their file was not analysed (another path, not changed, not analysable now).
+    not_compared: tuple[StoredFinding, ...] = ()
 
     @property
     def new(self) -> list[Finding]:
@@ -144,6 +151,7 @@ def _stored_findings(records: list[dict[str, Any]]) -> tuple[StoredFinding, ...]
                 path=record["path"],
                 line=int(record["line"]),
                 message=record.get("message", ""),
+                source_key=without_directives(text),
             )
         )
     return tuple(stored)
@@ -156,14 +164,32 @@ def compare(
     *,
     tolerance: float,
     max_accuracy_drop: float,
+    reported: Iterable[Finding] | None = None,
+    suppressed: Iterable[Finding] = (),
+    ran: Callable[[str, str], bool] | None = None,
 ) -> BaselineComparison:
+    """New/existing for the `reported` findings (default: all of `findings`); fixed for the stored
+    findings that this run judged and did not find again.
+
+    `findings` are every current finding of the analysed files, on every line, so that repeated
+    identical lines are counted as the baseline counted them. `ran(path, code)` says whether rule
+    `code` ran on file `path` in this run; a stored finding it did not is not compared, never
+    "fixed". A stored finding whose line now carries a suppression comment is silenced, not fixed.
+    """
     current = fingerprints(findings)
+    shown = set(current) if reported is None else set(reported)
     stored = {s.fingerprint for s in baseline.findings}
-    states = {f: (EXISTING if fp in stored else NEW) for f, fp in current.items()}
+    states = {f: (EXISTING if fp in stored else NEW) for f, fp in current.items() if f in shown}
     present = set(current.values())
-    fixed = tuple(s for s in baseline.findings if s.fingerprint not in present)
+    silenced = {(f.code, f.path, without_directives(_first_line(f.source))) for f in suppressed}
+    judged = [s for s in baseline.findings if ran is None or ran(s.path, s.code)]
+    not_compared = tuple(s for s in baseline.findings if ran is not None and not ran(s.path, s.code))
+    fixed = tuple(
+        s for s in judged
+        if s.fingerprint not in present and (s.code, s.path, s.source_key) not in silenced
+    )
     regressions, note = _measured_regressions(baseline.dynamic, dynamic, tolerance, max_accuracy_drop)
-    return BaselineComparison(baseline.path, states, fixed, regressions, note, baseline.score)
+    return BaselineComparison(baseline.path, states, fixed, regressions, note, baseline.score, not_compared)
 
 
 def _measured_regressions(

@@ -98,6 +98,7 @@ def _baseline(report: Report) -> dict | None:
              "path": s.path, "line": s.line, "message": s.message}
             for s in comparison.fixed
         ],
+        "not_compared": len(comparison.not_compared),
         "regressions": [
             {"mode": r.mode, "metric": r.metric, "baseline": r.baseline, "current": r.current, "note": r.note}
             for r in comparison.regressions

@@ -34,6 +34,14 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
     return "\n".join([*lines, *summary_lines(report)]) + "\n"
 
 
+def not_compared(comparison) -> str:
+    """The stored findings this run could not judge, when there are any."""
+    count = len(comparison.not_compared)
+    if not count:
+        return ""
+    return f"; {count} not compared (their rule did not run on their file, or the file was not analysed)"
+
+
 def summary_lines(report: Report) -> list[str]:
     """Score, baseline, counts and the decision (always the last line)."""
     findings = list(report.findings)
@@ -48,7 +56,7 @@ def summary_lines(report: Report) -> list[str]:
     if report.baseline is not None:
         lines.append(
             f"Baseline {report.baseline.path}: {len(report.baseline.new)} new, "
-            f"{len(report.baseline.existing)} existing, {len(report.baseline.fixed)} fixed."
+            f"{len(report.baseline.existing)} existing, {len(report.baseline.fixed)} fixed{not_compared(report.baseline)}."
         )
     files = counted(len(report.files), "file")
     heat = f"; heat from {counted(report.heat_files, 'project file')}" if report.heat_files > len(report.files) else ""

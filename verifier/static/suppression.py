@@ -26,6 +26,11 @@ INVALID_SUPPRESSION = "VP901"
 UNUSED_SUPPRESSION = "VP902"
 
 
+def without_directives(line: str) -> str:
+    """The line with its suppression comments taken out, whitespace collapsed."""
+    return " ".join(_DIRECTIVE.sub("", line).split())
+
+
 def suppressed_codes(line: str) -> set[str] | None:
     """The codes a line suppresses; an empty set means "everything"; None means no directive."""
     found: set[str] | None = None
