@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import stat
 
 import pytest
@@ -90,3 +92,86 @@ def test_add_noqa_with_nothing_to_add_changes_nothing(project, capsys):
     assert capsys.readouterr().err == "Added 0 suppressions to 0 files.\n"
     assert (project / "clean.py").stat().st_mtime_ns == before
     assert not (project / "reports").exists()
+
+
+SYNC_LOOP = "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n"
+SUPPRESSED_LOOP = SYNC_LOOP.replace("synchronize()\n", "synchronize()  # verify-perf: ignore[VP203]\n")
+
+
+def test_add_noqa_puts_the_comment_where_a_backslash_continuation_ends(project, capsys):
+    path = project / "train.py"
+    path.write_text("import torch\n\nfor batch in loader:\n    x = batch.item() + \\\n        1\n")
+    assert main(["train.py", "--add-noqa", "--no-cache", "--select", "VP2"]) == 0
+    assert capsys.readouterr().err == "Added 1 suppression to 1 file.\n"
+    assert path.read_text() == (
+        "import torch\n\nfor batch in loader:\n    x = batch.item() + \\\n        1  # verify-perf: ignore[VP201]\n"
+    )
+    assert findings(capsys, "train.py") == ([], 1)
+
+
+def test_add_noqa_counts_files_and_leaves_notebooks_alone_saying_so(project, capsys):
+    (project / "a.py").write_text(SYNC_LOOP)
+    (project / "b.py").write_text(SYNC_LOOP + "    print(batch.item())\n")
+    notebook = json.dumps({
+        "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": SYNC_LOOP.splitlines(keepends=True)}],
+        "metadata": {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    })
+    (project / "nb.ipynb").write_text(notebook)
+    assert main([".", "--add-noqa", "--no-cache", "--select", "VP2"]) == 0
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "Added 3 suppressions to 2 files.\n"
+        "verify-perf: warning: nb.ipynb:cell 1:4:5: VP203 not suppressed: notebooks are not edited\n"
+    )
+    assert (project / "a.py").read_text() == SUPPRESSED_LOOP
+    assert (project / "b.py").read_text() == SUPPRESSED_LOOP + "    print(batch.item())  # verify-perf: ignore[VP201]\n"
+    assert (project / "nb.ipynb").read_text() == notebook
+    assert not (project / "reports").exists()
+
+
+def test_add_noqa_leaves_the_audit_findings_to_be_fixed(project, capsys):
+    path = project / "train.py"
+    path.write_text(SYNC_LOOP + "    pass  # verify-perf: ignore[VP2O1]\n")
+    assert main(["train.py", "--add-noqa", "--no-cache", "--select", "VP2"]) == 0
+    assert capsys.readouterr().err == "Added 1 suppression to 1 file.\n"
+    assert path.read_text() == SUPPRESSED_LOOP + "    pass  # verify-perf: ignore[VP2O1]\n"
+    assert findings(capsys, "train.py") == ([("VP901", 5)], 1)
+
+
+def test_add_noqa_edits_a_file_reached_through_a_link_once(project, capsys):
+    (project / "train.py").write_text(SYNC_LOOP)
+    os.symlink("train.py", project / "link.py")
+    assert main([".", "--add-noqa", "--no-cache"]) == 0
+    assert capsys.readouterr().err == "Added 1 suppression to 1 file.\n"
+    assert (project / "train.py").read_text() == SUPPRESSED_LOOP
+    assert os.readlink(project / "link.py") == "train.py"
+
+
+def test_add_noqa_merges_into_our_directive_and_a_second_run_adds_nothing(project, capsys):
+    path = project / "train.py"
+    path.write_text(SYNC_LOOP.replace("synchronize()\n", "synchronize()  # verify-perf: ignore[VP201]\n"))
+    assert main(["train.py", "--add-noqa", "--no-cache"]) == 0
+    assert path.read_text() == SYNC_LOOP.replace("synchronize()\n", "synchronize()  # verify-perf: ignore[VP201, VP203]\n")
+    capsys.readouterr()
+    assert main(["train.py", "--add-noqa", "--no-cache"]) == 0
+    assert capsys.readouterr().err == "Added 0 suppressions to 0 files.\n"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_add_noqa_with_diff_suppresses_the_changed_lines_only(project, capsys):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
+                        *args], cwd=project, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    path = project / "train.py"
+    path.write_text(SYNC_LOOP)
+    git("add", ".")
+    git("commit", "-q", "-m", "base")
+    path.write_text(SYNC_LOOP + "    print(batch.item())\n")
+    assert main(["train.py", "--add-noqa", "--no-cache", "--diff", "main"]) == 0
+    assert capsys.readouterr().err == "Added 1 suppression to 1 file.\n"
+    assert path.read_text() == SYNC_LOOP + "    print(batch.item())  # verify-perf: ignore[VP201]\n"

@@ -9,6 +9,7 @@ suppressed: they say the file or a comment needs fixing.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections import defaultdict
@@ -39,9 +40,10 @@ def add_suppressions(findings: Iterable[Finding]) -> Added:
         if finding.cell is not None:
             skipped.append(finding)  # a notebook is JSON: its cells are not edited here
         elif not finding.code.startswith("VP9"):
-            by_path[finding.path].append(finding)
-    for path in sorted(by_path):
-        added, left = _add_to_file(path, by_path[path])
+            # A file reached through a symbolic link too is edited once.
+            by_path[os.path.realpath(finding.path)].append(finding)
+    for key in sorted(by_path):
+        added, left = _add_to_file(by_path[key][0].path, by_path[key])
         directives += added
         files += bool(added)
         skipped += left
@@ -73,8 +75,10 @@ def _add_to_file(path: str, findings: list[Finding]) -> tuple[int, list[Finding]
         body = raw.rstrip(b"\r\n")
         ending = raw[len(body):]
         text = body.decode(codec)
-        lines[number - 1] = _with_directive(text, sorted(codes)).encode(codec) + ending
-        added += 1
+        edited = _with_directive(text, sorted(codes))
+        if edited != text:
+            lines[number - 1] = edited.encode(codec) + ending
+            added += 1
     if added:
         replace_file_bytes(path, b"".join(lines))
     return added, skipped
