@@ -3,7 +3,9 @@ piped; with --baseline, new findings are marked in both."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -101,3 +103,32 @@ def test_baseline_marks_new_findings(tmp_path, monkeypatch, capsys, styled):
         "train.py:8:11: VP201 [LOW] (new) `.item()` of `batch` in the per-step loop waits for the device every step",
         "train.py:9:11: VP201 [MEDIUM] (new) `.item()` of `loss` in the per-step loop waits for the device every step",
     ]
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs pseudo-terminals")
+def test_a_pseudo_terminal_without_a_size_still_gets_every_line(tmp_path):
+    # A fresh pseudo-terminal reports 0 columns (as under `script` or `docker run -t`); rich
+    # prints nothing at width 0, which once made the gate silent on such terminals.
+    (tmp_path / "train.py").write_text(TABS)
+    leader, follower = os.openpty()
+    assert os.get_terminal_size(follower).columns == 0
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent), "NO_COLOR": "1"}
+    env.pop("FORCE_COLOR", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "verifier", "train.py", "--no-report", "--no-cache", "-q"],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=follower, stderr=subprocess.DEVNULL, env=env,
+    )
+    os.close(follower)
+    received = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the other side closed
+            break
+        if not chunk:
+            break
+        received += chunk
+    os.close(leader)
+    assert process.wait(timeout=60) == 1
+    lines = ANSI.sub("", received.decode()).replace("\r\n", "\n").splitlines()
+    assert lines == ["train.py:4:2: VP203 [HIGH] `synchronize()` in a loop blocks the host on every iteration"]

@@ -101,7 +101,10 @@ def _summary_style(line: str) -> Text:
 
 
 def _width() -> int:
+    """The terminal's columns; a pseudo-terminal that reports none (0, as under `script` or
+    `docker run -t` without a size) gets 100, since rich prints nothing at all at width 0."""
     try:
-        return os.get_terminal_size().columns
+        columns = os.get_terminal_size().columns
     except OSError:
-        return 100
+        columns = 0
+    return columns if columns > 0 else 100
