@@ -102,19 +102,45 @@ def summary(capsys, *args) -> tuple[int, list[str]]:
     return code, [line for line in capsys.readouterr().out.splitlines() if line.startswith("Baseline")]
 
 
+OTHER_RULES = "its score is not compared (it was made with other rules)"
+
+
 def test_findings_of_rules_not_selected_are_not_fixed(full_baseline, capsys):
     code, lines = summary(capsys, "train.py", "--select", "VP2")
-    assert lines == [f"Baseline all.json: 0 new, 1 existing, 0 fixed; 1 {NOT_COMPARED}."]
+    assert lines == [f"Baseline all.json: 0 new, 1 existing, 0 fixed; 1 {NOT_COMPARED}; {OTHER_RULES}."]
     assert code == 1
     main(["train.py", "--select", "VP2", "--baseline", "all.json", "--format", "json", "--no-report"])
     baseline = json.loads(capsys.readouterr().out)["baseline"]
     assert (baseline["new"], baseline["existing"], baseline["fixed"], baseline["not_compared"]) == (0, 1, [], 1)
+    assert (baseline["score"], baseline["score_compared"]) == (87, False)
+
+
+def test_the_score_of_a_baseline_with_other_rules_is_not_compared(full_baseline, capsys):
+    # All rules scored 87 and VP2 alone scores 50: "below the baseline's 87" would compare two
+    # different measures, so block-on-new-only falls back to the minimum alone.
+    code = main(["train.py", "--select", "VP2", "--baseline", "all.json", "--block-on-new-only",
+                 "--format", "json", "--no-report"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert report["decision"]["reasons"] == ["score 50/100 is below the minimum 70"]
+    assert report["rules"] == ["VP201", "VP202", "VP203", "VP204", "VP900", "VP901", "VP902"]
+    main(["train.py", "--select", "VP2", "--baseline", "all.json", "--date", "2026-01-01"])
+    text = (full_baseline / "reports" / "train.md").read_text()
+    assert "(baseline score 87/100, made with other rules: not compared)" in text
+
+
+def test_the_score_of_a_baseline_with_the_same_rules_is_compared(project, capsys):
+    (project / "train.py").write_text(TRAIN + "        torch.cuda.synchronize()\n")
+    code, report = run(capsys, "--block-on-new-only", "--min-score", "90")
+    assert report["baseline"]["score_compared"] is True
+    assert report["decision"]["reasons"][-1] == "score 25/100 is below the minimum 90 and below the baseline's 50"
+    assert code == 1
 
 
 def test_a_removed_finding_of_a_rule_that_ran_is_still_fixed(full_baseline, capsys):
     (full_baseline / "train.py").write_text(TRAIN.replace("        torch.cuda.synchronize()\n", ""))
     _, lines = summary(capsys, "train.py", "--select", "VP2")
-    assert lines == [f"Baseline all.json: 0 new, 0 existing, 1 fixed; 1 {NOT_COMPARED}."]
+    assert lines == [f"Baseline all.json: 0 new, 0 existing, 1 fixed; 1 {NOT_COMPARED}; {OTHER_RULES}."]
 
 
 def test_findings_of_rules_ignored_for_the_file_are_not_fixed(full_baseline, capsys):

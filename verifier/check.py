@@ -340,6 +340,7 @@ def _baseline(args, settings: Settings, analysed: Analysed, dynamic):
         reported=analysed.findings,
         suppressed=analysed.every_suppressed,
         ran=analysed.compared,
+        rules=[rule.code for rule in settings.selected_rules()],
     )
 
 

@@ -59,7 +59,10 @@ def test_figures_from_another_device_are_not_compared(tmp_path):
     assert "not compared" in comparison.measured_note
 
 
-@pytest.mark.parametrize("content", ["not json", json.dumps({"findings": "nope"}), json.dumps([1])])
+@pytest.mark.parametrize(
+    "content",
+    ["not json", json.dumps({"findings": "nope"}), json.dumps([1]), json.dumps({"findings": [], "rules": "VP2"})],
+)
 def test_a_bad_baseline_file_is_a_usage_error(tmp_path, content):
     path = tmp_path / "baseline.json"
     path.write_text(content)
@@ -83,3 +86,14 @@ def test_states_only_for_reported_findings_but_every_line_counts_as_present(tmp_
     comparison = compare([first, second], baseline, None, tolerance=0.05, max_accuracy_drop=0.01, reported=[second])
     assert comparison.existing == [second]
     assert comparison.fixed == ()
+
+
+def test_a_baseline_without_recorded_rules_compares_its_score(tmp_path):
+    path = tmp_path / "old.json"
+    document = json.loads(render_json(make_report([make_finding()])))
+    del document["rules"]
+    path.write_text(json.dumps(document))
+    baseline = load_baseline(str(path))
+    assert baseline.rules is None
+    comparison = compare([], baseline, None, tolerance=0.05, max_accuracy_drop=0.01, rules=["VP201"])
+    assert comparison.score_compared and comparison.comparable_score == baseline.score

@@ -64,6 +64,8 @@ class Baseline:
     findings: tuple[StoredFinding, ...]
     score: int | None
     dynamic: DynamicResult | None
+    # The rules the stored run selected (None: a baseline written before runs recorded them).
+    rules: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,13 @@ class BaselineComparison:
     # Stored findings this run could not have found again: their rule did not run on their file,
     # or their file was not analysed (another path, not changed, not analysable now).
     not_compared: tuple[StoredFinding, ...] = ()
+    # False when the stored run selected other rules: its score measures something else.
+    score_compared: bool = True
+
+    @property
+    def comparable_score(self) -> int | None:
+        """The baseline's score where comparing with it means something."""
+        return self.baseline_score if self.score_compared else None
 
     @property
     def new(self) -> list[Finding]:
@@ -121,7 +130,11 @@ def load_baseline(path: str) -> Baseline:
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
         raise UsageError(f"--baseline {path}: unexpected content: {type(error).__name__}: {error}") from None
     score = document.get("score", {}).get("total") if isinstance(document.get("score"), dict) else None
-    return Baseline(path, stored, score if type(score) is int else None, dynamic)
+    rules = document.get("rules")
+    if rules is not None and not (isinstance(rules, list) and all(isinstance(code, str) for code in rules)):
+        raise UsageError(f"--baseline {path}: unexpected content: rules is not a list of rule codes")
+    return Baseline(path, stored, score if type(score) is int else None, dynamic,
+                    frozenset(rules) if rules is not None else None)
 
 
 _TEXT_FIELDS = ("path", "code", "source", "fingerprint", "name", "severity", "message")
@@ -167,6 +180,7 @@ def compare(
     reported: Iterable[Finding] | None = None,
     suppressed: Iterable[Finding] = (),
     ran: Callable[[str, str], bool] | None = None,
+    rules: Iterable[str] | None = None,
 ) -> BaselineComparison:
     """New/existing for the `reported` findings (default: all of `findings`); fixed for the stored
     findings that this run judged and did not find again.
@@ -175,6 +189,7 @@ def compare(
     identical lines are counted as the baseline counted them. `ran(path, code)` says whether rule
     `code` ran on file `path` in this run; a stored finding it did not is not compared, never
     "fixed". A stored finding whose line now carries a suppression comment is silenced, not fixed.
+    The stored score is compared only when both runs selected the same `rules`.
     """
     current = fingerprints(findings)
     shown = set(current) if reported is None else set(reported)
@@ -189,7 +204,10 @@ def compare(
         if s.fingerprint not in present and (s.code, s.path, s.source_key) not in silenced
     )
     regressions, note = _measured_regressions(baseline.dynamic, dynamic, tolerance, max_accuracy_drop)
-    return BaselineComparison(baseline.path, states, fixed, regressions, note, baseline.score, not_compared)
+    same_rules = rules is None or baseline.rules is None or baseline.rules == frozenset(rules)
+    return BaselineComparison(
+        baseline.path, states, fixed, regressions, note, baseline.score, not_compared, score_compared=same_rules
+    )
 
 
 def _measured_regressions(

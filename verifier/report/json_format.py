@@ -27,6 +27,7 @@ def render_json(report: Report) -> str:
         "files_analysed": len(report.files),
         "files": list(report.files),
         "heat_files": report.heat_files,
+        "rules": list(report.rules),
         "counts": severity_counts(list(report.findings)),
         "score": _score(report.scorecard, report.policy.min_score),
         "decision": {"status": report.decision.status, "reasons": list(report.decision.reasons)},
@@ -99,6 +100,7 @@ def _baseline(report: Report) -> dict | None:
             for s in comparison.fixed
         ],
         "not_compared": len(comparison.not_compared),
+        "score_compared": comparison.score_compared,
         "regressions": [
             {"mode": r.mode, "metric": r.metric, "baseline": r.baseline, "current": r.current, "note": r.note}
             for r in comparison.regressions

@@ -84,7 +84,7 @@ def build_report(
         score=scorecard.total,
         dynamic=dynamic,
         new_findings=baseline.new if baseline is not None else None,
-        baseline_score=baseline.baseline_score if baseline is not None else None,
+        baseline_score=baseline.comparable_score if baseline is not None else None,
     )
     return Report(
         run=run,

@@ -42,6 +42,10 @@ def not_compared(comparison) -> str:
     return f"; {count} not compared (their rule did not run on their file, or the file was not analysed)"
 
 
+def score_not_compared(comparison) -> str:
+    return "" if comparison.score_compared else "; its score is not compared (it was made with other rules)"
+
+
 def summary_lines(report: Report) -> list[str]:
     """Score, baseline, counts and the decision (always the last line)."""
     findings = list(report.findings)
@@ -56,7 +60,8 @@ def summary_lines(report: Report) -> list[str]:
     if report.baseline is not None:
         lines.append(
             f"Baseline {report.baseline.path}: {len(report.baseline.new)} new, "
-            f"{len(report.baseline.existing)} existing, {len(report.baseline.fixed)} fixed{not_compared(report.baseline)}."
+            f"{len(report.baseline.existing)} existing, {len(report.baseline.fixed)} fixed{not_compared(report.baseline)}"
+            f"{score_not_compared(report.baseline)}."
         )
     files = counted(len(report.files), "file")
     heat = f"; heat from {counted(report.heat_files, 'project file')}" if report.heat_files > len(report.files) else ""
