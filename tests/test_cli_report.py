@@ -248,3 +248,11 @@ def test_bench_without_a_harness_is_a_usage_error(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "verifier.dynamic.command", None)
     assert main(["bench"]) == 2
     assert "bench` is unavailable" in capsys.readouterr().err
+
+
+def test_a_markdown_report_on_standard_output_is_not_announced_as_a_file(project, capsys):
+    assert main(["train.py", "--format", "markdown", "-o", "-", "--date", "2026-01-01"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.startswith("# Performance Verification Report - train\n")
+    assert captured.err == ""
+    assert not (project / "-").exists() and not (project / "reports").exists()

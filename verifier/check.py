@@ -85,7 +85,8 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
     write_output(args.output or "-", output, force=args.force)
-    if report_path is not None and not args.quiet:
+    # A report sent to standard output is already in front of the reader: no note naming "-".
+    if report_path is not None and report_path != "-" and not args.quiet:
         total = report.scorecard.total
         shown = "not scored" if total is None else f"score {total}/100"
         print(f"Report: {report_path} ({report.decision.status}, {shown})", file=sys.stderr)
