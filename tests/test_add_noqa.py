@@ -94,18 +94,22 @@ def test_add_noqa_with_nothing_to_add_changes_nothing(project, capsys):
     assert not (project / "reports").exists()
 
 
-SYNC_LOOP = "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n"
+SYNC_LOOP = (
+    "import torch\n\nfor batch in loader:\n"
+    "    with torch.autocast('cuda', dtype=torch.bfloat16): loss = model(batch.cuda()).sum()\n"
+    "    loss.backward()\n"
+    "    torch.cuda.synchronize()\n"
+)
 SUPPRESSED_LOOP = SYNC_LOOP.replace("synchronize()\n", "synchronize()  # verify-perf: ignore[VP203]\n")
 
 
 def test_add_noqa_puts_the_comment_where_a_backslash_continuation_ends(project, capsys):
     path = project / "train.py"
-    path.write_text("import torch\n\nfor batch in loader:\n    x = batch.item() + \\\n        1\n")
+    head = "import torch\n\nfor batch in loader:\n    loss = model(batch.cuda()).sum()\n    loss.backward()\n"
+    path.write_text(head + "    x = loss.item() + \\\n        1\n")
     assert main(["train.py", "--add-noqa", "--no-cache", "--select", "VP2"]) == 0
     assert capsys.readouterr().err == "Added 1 suppression to 1 file.\n"
-    assert path.read_text() == (
-        "import torch\n\nfor batch in loader:\n    x = batch.item() + \\\n        1  # verify-perf: ignore[VP201]\n"
-    )
+    assert path.read_text() == head + "    x = loss.item() + \\\n        1  # verify-perf: ignore[VP201]\n"
     assert findings(capsys, "train.py") == ([], 1)
 
 
@@ -124,7 +128,7 @@ def test_add_noqa_counts_files_and_leaves_notebooks_alone_saying_so(project, cap
     assert out == ""
     assert err == (
         "Added 3 suppressions to 2 files.\n"
-        "verify-perf: warning: nb.ipynb:cell 1:4:5: VP203 not suppressed: notebooks are not edited\n"
+        "verify-perf: warning: nb.ipynb:cell 1:6:5: VP203 not suppressed: notebooks are not edited\n"
     )
     assert (project / "a.py").read_text() == SUPPRESSED_LOOP
     assert (project / "b.py").read_text() == SUPPRESSED_LOOP + "    print(batch.item())  # verify-perf: ignore[VP201]\n"
@@ -138,7 +142,7 @@ def test_add_noqa_leaves_the_audit_findings_to_be_fixed(project, capsys):
     assert main(["train.py", "--add-noqa", "--no-cache", "--select", "VP2"]) == 0
     assert capsys.readouterr().err == "Added 1 suppression to 1 file.\n"
     assert path.read_text() == SUPPRESSED_LOOP + "    pass  # verify-perf: ignore[VP2O1]\n"
-    assert findings(capsys, "train.py") == ([("VP901", 5)], 1)
+    assert findings(capsys, "train.py") == ([("VP901", 7)], 1)
 
 
 def test_add_noqa_edits_a_file_reached_through_a_link_once(project, capsys):

@@ -180,7 +180,9 @@ def test_with_diff_only_changed_files_are_compared_and_unchanged_lines_are_not_f
     monkeypatch.chdir(tmp_path)
     git("init", "-q", "-b", "main")
     (tmp_path / "train.py").write_text(TRAIN)
-    (tmp_path / "other.py").write_text("import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n")
+    (tmp_path / "other.py").write_text(
+        "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n    model(batch.cuda()).sum().backward()\n"
+    )
     git("add", ".")
     git("commit", "-q", "-m", "base")
     assert main(["train.py", "other.py", "--select", "VP2", "--format", "json", "-o", "all.json", "--no-report"]) == 1
