@@ -232,8 +232,8 @@ def test_dynamic_without_a_harness_says_not_run(project, monkeypatch):
 def test_a_crashing_harness_still_writes_the_report_and_exits_2(project, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "verifier.dynamic.command", fake_command(error=RuntimeError("boom")))
     assert main(["clean.py", "--dynamic"]) == 2
-    assert "dynamic harness failed: RuntimeError: boom" in capsys.readouterr().err
-    assert "the harness failed (RuntimeError: boom)" in (project / "reports" / "clean.md").read_text()
+    assert "dynamic harness crashed: RuntimeError: boom" in capsys.readouterr().err
+    assert "Failed: the harness crashed (RuntimeError: boom). No figure below is measured" in (project / "reports" / "clean.md").read_text()
 
 
 def test_bench_dispatches_to_the_harness_command(monkeypatch):

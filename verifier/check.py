@@ -318,12 +318,16 @@ def _dynamic(args: argparse.Namespace, settings: Settings, task: str) -> tuple[D
         result = run_dynamic(options_from_args(harness_args, settings.thresholds))
     except option_error as error:
         raise UsageError(f"--dynamic: {error}") from None
-    except Exception as error:  # a harness bug must still leave a report saying what happened
-        print(f"verify-perf: dynamic harness failed: {type(error).__name__}: {error}", file=sys.stderr)
-        return None, f"not run: the harness failed ({type(error).__name__}: {error})", True
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # a harness bug must still leave a report saying what happened
+        print(f"verify-perf: dynamic harness crashed: {type(error).__name__}: {error}", file=sys.stderr)
+        return None, f"failed: the harness crashed ({type(error).__name__}: {error})", True
     if result is None:
-        return None, "not run: the harness returned no result", False
-    return result, "", False
+        return None, "failed: the harness returned no result", True
+    if result.failure:
+        print(f"verify-perf: dynamic harness failed: {result.failure}", file=sys.stderr)
+    return result, "", bool(result.failure)
 
 
 def _baseline(args, settings: Settings, analysed: Analysed, dynamic):

@@ -61,6 +61,8 @@ def test_top_level_keys_are_stable():
         "chart_note",
         "error",
         "schema_version",
+        "role",
+        "failure",
     ]
 
 

@@ -50,7 +50,8 @@ def timing(median):
 
 
 def make_dynamic(*, speedup_status=VerdictStatus.PASS, speedup=1.8, backend="cuda", sync_location="train.py:10", **extra):
-    """A plausible CUDA harness result: FP32, FP16 + GradScaler and BF16, with verdicts."""
+    """A plausible CUDA harness result of a user entry: FP32, FP16 + GradScaler and BF16, with verdicts.
+    `workload=Workload(source="preset", ...)` makes it a calibration run of the reference."""
     fp32 = ModeResult(
         mode="fp32", dtype="float32", step_time=timing(20.0), tokens_per_second=51200.0,
         peak_memory_bytes=4 * 2**30, memory_method="torch.cuda.max_memory_allocated",
@@ -72,7 +73,7 @@ def make_dynamic(*, speedup_status=VerdictStatus.PASS, speedup=1.8, backend="cud
                 VerdictStatus.NOT_EVALUATED, "accuracy not measured: bf16 failed: bf16 unsupported on this device"),
     )
     base = dict(
-        workload=Workload(source="preset", name="gpu", parameters=12_000_000, tokens_per_step=8192,
+        workload=Workload(source="entry", name="train:verify_entry", parameters=12_000_000, tokens_per_step=8192,
                           description="6-layer decoder LM"),
         device=DeviceFacts(backend=backend, name="NVIDIA H100 80GB HBM3", driver="550.54", total_memory_bytes=80 * 2**30,
                            torch_version="2.13.0", cuda_version="12.4", compute_capability="9.0", nvml="available"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.report.conftest import make_dynamic, make_finding
-from verifier.dynamic.results import VerdictStatus
+from verifier.dynamic.results import VerdictStatus, Workload
 from verifier.findings import Severity
 from verifier.report.decision import Policy, decide
 
@@ -52,3 +52,9 @@ def test_new_only_blocks_a_low_score_only_when_it_fell_below_the_baseline():
     policy = Policy(min_score=70, block_on_new_only=True)
     assert decide([], policy, score=50, new_findings=[], baseline_score=50).status == "PASS"
     assert decide([], policy, score=49, new_findings=[], baseline_score=50).status == "BLOCK"
+
+
+def test_a_missed_target_of_a_calibration_run_never_blocks():
+    calibration = make_dynamic(workload=Workload(source="preset", name="gpu"), speedup_status=VerdictStatus.MISS, speedup=1.1)
+    decision = decide([], score=100, dynamic=calibration)
+    assert decision.status == "PASS" and decision.missed == ()

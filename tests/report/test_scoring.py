@@ -5,9 +5,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 from tests.report.conftest import make_dynamic, make_finding
-from verifier.dynamic.results import VerdictStatus
+from verifier.dynamic.results import ModeResult, VerdictStatus, Workload
 from verifier.findings import Severity
-from verifier.report.scoring import AMP, DATA, MEASURED, MEMORY, SYNC, score
+from verifier.report.scoring import AMP, CALIBRATION_NOTE, DATA, MEASURED, MEMORY, SYNC, score
 
 
 def test_no_findings_scores_100_on_static_categories_only():
@@ -80,6 +80,23 @@ def test_a_missed_target_costs_its_share_of_measured_performance():
     card = score([], make_dynamic(speedup_status=VerdictStatus.MISS, speedup=1.1))
     assert card.category(MEASURED).points == 10
     assert card.total == 90
+
+
+def test_a_calibration_run_of_the_reference_is_never_scored():
+    calibration = make_dynamic(workload=Workload(source="preset", name="gpu"), speedup_status=VerdictStatus.MISS, speedup=1.1)
+    card = score([make_finding("VP201", severity=Severity.MEDIUM)], calibration)
+    assert card.static_only
+    assert card.total == score([make_finding("VP201", severity=Severity.MEDIUM)]).total == 95
+    assert card.category(MEASURED).note == CALIBRATION_NOTE
+
+
+def test_a_run_where_every_mode_failed_is_not_scored():
+    failed = make_dynamic(modes=(ModeResult(mode="fp32", dtype="float32", error="setup raised ValueError: no data"),))
+    card = score([], failed)
+    assert card.static_only
+    assert card.category(MEASURED).note == (
+        "the harness could not measure (every mode failed: fp32: setup raised ValueError: no data)"
+    )
 
 
 def test_a_harness_error_leaves_measured_performance_unscored():

@@ -136,13 +136,19 @@ def run_dynamic(options: HarnessOptions | argparse.Namespace, show_progress: boo
 def run_bench(args: argparse.Namespace) -> int:
     """`verify-perf bench`: run, print the table (or JSON), write JSON and chart if asked.
 
-    Returns 0 when the harness ran (failed modes and missed targets are in the output; the
-    PASS/BLOCK gate is the main command's job) and 2 for bad options or unwritable output.
+    Returns 0 when the harness measured something (a failed mode and missed targets are in the
+    output; the PASS/BLOCK gate is the main command's job) and 2 for bad options, unwritable
+    output, an entry that cannot be loaded, every mode failing or a crash of the harness.
     """
     try:
         result = run_dynamic(options_from_args(args))
     except HarnessUsageError as error:
         print(f"verify-perf bench: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # noqa: BLE001 - a crash is exit 2 with one line, never a traceback
+        print(f"verify-perf bench: error: the harness crashed: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
     document = json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n"
     if getattr(args, "output", None):
@@ -155,6 +161,9 @@ def run_bench(args: argparse.Namespace) -> int:
         print(document, end="")
     else:
         print(format_summary(result))
+    if result.failure:
+        print(f"verify-perf bench: error: {result.failure}", file=sys.stderr)
+        return 2
     return 0
 
 

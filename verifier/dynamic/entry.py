@@ -68,7 +68,9 @@ def load_entry(spec: str) -> Callable[..., Any]:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
         raise EntryError(f"entry not found: cannot import {module_name!r} ({error})") from None
-    except Exception as error:  # noqa: BLE001 - importing user code can raise anything
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # noqa: BLE001 - importing user code can raise anything, SystemExit too
         raise EntryError(f"entry module {module_name!r} raised on import: {describe_exception(error)}") from None
     target: Any = module
     for part in attribute.split("."):

@@ -79,6 +79,9 @@ def resolve_preset_name(name: str, device: torch.device) -> str:
         return "gpu" if device.type == "cuda" else "tiny"
     if name not in PRESETS:
         raise HarnessUsageError(f"unknown preset {name!r} (expected auto, {', '.join(PRESETS)})")
+    if name == "gpu" and device.type != "cuda":
+        # At full size on CPU it grows to tens of GB of RSS before anything is measured.
+        raise HarnessUsageError("--preset gpu needs a CUDA device and none is in use here; use --preset tiny on CPU")
     return name
 
 

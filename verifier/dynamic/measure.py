@@ -114,7 +114,9 @@ def measure_mode(
         error = f"CUDA out of memory during {measurement.phase}: {_first_line(failure)}"
     except EntryError as failure:
         error = str(failure)
-    except Exception as failure:  # noqa: BLE001 - a workload's failure is report content
+    except KeyboardInterrupt:
+        raise
+    except BaseException as failure:  # noqa: BLE001 - SystemExit from user code too is report content
         error = f"{measurement.phase} raised {describe_exception(failure)}"
     finally:
         measurement.sampler.stop()

@@ -286,8 +286,25 @@ class DynamicResult:
     def mode(self, name: str) -> ModeResult | None:
         return next((m for m in self.modes if m.mode == name), None)
 
+    @property
+    def role(self) -> str:
+        """"measured" when the figures are about the user's code (an entry point), else
+        "calibration": the bundled reference run measures the machine and toolchain only."""
+        return "measured" if self.workload.source == "entry" else "calibration"
+
+    @property
+    def failure(self) -> str | None:
+        """Why the run counts as failed (exit 2), None when at least one mode measured something."""
+        if self.error:
+            return self.error
+        if self.modes and not any(m.ok for m in self.modes):
+            return "every mode failed: " + "; ".join(f"{m.mode}: {m.error}" for m in self.modes)
+        return None
+
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(self)
+        data = _jsonable(self)
+        data["role"], data["failure"] = self.role, self.failure
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DynamicResult:

@@ -65,8 +65,10 @@ def decide(
     reasons = [
         f"{f.severity.name} {f.code} {f.name} at {f.place}: {f.message}" for f in blocking
     ]
+    # A calibration run measures the reference implementation, not the code under review.
+    judged = dynamic.verdicts if dynamic is not None and dynamic.role == "measured" else ()
     missed = tuple(
-        v for v in (dynamic.verdicts if dynamic is not None else ())
+        v for v in judged
         if v.status is VerdictStatus.MISS and v.measured is not None
     )
     reasons += [

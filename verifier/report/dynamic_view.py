@@ -109,6 +109,37 @@ def _train_loss(mode: ModeResult) -> str:
     return f"{figures.decimal(mode.train_loss_first)} → {figures.decimal(mode.train_loss_last)}"
 
 
+def subject_line(dynamic: DynamicResult | None, note: str) -> str:
+    """The report's first word on which code the measured figures are about."""
+    if dynamic is None:
+        why = note.removeprefix("not run: ") if note.startswith("not run: ") else note
+        return f"none: the dynamic harness {'did not run' if note.startswith('not run: ') else 'failed'} ({why}); static analysis only"
+    name = code_span(dynamic.workload.name)
+    if dynamic.role == "calibration":
+        return (
+            f"none of the analysed code: the dynamic run measured the bundled reference implementation "
+            f"({name} preset) as a calibration of this machine and toolchain; section 3 shows it, the score "
+            "and decision do not count it (`--entry module:function` measures your own step)"
+        )
+    if dynamic.failure:
+        return f"your entry point {name}, which failed: {dynamic.failure}"
+    return f"your entry point {name}: measured, judged and scored"
+
+
+def section_heading(dynamic: DynamicResult) -> tuple[str, str]:
+    """(subsection title, one sentence on what the figures below are about)."""
+    if dynamic.role == "calibration":
+        return (
+            "Calibration: the reference implementation on this machine",
+            "These figures measure the bundled reference AMP training implementation, not the analysed code: "
+            "they calibrate the machine and toolchain and are never part of the score or the decision.",
+        )
+    return (
+        f"Measured: your entry point {code_span(dynamic.workload.name)}",
+        "These figures measure your own training step; its targets are judged and scored.",
+    )
+
+
 def device_lines(dynamic: DynamicResult) -> list[str]:
     device = dynamic.device
     lines = [f"Device: {device.name} ({device.backend})"]

@@ -118,6 +118,7 @@ def build_view(report: Report) -> dict:
         "suppressed": _suppressed_lines(report),
         "policy": _policy_sentence(report),
         "summary": _summary_sentence(report),
+        "subject": dynamic_view.subject_line(report.dynamic, report.dynamic_note),
     }
 
 
@@ -214,8 +215,11 @@ def _dynamic(report: Report) -> dict | None:
     dynamic = report.dynamic
     if dynamic is None:
         return None
+    title, about = dynamic_view.section_heading(dynamic)
     return {
         "result": dynamic,
+        "title": title,
+        "about": about,
         "device": dynamic_view.device_lines(dynamic),
         "workload": dynamic_view.workload_lines(dynamic),
         "modes": dynamic_view.mode_table(dynamic) if dynamic.modes else None,
@@ -279,11 +283,14 @@ def _metrics(report: Report) -> list[tuple[str, str, str]]:
         ("Findings suppressed by comments", str(len(report.suppressed)), "—"),
     ]
     if report.dynamic is None:
-        reason = report.dynamic_note.removeprefix("not run: ")
+        note = report.dynamic_note
+        state = f"not run ({note.removeprefix('not run: ')})" if note.startswith("not run: ") else note
         for label in ("AMP speedup over FP32", "Peak-memory reduction", "Accuracy degradation"):
-            rows.append((label, "not measured", f"not measured: dynamic harness not run ({reason})"))
-    elif report.dynamic.error:
-        rows.append(("Dynamic harness", "no figures", f"not measured: {report.dynamic.error}"))
+            rows.append((label, "not measured", f"not measured: dynamic harness {state}"))
+    elif report.dynamic.failure:
+        rows.append(("Dynamic harness", "no figures", f"not measured: {report.dynamic.failure}"))
+    elif report.dynamic.role == "calibration":
+        rows.append(("Dynamic harness", "calibration", "not scored: the reference implementation was measured, not the analysed code"))
     else:
         for verdict in report.dynamic.verdicts:
             rows.append((verdict.label, figures.target_value(verdict.measured, verdict.unit),

@@ -36,6 +36,11 @@ SEVERITY_COST = {
 }
 REPEAT_DECAY = Fraction(1, 2)
 
+CALIBRATION_NOTE = (
+    "not scored: the dynamic run measured the bundled reference implementation, a calibration of the "
+    "machine and toolchain, not the analysed code (pass --entry to measure and score your own step)"
+)
+
 # Report sections map onto the five scored categories; Analysis (VP900) is never scored.
 SCORE_CATEGORY_OF = {
     Category.MEMORY: MEMORY,
@@ -137,8 +142,10 @@ def _static_category(name: str, findings: list[Finding], share: Fraction) -> Cat
 def _measured_fraction(dynamic: DynamicResult | None, dynamic_note: str) -> tuple[Fraction | None, str]:
     if dynamic is None:
         return None, f"dynamic harness {dynamic_note or 'not run'}"
-    if dynamic.error:
-        return None, f"the harness could not measure ({dynamic.error})"
+    if dynamic.role == "calibration":
+        return None, CALIBRATION_NOTE
+    if dynamic.failure:
+        return None, f"the harness could not measure ({dynamic.failure})"
     judged = [
         v for v in dynamic.verdicts
         if v.status in (VerdictStatus.PASS, VerdictStatus.MISS) and v.measured is not None
