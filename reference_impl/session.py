@@ -36,10 +36,12 @@ class TrainingSession:
     def tokens_per_step(self) -> int:
         return self.preset.tokens_per_step
 
-    def step(self) -> torch.Tensor:
+    def step(self, eager: bool = False) -> torch.Tensor:
+        """One step; `eager` steps the uncompiled model (same weights) so that counting syncs
+        under a Python mode never recompiles the compiled one."""
         inputs, targets = next(self.batches)
         return train_step(
-            self.model,
+            self.core_model if eager and self.compiled and self.model is not self.core_model else self.model,
             self.optimizer,
             self.scaler,
             self.precision,

@@ -103,6 +103,9 @@ class Finding:
     # on. `line` stays the line in the module the code cells make, which keeps findings in order.
     cell: int | None = field(default=None, compare=False)
     cell_start: int = field(default=0, compare=False)
+    # What the dynamic harness saw at this line when it measured the user's entry point:
+    # "confirmed at runtime: 2 syncs per step", "not observed at runtime: ...", or "".
+    runtime: str = field(default="", compare=False)
 
     @property
     def shown_line(self) -> int:

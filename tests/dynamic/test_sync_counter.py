@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from verifier.dynamic.sync_counter import CudaSyncDebugWarnings, SyncCounter, is_sync_call
+from verifier.dynamic.sync_counter import HOST_TAG, CudaSyncDebugWarnings, HostDataTags, Residency, SyncCounter, is_sync_call
 from verifier.reference_impl.presets import get_preset
 from verifier.reference_impl.session import build_session
 
@@ -51,20 +51,31 @@ def test_bad_step_has_one_user_sync_per_step_at_the_item_line(entry_fixtures):
 
 
 def test_torch_internal_syncs_are_library_syncs():
-    # Non-fused Adam keeps its step counter on the host side and reads it with .item().
+    # clip_grad_norm_(error_if_nonfinite=True) reads the device norm back inside torch itself.
+    model = torch.nn.Linear(4, 4)
+    model(torch.randn(2, 4)).sum().backward()
+    with SyncCounter(simulated=True) as counter:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+    summary = counter.summary(1)
+    assert summary.user_total == 0
+    assert summary.library_total == 1
+    assert summary.library_sites[0].kind == "__bool__"
+    assert summary.library_sites[0].location.endswith(f"test_sync_counter.py:{line_of(Path(__file__), 'torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)')}")
+
+
+def test_reading_a_host_tensor_is_no_sync():
+    # Non-fused Adam keeps its step counter on the host and reads it with .item(): no device sync.
     model = torch.nn.Linear(4, 4)
     optimizer = torch.optim.Adam(model.parameters(), foreach=False)
     model(torch.randn(2, 4)).sum().backward()
-    with SyncCounter() as counter:
+    with SyncCounter(simulated=True) as counter:
         optimizer.step()
-    summary = counter.summary(1)
-    assert summary.user_total == 0
-    assert summary.library_total == 2  # one per parameter tensor
-    assert summary.library_sites[0].location.endswith(f"test_sync_counter.py:{line_of(Path(__file__), 'optimizer.step()')}")
+        optimizer.step()
+    assert counter.events == []
 
 
 def sync_kinds(action) -> list[str]:
-    with SyncCounter() as counter:
+    with SyncCounter(simulated=True) as counter:
         action()
     return sorted(event.kind for event in counter.events if not event.internal)
 
@@ -84,7 +95,17 @@ def sync_kinds(action) -> list[str]:
         (lambda t: t[t > 0], ["__getitem__"]),
         (lambda t: t.nonzero(), ["nonzero"]),
         (lambda t: torch.equal(t, t), ["equal"]),
-        (lambda t: t.to("cpu"), []),
+        (lambda t: t.to("cpu"), ["to"]),
+        (lambda t: t.sum().cpu().item(), ["cpu"]),
+        (lambda t: 1.0 in t, ["__contains__"]),
+        (lambda t: torch.bincount(t.long().clamp(min=0)), ["bincount"]),
+        (lambda t: torch.repeat_interleave(t, t.long().clamp(min=0)), ["repeat_interleave"]),
+        (lambda t: torch.nn.functional.one_hot(t.long().clamp(min=0)), ["one_hot"]),
+        (lambda t: torch.nn.functional.one_hot(t.long().clamp(min=0), 3), []),
+        (lambda t: torch.ones(3).to(t.device), ["blocking host-to-device copy"]),
+        (lambda t: torch.ones(3).to(t.device, non_blocking=True), []),
+        (lambda t: torch.arange(3).sum().item(), []),
+        (lambda t: torch.tensor([1, 2]).tolist(), []),
         (lambda t: t[1:], []),
         (lambda t: t * 2 + 1, []),
     ],
@@ -117,10 +138,16 @@ def test_other_threads_are_not_counted():
 
 
 def test_host_bound_copy_counts_only_from_a_device():
-    meta = torch.empty(3, device="meta")
-    assert is_sync_call("to", (meta, "cpu"), {})
-    assert not is_sync_call("to", (meta, "meta"), {})
-    assert not is_sync_call("to", (torch.ones(3), "cpu"), {})
+    simulated = Residency(simulated=True)
+    device_tensor, host_tensor = torch.ones(3), torch.ones(3)
+    setattr(host_tensor, HOST_TAG, True)
+    assert is_sync_call("to", (device_tensor, "cpu"), {}, simulated) == "to"
+    assert is_sync_call("to", (host_tensor, "cpu"), {}, simulated) is None
+    assert is_sync_call("to", (host_tensor, torch.device("cpu")), {}, simulated) == "blocking host-to-device copy"
+    assert is_sync_call("to", (host_tensor, torch.device("cpu")), {"non_blocking": True}, simulated) is None
+    # Without simulation a CPU tensor is host data: nothing it does syncs.
+    assert is_sync_call("to", (device_tensor, "cpu"), {}) is None
+    assert is_sync_call("item", (device_tensor,), {}) is None
 
 
 def test_summary_needs_at_least_one_step():
@@ -144,3 +171,41 @@ def test_sync_debug_mode_flags_a_device_item_and_is_restored():
         torch.ones(2, device="cuda").sum().item()
     assert flagged.count >= 1
     assert torch.cuda.get_sync_debug_mode() == previous
+
+
+SYNC_STEPS = FIXTURES / "sync_steps.py"
+
+
+def count_entry(name: str, steps: int = 3):
+    import sync_steps
+
+    with HostDataTags():
+        step = getattr(sync_steps, name)(torch.device("cpu"))["train_step"]
+    step("fp32")
+    with SyncCounter(simulated=True) as counter:
+        for _ in range(steps):
+            step("fp32")
+    return counter.summary(steps)
+
+
+def test_two_items_per_step_are_two_syncs_per_step_at_their_line(entry_fixtures):
+    summary = count_entry("two_items")
+    line = line_of(SYNC_STEPS, "return loss.item() + loss.detach().abs().item()")
+    assert summary.user_per_step == 2
+    assert [(s.location, s.kind, s.count) for s in summary.user_sites] == [(f"tests/dynamic/fixtures/sync_steps.py:{line}", "item", 6)]
+
+
+def test_host_only_reads_count_zero(entry_fixtures):
+    summary = count_entry("host_reads_only")
+    assert (summary.user_total, summary.library_total) == (0, 0)
+
+
+def test_syncs_in_backward_hooks_and_through_logging_are_charged_to_the_user_line(entry_fixtures):
+    summary = count_entry("sync_in_backward_hook")
+    hook = line_of(SYNC_STEPS, "register_hook(lambda grad: grad.norm().item() and None)")
+    logged = line_of(SYNC_STEPS, 'log.debug("loss %s", loss)')
+    assert {(s.location, s.kind, s.count) for s in summary.user_sites} == {
+        (f"tests/dynamic/fixtures/sync_steps.py:{hook}", "item (in backward or a hook)", 3),
+        (f"tests/dynamic/fixtures/sync_steps.py:{logged}", "__repr__", 3),
+    }
+    assert summary.library_total == 0

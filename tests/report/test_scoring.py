@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 from tests.report.conftest import make_dynamic, make_finding
@@ -72,14 +73,31 @@ def test_measured_performance_is_scored_from_judged_verdicts_only():
     card = score([], make_dynamic())
     measured = card.category(MEASURED)
     assert measured.scored and not card.static_only
+    # Two targets met, and two user syncs per step earn 1/3 of the sync term: (2 + 1/3) / 3 of 20.
+    assert measured.max_points == 20
+    assert measured.points == Fraction(140, 9)
+    assert measured.note == "2 of 2 measured targets met; user host syncs per step 2 (credit 1/3)"
+
+
+def test_no_user_sync_earns_the_full_sync_term():
+    clean = make_dynamic()
+    clean = replace(clean, modes=tuple(replace(m, user_syncs_per_step=0.0 if m.ok else None) for m in clean.modes))
+    measured = score([], clean).category(MEASURED)
     assert measured.points == measured.max_points == 20
-    assert measured.note == "2 of 2 measured targets met"
+    assert measured.note == "2 of 2 measured targets met; user host syncs per step 0 (credit 1)"
+
+
+def test_measured_syncs_alone_score_the_category_on_cpu():
+    cpu = make_dynamic(verdicts=())
+    measured = score([], cpu).category(MEASURED)
+    assert measured.points == Fraction(20, 3)
+    assert measured.note == "0 of 0 measured targets met; user host syncs per step 2 (credit 1/3)"
 
 
 def test_a_missed_target_costs_its_share_of_measured_performance():
     card = score([], make_dynamic(speedup_status=VerdictStatus.MISS, speedup=1.1))
-    assert card.category(MEASURED).points == 10
-    assert card.total == 90
+    assert card.category(MEASURED).points == Fraction(80, 9)  # (1 + 1/3) / 3 of 20
+    assert card.total == 88
 
 
 def test_a_calibration_run_of_the_reference_is_never_scored():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import math
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from verifier.dynamic.flops import model_flop_utilisation
 from verifier.dynamic.memory import PeakMemoryProbe
 from verifier.dynamic.nvml import Nvml, NvmlSample, UtilizationSampler
 from verifier.dynamic.results import DeviceFacts, ModeResult
-from verifier.dynamic.sync_counter import CudaSyncDebugWarnings, SyncCounter
+from verifier.dynamic.sync_counter import CudaSyncDebugWarnings, HostDataTags, LineTrace, SyncCounter
 from verifier.dynamic.timing import summarize, time_span
 from verifier.dynamic.workload import ModeRun, WorkloadSource
 from verifier.reference_impl.train import AUTOCAST_DTYPES
@@ -106,7 +107,8 @@ def measure_mode(
     error: str | None = None
     try:
         measurement.progress("setup", 0)
-        run = workload.open(mode, device, seed)
+        with HostDataTags() if device.type != "cuda" else nullcontext():
+            run = workload.open(mode, device, seed)
         measurement.measure(run)
     except _NonFiniteLoss as failure:
         error = str(failure)
@@ -163,7 +165,13 @@ class _ModeMeasurement:
         self._time(run, run_steps, tracker)
 
         self.phase = "sync counting"
-        self._count_syncs(run_steps)
+        counting_step = getattr(run, "counting_step", run.step)
+
+        def count_steps(count: int) -> None:
+            for _ in range(count):
+                tracker.add(counting_step())
+
+        self._count_syncs(count_steps)
         tracker.take_mean(self.phase)
         self.progress(self.phase, self.counts.sync_steps)
 
@@ -206,8 +214,9 @@ class _ModeMeasurement:
 
     def _count_syncs(self, run_steps: Callable[[int], None]) -> None:
         self.figures["sync_method"] = _sync_method(self.device)
-        with SyncCounter() as counter, CudaSyncDebugWarnings() as flagged:
-            run_steps(self.counts.sync_steps)
+        with SyncCounter(simulated=self.device.type != "cuda") as counter, CudaSyncDebugWarnings() as flagged:
+            with LineTrace() as trace:
+                run_steps(self.counts.sync_steps)
         summary = counter.summary(self.counts.sync_steps)
         flagged_per_step = None if flagged.count is None else flagged.count / self.counts.sync_steps
         self.figures.update(
@@ -215,18 +224,25 @@ class _ModeMeasurement:
             library_syncs_per_step=summary.library_per_step,
             sync_sites=summary.user_sites,
             device_flagged_syncs_per_step=flagged_per_step,
+            executed_lines=trace.executed(),
         )
 
 
 def _sync_method(device: torch.device) -> str:
     text = (
-        "TorchFunctionMode over the sync-counting steps (untimed): item, tolist, numpy, cpu, "
-        "bool/float/int/index/format/repr of a tensor, nonzero, masked indexing, equal, "
-        "device-to-host .to(), torch.cuda.synchronize; charged to the first frame outside torch"
+        "TorchFunctionMode and TorchDispatchMode over the sync-counting steps (untimed, eager model): "
+        "reads of device tensors (item, tolist, numpy, cpu, bool/float/int/index/format/repr, x in t, equal), "
+        "operators with data-dependent outputs (nonzero, boolean masks, unique, bincount, repeat_interleave, "
+        "one_hot without num_classes), blocking host-to-device copies, torch.cuda.synchronize, also in "
+        "backward hooks and custom backward; charged to the first frame in user code (torch, the standard "
+        "library and installed packages skipped)"
     )
     if device.type == "cuda":
-        text += '; plus torch.cuda.set_sync_debug_mode("warn") warnings'
-    return text
+        return text + '; plus torch.cuda.set_sync_debug_mode("warn") warnings'
+    return text + (
+        "; on CPU nothing is on an accelerator, so this counts what would sync on one: every tensor except "
+        "host data (factories without device=, .cpu(), .to(\"cpu\"), and what is computed only from them)"
+    )
 
 
 def _first_line(error: BaseException) -> str:

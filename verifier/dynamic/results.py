@@ -147,6 +147,8 @@ class ModeResult:
     device_flagged_syncs_per_step: warnings per step from torch.cuda.set_sync_debug_mode("warn")
         during the sync-counting pass (CUDA only; None where the mode could not be set).
     utilization: NVML samples taken during this mode's timed steps, None without NVML.
+    executed_lines: lines of the user's own files that ran in the sync-counting steps, by path
+        (None when not traced); lets a static per-step finding read "not observed at runtime".
     error: why the mode failed ("CUDA out of memory during timed steps: ...", "loss became
         NaN or infinite during warm-up"). Figures measured before the failure are kept.
     """
@@ -174,6 +176,7 @@ class ModeResult:
     device_busy_fraction: float | None = None
     device_flagged_syncs_per_step: float | None = None
     utilization: UtilizationSummary | None = None
+    executed_lines: dict[str, tuple[int, ...]] | None = None
     error: str | None = None
 
     @property

@@ -46,6 +46,10 @@ class PresetRun:
     def step(self) -> torch.Tensor:
         return self.session.step()
 
+    def counting_step(self) -> torch.Tensor:
+        """The step the sync counter watches: eager when the model is compiled."""
+        return self.session.step(eager=True)
+
     def evaluate(self) -> tuple[float | None, float | None]:
         evaluation = self.session.evaluate()
         return evaluation.loss, evaluation.accuracy

@@ -11,6 +11,7 @@ from verifier.dynamic.results import DynamicResult
 from verifier.findings import Finding
 from verifier.report.baseline import BaselineComparison, fingerprints
 from verifier.report.decision import Decision, Policy, decide
+from verifier.report.evidence import join_runtime_evidence
 from verifier.report.scoring import Scorecard, checked_categories, score
 
 NOT_REQUESTED = "not run: `--dynamic` was not requested"
@@ -71,7 +72,7 @@ def build_report(
     heat_files: int | None = None,
     suppressed: list[Finding] = (),
 ) -> Report:
-    ordered = sorted(findings)
+    ordered = sorted(join_runtime_evidence(findings, dynamic))
     policy = Policy(settings.block_on, settings.min_score, settings.block_on_new_only)
     rules = settings.selected_rules()
     scorecard = score(ordered, dynamic, dynamic_note, checked_categories(rules))

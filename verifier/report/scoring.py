@@ -5,8 +5,9 @@ is not scored. Inside a category every finding costs a fraction of that share by
 (CRITICAL 1, HIGH 1/2, MEDIUM 1/5, LOW 1/20, INFO 0); the k-th repeat of one rule in a
 category costs that times 1/2**k, so repeats cost less each time and one rule can never cost
 more than twice its first finding. A category loses at most its share. Measured performance
-is scored from the harness's verdicts (the share of evaluated targets met) and is left out,
-with the reason, when nothing was measured. The total is rounded down, so any cost at all
+is scored from the harness's verdicts (the share of evaluated targets met) plus one term for the
+user's measured host syncs per step (1 / (1 + syncs)), only for a measured --entry, and is left
+out, with the reason, when nothing was measured. The total is rounded down, so any cost at all
 shows below 100. Fractions keep the arithmetic exact.
 """
 
@@ -150,7 +151,15 @@ def _measured_fraction(dynamic: DynamicResult | None, dynamic_note: str) -> tupl
         v for v in dynamic.verdicts
         if v.status in (VerdictStatus.PASS, VerdictStatus.MISS) and v.measured is not None
     ]
-    if not judged:
+    syncs = [m.user_syncs_per_step for m in dynamic.modes if m.ok and m.user_syncs_per_step is not None]
+    if not judged and not syncs:
         return None, "no target could be evaluated on this device"
     met = sum(1 for v in judged if v.status is VerdictStatus.PASS)
-    return Fraction(met, len(judged)), f"{met} of {len(judged)} measured targets met"
+    note = f"{met} of {len(judged)} measured targets met"
+    if not syncs:
+        return Fraction(met, len(judged)), note
+    # One more term: full credit for no user sync per step, 1/(1 + n) for n of them (worst mode).
+    worst = Fraction(max(syncs)).limit_denominator(1000)
+    credit = 1 / (1 + worst)
+    note += f"; user host syncs per step {float(worst):g} (credit {credit})"
+    return (met + credit) / (len(judged) + 1), note

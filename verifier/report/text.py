@@ -22,7 +22,10 @@ def baseline_mark(finding: Finding, report: Report) -> str:
 
 def finding_block(finding: Finding, report: Report) -> list[str]:
     """The finding's line, then any note lines about it (indented, so editors skip them)."""
-    return [finding_line(finding, baseline_mark(finding, report))]
+    lines = [finding_line(finding, baseline_mark(finding, report))]
+    if finding.runtime:
+        lines.append(f"    {finding.runtime}")
+    return lines
 
 
 def render_text(report: Report, *, quiet: bool = False) -> str:
