@@ -12,6 +12,7 @@ import pytest
 
 from verifier.cli import main
 from verifier.dynamic.harness import HarnessOptions, run_harness
+from verifier.dynamic.verdicts import ACTIVATIONS_BASIS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -92,6 +93,14 @@ def test_examples_score_the_same_with_a_calibration_run(tmp_path, monkeypatch, c
     report = (tmp_path / "reports" / "D.md").read_text()
     assert "### Calibration: the reference implementation on this machine" in report
     assert "**Measured figures:** none of the analysed code: the dynamic run measured the bundled reference" in report
+    # The memory split and the memory verdict's basis, in JSON and in the report.
+    result = dynamic["dynamic"]["result"]
+    assert [(m["mode"], m["memory_split"]["estimated"]) for m in result["modes"]] == [("fp32", True), ("bf16", True)]
+    memory = next(v for v in result["verdicts"] if v["name"] == "memory_reduction")
+    assert memory["basis"] == ACTIVATIONS_BASIS and memory["measured"] is None
+    assert "| Peak split: parameters / gradients / optimizer state / activations and other |" in report
+    assert "(estimate, FakeTensorMode)" in report
+    assert "estimates " in report and "% less activation memory (an estimate, never judged)" in report
 
 
 def test_the_gpu_preset_is_refused_without_cuda(capsys):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifier.dynamic.results import ModeResult, StepTiming, Thresholds, VerdictStatus
-from verifier.dynamic.verdicts import CPU_REASON, judge
+from verifier.dynamic.results import MemorySplit, ModeResult, StepTiming, Thresholds, VerdictStatus
+from verifier.dynamic.timing import summarize
+from verifier.dynamic.verdicts import ACTIVATIONS_BASIS, CPU_REASON, judge
 
 
 def mode(name: str, ms: float | None = 10.0, peak: int | None = 1000, accuracy: float | None = 0.9, error: str | None = None) -> ModeResult:
@@ -84,3 +85,66 @@ def test_an_unmeasured_figure_is_never_passed_or_missed(ms32, peak32, acc32, ms1
             assert verdict.reason
         if backend == "cpu" and verdict.name != "accuracy_degradation":
             assert verdict.status is VerdictStatus.NOT_EVALUATED
+
+
+def timed(name: str, samples: list[float], **figures) -> ModeResult:
+    timing = summarize(samples)
+    return ModeResult(name, name, step_time=timing, peak_memory_bytes=1000, accuracy=0.8, **figures)
+
+
+def test_a_noisy_run_is_unstable_never_pass_or_miss():
+    # IQR 177 ms on medians 107 ms apart: the spread exceeds the effect.
+    fp32 = timed("fp32", [300.0, 420.0, 500.0, 600.0, 700.0])
+    bf16 = timed("bf16", [200.0, 300.0, 393.0, 500.0, 520.0])
+    for backend in ("cuda", "cpu"):
+        speedup = by_name(judge((fp32, bf16), Thresholds(), backend, False, ""))["speedup"]
+        assert speedup.status is VerdictStatus.UNSTABLE
+        assert speedup.reason == (
+            "unstable: spread exceeds the effect (IQR up to 200.00 ms against a 107.00 ms difference of medians); "
+            "re-run on a quieter machine or with more --repeats"
+        )
+
+
+def test_an_interval_that_contains_the_target_is_unstable():
+    fp32 = timed("fp32", [29.0, 30.0, 30.0, 30.0, 31.0])
+    bf16 = timed("bf16", [18.0, 19.5, 20.0, 20.5, 22.0])
+    speedup = by_name(judge((fp32, bf16), Thresholds(), "cuda", False, ""))["speedup"]
+    assert speedup.status is VerdictStatus.UNSTABLE
+    assert speedup.interval is not None and speedup.interval[0] < 1.5 <= speedup.interval[1]
+    assert speedup.reason.startswith("unstable: the 95% interval ")
+
+
+def test_a_steady_pass_states_its_interval():
+    fp32 = timed("fp32", [30.0, 30.1, 30.2, 30.3, 30.4])
+    bf16 = timed("bf16", [10.0, 10.1, 10.1, 10.2, 10.3])
+    speedup = by_name(judge((fp32, bf16), Thresholds(), "cuda", False, ""))["speedup"]
+    assert speedup.status is VerdictStatus.PASS
+    low, high = speedup.interval
+    assert 2.9 < low <= speedup.measured <= high < 3.1
+    assert speedup.reason == f"2.99x (95% interval {low:.2f}x..{high:.2f}x) >= 1.5x"
+
+
+def test_a_saturated_run_is_not_judged():
+    accuracy = by_name(judge((mode("fp32", accuracy=1.0), mode("bf16", accuracy=0.9)), Thresholds(), "cuda", False, ""))["accuracy_degradation"]
+    assert accuracy.status is VerdictStatus.NOT_EVALUATED
+    assert accuracy.measured == 0.09999999999999998
+    assert accuracy.reason == "not judged: fp32 is saturated (accuracy 1.0000 >= 0.99), so a precision loss cannot show"
+
+
+def test_a_model_at_chance_is_not_judged():
+    fp32 = ModeResult("fp32", "float32", step_time=StepTiming(10, 10, 10, 10, 10), accuracy=0.05, chance_accuracy=1 / 32)
+    accuracy = by_name(judge((fp32, mode("bf16", accuracy=0.04)), Thresholds(), "cuda", False, ""))["accuracy_degradation"]
+    assert accuracy.status is VerdictStatus.NOT_EVALUATED
+    assert accuracy.reason == "not judged: FP32 is untrained (accuracy 0.0500 is below twice chance, 0.0625), so its accuracy is no reference"
+
+
+def test_memory_is_judged_on_the_part_amp_can_change():
+    def split(activations: int) -> MemorySplit:
+        return MemorySplit(1000 + activations, 400, 400, 200, activations, estimated=False, method="test")
+
+    fp32 = ModeResult("fp32", "float32", step_time=StepTiming(10, 10, 10, 10, 10), peak_memory_bytes=3000, memory_split=split(2000), accuracy=0.8)
+    bf16 = ModeResult("bf16", "bfloat16", step_time=StepTiming(5, 5, 5, 5, 5), peak_memory_bytes=2000, memory_split=split(1000), accuracy=0.8)
+    memory = by_name(judge((fp32, bf16), Thresholds(), "cuda", False, ""))["memory_reduction"]
+    # The whole peak fell 33 % (a MISS); the activations AMP can change fell 50 %.
+    assert (memory.status, memory.measured, memory.basis) == (VerdictStatus.PASS, 0.5, ACTIVATIONS_BASIS)
+    assert memory.reason == f"50.0% >= 40% of {ACTIVATIONS_BASIS}"

@@ -17,7 +17,8 @@ optimizer and loss:
     loss_fn      callable `(model(inputs), targets) -> scalar loss tensor`
     optional:    eval_batches (iterable of (inputs, targets)), accuracy_fn
                  (`(outputs, targets) -> fraction correct`), max_grad_norm (None: no clipping),
-                 tokens_per_step, flops_per_step
+                 tokens_per_step, flops_per_step, chance_accuracy (accuracy of guessing: an
+                 accuracy near it is "not judged")
 
 Step form: the harness times the user's step exactly as written, syncs and all:
 
@@ -25,7 +26,8 @@ Step form: the harness times the user's step exactly as written, syncs and all:
                  (the user applies autocast and scaling); the loss may be a tensor, a
                  number or None
     optional:    evaluate (callable `mode -> (loss, accuracy)` or a dict with those keys),
-                 tokens_per_step, flops_per_step
+                 tokens_per_step, flops_per_step, chance_accuracy, model and optimizer
+                 (named, they give the peak-memory split)
 
 Every failure becomes text in the result, never a traceback: loading problems and a
 malformed return value are `EntryError`s; an exception from the user's code is described
@@ -46,7 +48,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from verifier.dynamic.results import Workload
+from verifier.dynamic.memory import estimate_split
+from verifier.dynamic.results import MemorySplit, Workload
 from verifier.reference_impl.train import Precision, train_step
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -118,6 +121,24 @@ class EntryWorkload:
         return ComponentsRun(parts, mode, device)
 
 
+    def estimate_memory(self, mode: str) -> MemorySplit | str:
+        """The components form's peak split, estimated on fake tensors (CPU runs)."""
+        parts_of_run: dict[str, Any] = {}
+
+        def build() -> tuple[nn.Module, torch.optim.Optimizer]:
+            parts = _call_entry(self.function, torch.device("cpu"))
+            if _part(parts, "train_step") is not None:
+                raise EntryError("the step form (train_step) gives no model and optimizer to trace")
+            run = ComponentsRun(parts, mode, torch.device("cpu"))
+            parts_of_run["run"] = run
+            return run.model, run.optimizer
+
+        def step(model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+            parts_of_run["run"].step()
+
+        return estimate_split(build, step)
+
+
 def _call_entry(function: Callable[..., Any], device: torch.device) -> Any:
     try:
         takes_device = bool(inspect.signature(function).parameters)
@@ -171,6 +192,7 @@ class ComponentsRun:
         tokens = _part(parts, "tokens_per_step")
         self.tokens_per_step = int(tokens) if tokens is not None else None
         self.flops_per_step = _optional_number(parts, "flops_per_step")
+        self.chance_accuracy = _optional_number(parts, "chance_accuracy")
         self._batches = _batch_source(parts)
 
     def step(self) -> torch.Tensor:
@@ -208,6 +230,9 @@ class ComponentsRun:
     def close(self) -> None:
         self._batches = iter(())
 
+    def memory_parts(self) -> tuple[nn.Module, torch.optim.Optimizer]:
+        return self.model, self.optimizer
+
 
 def _batch_source(parts: Any) -> Iterator[Any]:
     make_batch = _part(parts, "make_batch")
@@ -221,11 +246,13 @@ class StepRun:
 
     def __init__(self, parts: Any, mode: str) -> None:
         self.mode = mode
+        self._parts = parts
         self._train_step = _part(parts, "train_step")
         self._evaluate = _part(parts, "evaluate")
         tokens = _part(parts, "tokens_per_step")
         self.tokens_per_step = int(tokens) if tokens is not None else None
         self.flops_per_step = _optional_number(parts, "flops_per_step")
+        self.chance_accuracy = _optional_number(parts, "chance_accuracy")
 
     def step(self) -> Any:
         return self._train_step(self.mode)
@@ -241,6 +268,13 @@ class StepRun:
 
     def close(self) -> None:
         pass
+
+    def memory_parts(self) -> tuple[nn.Module, torch.optim.Optimizer] | None:
+        """The step form may name its `model` and `optimizer` for the memory split."""
+        model, optimizer = _part(self._parts, "model"), _part(self._parts, "optimizer")
+        if isinstance(model, nn.Module) and isinstance(optimizer, torch.optim.Optimizer):
+            return model, optimizer
+        return None
 
 
 def _as_float(value: Any) -> float | None:

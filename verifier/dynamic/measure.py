@@ -19,7 +19,7 @@ import torch
 from verifier.dynamic import overhead
 from verifier.dynamic.entry import EntryError, describe_exception
 from verifier.dynamic.flops import model_flop_utilisation
-from verifier.dynamic.memory import PeakMemoryProbe
+from verifier.dynamic.memory import PeakMemoryProbe, measured_split
 from verifier.dynamic.nvml import Nvml, NvmlSample, UtilizationSampler
 from verifier.dynamic.results import DeviceFacts, ModeResult
 from verifier.dynamic.sync_counter import CudaSyncDebugWarnings, HostDataTags, LineTrace, SyncCounter
@@ -109,6 +109,13 @@ def measure_mode(
         measurement.progress("setup", 0)
         with HostDataTags() if device.type != "cuda" else nullcontext():
             run = workload.open(mode, device, seed)
+        if device.type != "cuda":
+            estimate = getattr(workload, "estimate_memory", None)
+            split = estimate(mode) if estimate is not None else "not estimated: the workload cannot be traced"
+            if isinstance(split, str):
+                figures["memory_split_note"] = split
+            else:
+                figures["memory_split"] = split
         measurement.measure(run)
     except _NonFiniteLoss as failure:
         error = str(failure)
@@ -184,6 +191,7 @@ class _ModeMeasurement:
             self.progress(self.phase, self.counts.sync_steps)
 
         self.phase = "evaluation"
+        self.figures["chance_accuracy"] = getattr(run, "chance_accuracy", None)
         self.figures["eval_loss"], self.figures["accuracy"] = run.evaluate()
         self.progress("done", 0)
 
@@ -197,6 +205,11 @@ class _ModeMeasurement:
                 self.figures["train_loss_last"] = tracker.take_mean(f"timed repeat {repeat + 1}")
                 self.progress(self.phase, self.counts.steps)
         reading = probe.stop()
+        parts = run.memory_parts() if hasattr(run, "memory_parts") else None
+        if reading.peak_bytes is not None and parts is not None:
+            self.figures["memory_split"] = measured_split(reading.peak_bytes, *parts)
+        elif reading.peak_bytes is not None:
+            self.figures["memory_split_note"] = "not split: the step form names no model and optimizer"
         timing = summarize(samples_ms)
         utilisation = model_flop_utilisation(run.flops_per_step, timing.median_ms, self.mode, self.facts.backend, self.facts.name)
         self.figures.update(

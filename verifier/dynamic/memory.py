@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from verifier.dynamic.results import MemorySplit
+
 CUDA_METHOD = (
     "CUDA caching-allocator peak (torch.cuda.max_memory_allocated after reset_peak_memory_stats) "
     "over the timed steps: tensors only, excluding the CUDA context and allocator cache"
@@ -82,3 +84,53 @@ def _rss_high_water() -> int | None:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
     except (ImportError, OSError):
         return None
+
+
+SPLIT_METHOD = (
+    "CUDA allocator peak of the timed steps; parameters, gradients and optimizer state counted from "
+    "their tensors, activations/other = peak minus those"
+)
+ESTIMATE_METHOD = (
+    "estimate, not a measurement: PyTorch's memory tracker (torch.distributed._tools.mem_tracker) over "
+    "two steps under FakeTensorMode (no memory allocated), CPU autocast"
+)
+
+
+def _bytes(tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
+def measured_split(peak_bytes: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> MemorySplit:
+    """The CUDA peak split by counting the persistent tensors; the rest is what AMP can change."""
+    parameters = [p for p in model.parameters()]
+    params = _bytes(parameters)
+    grads = _bytes(p for p in parameters if p.requires_grad)
+    state = _bytes(value for entry in optimizer.state.values() for value in entry.values())
+    rest = max(0, peak_bytes - params - grads - state)
+    return MemorySplit(peak_bytes, params, grads, state, rest, estimated=False, method=SPLIT_METHOD)
+
+
+def estimate_split(build, step, steps: int = 2) -> MemorySplit | str:
+    """Run `build() -> (model, optimizer)` and `step(model, optimizer)` under FakeTensorMode with
+    PyTorch's memory tracker; returns the peak split, or why it could not be estimated."""
+    try:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.distributed._tools.mem_tracker import MemTracker
+
+        with FakeTensorMode():
+            model, optimizer = build()
+            tracker = MemTracker()
+            tracker.track_external(model, optimizer)
+            with tracker:
+                for index in range(steps):
+                    step(model, optimizer)
+                    if index == 0:
+                        tracker.reset_mod_stats()
+            peak = tracker.get_tracker_snapshot("peak")
+    except Exception as error:  # noqa: BLE001 - an estimate that cannot be made is said, not raised
+        return f"not estimated: {type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+    figures = {str(kind).rsplit(".", 1)[-1]: value for kind, value in next(iter(peak.values())).items()}
+    params = int(figures.get("PARAM", 0) + figures.get("BUFFER", 0))
+    grads, state = int(figures.get("GRAD", 0)), int(figures.get("OPT", 0))
+    total = int(figures.get("Total", 0))
+    return MemorySplit(total, params, grads, state, max(0, total - params - grads - state), estimated=True, method=ESTIMATE_METHOD)

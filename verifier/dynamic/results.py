@@ -24,6 +24,8 @@ class VerdictStatus(str, enum.Enum):
     PASS = "PASS"
     MISS = "MISS"
     NOT_EVALUATED = "NOT_EVALUATED"
+    # Measured, but the spread is larger than the effect: never passes, never misses.
+    UNSTABLE = "UNSTABLE"
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,26 @@ class SyncSite:
 
 
 @dataclass(frozen=True)
+class MemorySplit:
+    """The peak split into what AMP cannot change and what it can.
+
+    parameters, gradients (one per trainable parameter, in its dtype) and optimizer state
+    are counted from the tensors themselves; activations_other is the rest of the peak
+    (activations, temporaries, autocast's low-precision weight copies). estimated: True when
+    the figures come from PyTorch's memory tracker under FakeTensorMode (no real memory: CPU
+    runs); an estimate is never judged. method says which.
+    """
+
+    peak_bytes: int
+    parameters_bytes: int
+    gradients_bytes: int
+    optimizer_state_bytes: int
+    activations_other_bytes: int
+    estimated: bool
+    method: str
+
+
+@dataclass(frozen=True)
 class ModeResult:
     """One precision mode's figures. A figure is None when it was not measured.
 
@@ -147,6 +169,10 @@ class ModeResult:
     device_flagged_syncs_per_step: warnings per step from torch.cuda.set_sync_debug_mode("warn")
         during the sync-counting pass (CUDA only; None where the mode could not be set).
     utilization: NVML samples taken during this mode's timed steps, None without NVML.
+    memory_split: the peak split into parameters, gradients, optimizer state and the rest
+        (measured on CUDA, estimated on CPU), None when the workload gives no model/optimizer;
+        memory_split_note then says why.
+    chance_accuracy: the accuracy of guessing (reference: 1 / vocabulary), when the workload knows it.
     executed_lines: lines of the user's own files that ran in the sync-counting steps, by path
         (None when not traced); lets a static per-step finding read "not observed at runtime".
     error: why the mode failed ("CUDA out of memory during timed steps: ...", "loss became
@@ -177,6 +203,9 @@ class ModeResult:
     device_flagged_syncs_per_step: float | None = None
     utilization: UtilizationSummary | None = None
     executed_lines: dict[str, tuple[int, ...]] | None = None
+    memory_split: MemorySplit | None = None
+    memory_split_note: str = ""
+    chance_accuracy: float | None = None
     error: str | None = None
 
     @property
@@ -198,6 +227,8 @@ class Verdict:
         can still be NOT_EVALUATED (e.g. a CPU speedup): show it, never as passed.
     status: PASS/MISS only with a measured value; NOT_EVALUATED always has a reason.
     reason: one sentence: why it passed/missed, or why it was not evaluated.
+    interval: 95 % bootstrap interval of a ratio (speedup), None where not computed.
+    basis: what exactly was compared (e.g. which part of the peak memory), "" if obvious.
     """
 
     name: str
@@ -209,6 +240,8 @@ class Verdict:
     measured: float | None
     status: VerdictStatus
     reason: str
+    interval: tuple[float, float] | None = None
+    basis: str = ""
 
 
 @dataclass(frozen=True)
@@ -336,6 +369,7 @@ _NESTED = {
     "method": Method,
     "thresholds": Thresholds,
     "step_time": StepTiming,
+    "memory_split": MemorySplit,
 }
 _SEQUENCES = {"modes": ModeResult, "verdicts": Verdict, "sync_sites": SyncSite}
 
@@ -364,6 +398,7 @@ __all__ = [
     "ClockFacts",
     "DeviceFacts",
     "DynamicResult",
+    "MemorySplit",
     "Method",
     "ModeResult",
     "StepTiming",

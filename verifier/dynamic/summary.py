@@ -24,6 +24,16 @@ def format_summary(result: DynamicResult) -> str:
     if result.verdicts:
         lines += ["", "targets:"]
         lines += [_verdict_line(v) for v in result.verdicts]
+    for mode in result.modes:
+        split = mode.memory_split
+        if split is not None:
+            lines.append(
+                f"peak split {mode.mode}{' (estimate)' if split.estimated else ''}: parameters {split.parameters_bytes / 2**20:,.1f} MiB, "
+                f"gradients {split.gradients_bytes / 2**20:,.1f} MiB, optimizer state {split.optimizer_state_bytes / 2**20:,.1f} MiB, "
+                f"activations and other {split.activations_other_bytes / 2**20:,.1f} MiB"
+            )
+        elif mode.memory_split_note:
+            lines.append(f"peak split {mode.mode}: {mode.memory_split_note}")
     memory_methods = {m.memory_method for m in result.modes if m.memory_method}
     lines += [f"memory: {method}" for method in sorted(memory_methods)]
     if result.overhead_bound is not None:

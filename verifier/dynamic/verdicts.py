@@ -5,6 +5,14 @@ NOT_EVALUATED with the reason, so a figure that was not measured never reads as 
 from __future__ import annotations
 
 from verifier.dynamic.results import ModeResult, Thresholds, Verdict, VerdictStatus
+from verifier.dynamic.timing import ratio_interval
+
+SATURATED_ACCURACY = 0.99
+"""At or above this accuracy a task no longer tells precisions apart: the target is not judged."""
+ACTIVATIONS_BASIS = (
+    "activations and temporaries: the peak minus parameters, gradients and optimizer state, "
+    "the part autocast can change (FP32 master weights and optimizer state stay FP32)"
+)
 
 CPU_REASON = "not evaluated on CPU: speed and memory targets are judged on a CUDA device"
 
@@ -40,13 +48,16 @@ def _labels(mode: str) -> dict[str, str]:
     }
 
 
-def _verdict(name: str, mode: str, thresholds: Thresholds, measured: float | None, status: VerdictStatus, reason: str) -> Verdict:
+def _verdict(
+    name: str, mode: str, thresholds: Thresholds, measured: float | None, status: VerdictStatus, reason: str,
+    interval: tuple[float, float] | None = None, basis: str = "",
+) -> Verdict:
     comparison, target, unit = {
         "speedup": (">=", thresholds.min_speedup, "x"),
         "memory_reduction": (">=", thresholds.min_memory_reduction, "fraction"),
         "accuracy_degradation": ("<=", thresholds.max_accuracy_degradation, "fraction"),
     }[name]
-    return Verdict(name, mode, _labels(mode)[name], comparison, target, unit, measured, status, reason)
+    return Verdict(name, mode, _labels(mode)[name], comparison, target, unit, measured, status, reason, interval, basis)
 
 
 def not_evaluated(modes: tuple[str, ...], thresholds: Thresholds, reason: str) -> tuple[Verdict, ...]:
@@ -78,37 +89,73 @@ def _speedup(
     overhead_note: str,
     overhead_hint: str,
 ) -> Verdict:
-    measured = None
+    measured = interval = None
+    target = thresholds.min_speedup
     if baseline.step_time is not None and amp.step_time is not None:
         measured = baseline.step_time.median_ms / amp.step_time.median_ms
+        interval = ratio_interval(baseline.step_time.samples_ms, amp.step_time.samples_ms)
+        unstable = _unstable(baseline, amp, interval, target)
+        if unstable:
+            return _verdict("speedup", amp.mode, thresholds, measured, VerdictStatus.UNSTABLE, unstable, interval)
     if backend != "cuda":
         # The CPU ratio is a real measurement, kept for the reader, but it is not judged.
-        return _verdict("speedup", amp.mode, thresholds, measured, VerdictStatus.NOT_EVALUATED, CPU_REASON)
+        return _verdict("speedup", amp.mode, thresholds, measured, VerdictStatus.NOT_EVALUATED, CPU_REASON, interval)
     if measured is None:
         return _verdict("speedup", amp.mode, thresholds, None, VerdictStatus.NOT_EVALUATED, _missing("step time", baseline, amp))
-    target = thresholds.min_speedup
+    shown = f" (95% interval {interval[0]:.2f}x..{interval[1]:.2f}x)" if interval else ""
     if measured >= target:
-        return _verdict("speedup", amp.mode, thresholds, measured, VerdictStatus.PASS, f"{measured:.2f}x >= {target:g}x")
+        return _verdict("speedup", amp.mode, thresholds, measured, VerdictStatus.PASS, f"{measured:.2f}x{shown} >= {target:g}x", interval)
     if overhead_bound:
         reason = f"workload overhead-bound: {overhead_note}; AMP speedup needs a compute-bound workload"
         if overhead_hint:
             reason += f" ({overhead_hint})"
         return _verdict("speedup", amp.mode, thresholds, measured, VerdictStatus.NOT_EVALUATED, reason)
     detail = f"; {overhead_note}" if overhead_note else ""
-    return _verdict("speedup", amp.mode, thresholds, measured, VerdictStatus.MISS, f"{measured:.2f}x < {target:g}x{detail}")
+    return _verdict("speedup", amp.mode, thresholds, measured, VerdictStatus.MISS, f"{measured:.2f}x{shown} < {target:g}x{detail}", interval)
+
+
+def _unstable(baseline: ModeResult, amp: ModeResult, interval: tuple[float, float] | None, target: float) -> str:
+    """Why the timing cannot decide (the spread exceeds the effect), or "" when it can."""
+    effect = abs(baseline.step_time.median_ms - amp.step_time.median_ms)
+    spread = max(baseline.step_time.iqr_ms, amp.step_time.iqr_ms)
+    if spread > effect:
+        return (
+            f"unstable: spread exceeds the effect (IQR up to {spread:.2f} ms against a "
+            f"{effect:.2f} ms difference of medians); re-run on a quieter machine or with more --repeats"
+        )
+    if interval is not None and interval[0] < target <= interval[1]:
+        return (
+            f"unstable: the 95% interval {interval[0]:.2f}x..{interval[1]:.2f}x contains the target {target:g}x; "
+            "re-run with more --repeats"
+        )
+    return ""
 
 
 def _memory(baseline: ModeResult, amp: ModeResult, thresholds: Thresholds, backend: str) -> Verdict:
     if backend != "cuda":
+        splits = (baseline.memory_split, amp.memory_split)
+        if all(split is not None and split.activations_other_bytes for split in splits):
+            estimate = 1.0 - splits[1].activations_other_bytes / splits[0].activations_other_bytes
+            reason = (
+                f"{CPU_REASON}; PyTorch's memory tracker under FakeTensorMode estimates {estimate:.1%} less "
+                "activation memory (an estimate, never judged)"
+            )
+            return _verdict("memory_reduction", amp.mode, thresholds, None, VerdictStatus.NOT_EVALUATED, reason, basis=ACTIVATIONS_BASIS)
         return _verdict("memory_reduction", amp.mode, thresholds, None, VerdictStatus.NOT_EVALUATED, CPU_REASON)
     if baseline.peak_memory_bytes is None or amp.peak_memory_bytes is None:
         reason = _missing("peak memory", baseline, amp)
         return _verdict("memory_reduction", amp.mode, thresholds, None, VerdictStatus.NOT_EVALUATED, reason)
-    measured = 1.0 - amp.peak_memory_bytes / baseline.peak_memory_bytes
+    splits = (baseline.memory_split, amp.memory_split)
+    if all(split is not None and not split.estimated and split.activations_other_bytes for split in splits):
+        measured = 1.0 - splits[1].activations_other_bytes / splits[0].activations_other_bytes
+        basis = ACTIVATIONS_BASIS
+    else:
+        measured = 1.0 - amp.peak_memory_bytes / baseline.peak_memory_bytes
+        basis = "the whole peak (no split: the workload names no model and optimizer), which includes what AMP cannot change"
     target = thresholds.min_memory_reduction
     status = VerdictStatus.PASS if measured >= target else VerdictStatus.MISS
     sign = ">=" if status is VerdictStatus.PASS else "<"
-    return _verdict("memory_reduction", amp.mode, thresholds, measured, status, f"{measured:.1%} {sign} {target:.0%}")
+    return _verdict("memory_reduction", amp.mode, thresholds, measured, status, f"{measured:.1%} {sign} {target:.0%} of {basis}", basis=basis)
 
 
 def _accuracy(baseline: ModeResult, amp: ModeResult, thresholds: Thresholds) -> Verdict:
@@ -118,6 +165,9 @@ def _accuracy(baseline: ModeResult, amp: ModeResult, thresholds: Thresholds) -> 
             reason += ": the workload reports no accuracy"
         return _verdict("accuracy_degradation", amp.mode, thresholds, None, VerdictStatus.NOT_EVALUATED, reason)
     measured = baseline.accuracy - amp.accuracy
+    not_judged = _without_power(baseline, amp)
+    if not_judged:
+        return _verdict("accuracy_degradation", amp.mode, thresholds, measured, VerdictStatus.NOT_EVALUATED, not_judged)
     target = thresholds.max_accuracy_degradation
     status = VerdictStatus.PASS if measured <= target else VerdictStatus.MISS
     sign = "<=" if status is VerdictStatus.PASS else ">"
@@ -129,3 +179,23 @@ def _accuracy(baseline: ModeResult, amp: ModeResult, thresholds: Thresholds) -> 
         status,
         f"FP32 {baseline.accuracy:.4f} - {amp.mode} {amp.accuracy:.4f} = {measured:+.4f} {sign} {target:g}",
     )
+
+
+def _without_power(baseline: ModeResult, amp: ModeResult) -> str:
+    """Why comparing these accuracies says nothing about precision, or "" when it can."""
+    for result in (baseline, amp):
+        if result.accuracy >= SATURATED_ACCURACY:
+            return (
+                f"not judged: {result.mode} is saturated (accuracy {result.accuracy:.4f} >= {SATURATED_ACCURACY:g}), "
+                "so a precision loss cannot show"
+            )
+    chance = baseline.chance_accuracy
+    if chance is not None and baseline.accuracy < 2 * chance:
+        return (
+            f"not judged: FP32 is untrained (accuracy {baseline.accuracy:.4f} is below twice chance, {2 * chance:.4f}), "
+            "so its accuracy is no reference"
+        )
+    first, last = baseline.train_loss_first, baseline.train_loss_last
+    if first is not None and last is not None and last >= first:
+        return f"not judged: FP32 did not train (loss {first:.4f} -> {last:.4f}), so its accuracy is no reference"
+    return ""

@@ -8,10 +8,12 @@ from typing import Any, Protocol
 
 import torch
 
-from verifier.dynamic.results import Workload
+from verifier.dynamic.memory import estimate_split
+from verifier.dynamic.results import MemorySplit, Workload
 from verifier.reference_impl.model import DecoderLM
 from verifier.reference_impl.presets import Preset
 from verifier.reference_impl.session import TrainingSession, build_session
+from verifier.reference_impl.train import Precision, language_model_loss, make_optimizer
 
 
 class ModeRun(Protocol):
@@ -39,6 +41,7 @@ class PresetRun:
     def __init__(self, session: TrainingSession) -> None:
         self.session = session
         self.tokens_per_step = session.tokens_per_step
+        self.chance_accuracy = 1.0 / session.preset.vocab_size
         self.flops_per_step = float(
             session.core_model.flops_per_token(session.preset.seq_len) * session.tokens_per_step
         )
@@ -56,6 +59,9 @@ class PresetRun:
 
     def close(self) -> None:
         self.session.close()
+
+    def memory_parts(self) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        return self.session.core_model, self.session.optimizer
 
 
 class PresetWorkload:
@@ -75,6 +81,24 @@ class PresetWorkload:
 
     def open(self, mode: str, device: torch.device, seed: int) -> PresetRun:
         return PresetRun(build_session(self.preset, mode, device, seed, self.compile_model))
+
+    def estimate_memory(self, mode: str) -> MemorySplit | str:
+        """The peak split of two reference steps at this size, estimated on fake tensors."""
+        preset = self.preset
+
+        def build() -> tuple[DecoderLM, torch.optim.Optimizer]:
+            model = DecoderLM(preset.vocab_size, preset.d_model, preset.n_layers, preset.n_heads, preset.seq_len, preset.mlp_ratio)
+            return model, make_optimizer(model, preset.learning_rate, preset.weight_decay)
+
+        def step(model: DecoderLM, optimizer: torch.optim.Optimizer) -> None:
+            tokens = torch.randint(0, preset.vocab_size, (preset.batch_size, preset.seq_len))
+            with Precision(mode, "cpu").autocast():
+                loss = language_model_loss(model(tokens), tokens)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        return estimate_split(build, step)
 
 
 def _parameter_count(preset: Preset) -> int:

@@ -27,6 +27,8 @@ def verdict_result(verdict: Verdict) -> str:
         return "✅ PASS"
     if verdict.measured is not None and verdict.status is VerdictStatus.MISS:
         return "❌ MISS"
+    if verdict.status is VerdictStatus.UNSTABLE or verdict.reason.startswith("not judged"):
+        return verdict.reason
     reason = verdict.reason or "no reason given"
     # A ratio can be measured yet not judged (e.g. speed on CPU): say "not evaluated", not "passed".
     prefix = "not evaluated" if verdict.measured is not None else "not measured"
@@ -73,6 +75,7 @@ def mode_table(dynamic: DynamicResult) -> Table:
         ("Throughput", lambda m: figures.rate(m.tokens_per_second, "tokens/s"), False),
         ("Peak memory", lambda m: figures.mebibytes(m.peak_memory_bytes), False),
         ("Process RSS peak", lambda m: figures.mebibytes(m.process_rss_peak_bytes), True),
+        ("Peak split: parameters / gradients / optimizer state / activations and other", _memory_split, True),
         ("Train loss, first → last", _train_loss, False),
         ("Eval loss", lambda m: figures.decimal(m.eval_loss), False),
         ("Accuracy", lambda m: figures.decimal(m.accuracy), False),
@@ -88,6 +91,15 @@ def mode_table(dynamic: DynamicResult) -> Table:
     rows = [r for label, cell, optional in candidates if (r := row(label, cell, optional)) is not None]
     rows[0] = ("Status", *("ok" if m.ok else f"failed: {m.error}" for m in modes))
     return Table(("Metric", *(mode_title(m) for m in modes)), tuple(rows))
+
+
+def _memory_split(mode: ModeResult) -> str:
+    split = mode.memory_split
+    if split is None:
+        return mode.memory_split_note or figures.NOT_MEASURED
+    parts = (split.parameters_bytes, split.gradients_bytes, split.optimizer_state_bytes, split.activations_other_bytes)
+    text = " / ".join(figures.mebibytes(part) for part in parts)
+    return f"{text} (estimate, FakeTensorMode)" if split.estimated else text
 
 
 def _mode_utilization(mode: ModeResult) -> str:
@@ -205,7 +217,8 @@ def method_notes(dynamic: DynamicResult) -> list[str]:
     """Per-mode footnotes on how memory, syncs and MFU were measured, without repeats."""
     notes: list[str] = []
     for mode in modes_in_order(dynamic):
-        for label, text in (("peak memory", mode.memory_method), ("syncs", mode.sync_method), ("MFU", mode.mfu_note)):
+        split = mode.memory_split.method if mode.memory_split is not None else ""
+        for label, text in (("peak memory", mode.memory_method), ("peak split", split), ("syncs", mode.sync_method), ("MFU", mode.mfu_note)):
             line = f"{label}: {text}"
             if text and line not in notes:
                 notes.append(line)
