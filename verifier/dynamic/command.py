@@ -45,6 +45,9 @@ def add_harness_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGr
     )
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--seed", type=int, default=0, help="seed every mode starts from (default: 0)")
+    parser.add_argument(
+        "--threads", type=int, help="intra-op CPU threads for CPU runs, entries included (default: the preset's cap; torch's for entries)"
+    )
     parser.add_argument("--compile", action="store_true", help="wrap the reference model in torch.compile")
     parser.add_argument("--min-speedup", type=float, help="speedup target (default: 1.5)")
     parser.add_argument("--min-memory-reduction", type=float, help="peak-memory reduction target, 0..1 (default: 0.40)")
@@ -89,6 +92,7 @@ def options_from_args(args: argparse.Namespace, thresholds: Thresholds | None = 
             max_accuracy_degradation=_override(args, "max_accuracy_degradation", base.max_accuracy_degradation),
         ),
         chart_path=chart,
+        threads=getattr(args, "threads", None),
     )
 
 

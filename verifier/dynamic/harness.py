@@ -53,6 +53,7 @@ class HarnessOptions:
     compile: bool = False
     thresholds: Thresholds = field(default_factory=Thresholds)
     chart_path: str | None = None
+    threads: int | None = None
 
 
 def resolve_device(name: str) -> torch.device:
@@ -108,9 +109,12 @@ class _Plan:
 
 def _plan(options: HarnessOptions, device: torch.device) -> _Plan:
     """What to run; raises EntryError when a named entry point cannot be loaded."""
+    if options.threads is not None and options.threads < 1:
+        raise HarnessUsageError("--threads must be at least 1")
+    threads = options.threads if device.type == "cpu" else None
     if options.entry:
         workload = EntryWorkload(options.entry, load_entry(options.entry))
-        return _Plan(workload, _counts(options, ENTRY_DEFAULT_COUNTS), None, "", None)
+        return _Plan(workload, _counts(options, ENTRY_DEFAULT_COUNTS), None, "", threads)
     preset = get_preset(resolve_preset_name(options.preset, device))
     defaults = StepCounts(preset.bench_warmup, preset.bench_steps, preset.bench_repeats, preset.bench_sync_steps)
     return _Plan(
@@ -118,7 +122,7 @@ def _plan(options: HarnessOptions, device: torch.device) -> _Plan:
         counts=_counts(options, defaults),
         eval_batches=preset.eval_batches,
         overhead_hint="the gpu preset is sized to be compute-bound" if preset.name != "gpu" else "",
-        cpu_threads=preset.cpu_threads if device.type == "cpu" else None,
+        cpu_threads=(threads or preset.cpu_threads) if device.type == "cpu" else None,
     )
 
 
@@ -158,6 +162,7 @@ def run_harness(options: HarnessOptions, progress: ProgressCallback | None = Non
         if nvml is not None:
             nvml.close()
     overhead_bound, overhead_note = _overhead_verdict(results, device)
+    method = dataclasses.replace(method, notes=(_weights_note(results), *method.notes))
     result = DynamicResult(
         workload=plan.workload.info,
         device=dataclasses.replace(facts, utilization=summarize_samples(all_samples, 0.1)),
@@ -173,6 +178,17 @@ def run_harness(options: HarnessOptions, progress: ProgressCallback | None = Non
 
         result = write_chart(result, options.chart_path)
     return result
+
+
+def _weights_note(results: list[ModeResult]) -> str:
+    """Whether every mode really started from the same weights (state_dict fingerprints)."""
+    prints = {r.mode: r.weights_fingerprint for r in results if r.weights_fingerprint}
+    if not prints:
+        return "same starting weights in every mode: not verified (the step form names no model)"
+    if len(set(prints.values())) == 1 and len(prints) == len(results):
+        return f"same starting weights in every mode: verified (state_dict fingerprint {next(iter(prints.values()))[:12]})"
+    shown = ", ".join(f"{mode} {value[:12]}" for mode, value in prints.items())
+    return f"starting weights DIFFER between modes (state_dict fingerprints {shown}): the modes are not comparable"
 
 
 def _overhead_verdict(results: list[ModeResult], device: torch.device) -> tuple[bool | None, str]:
@@ -200,8 +216,9 @@ def _cpu_threads(count: int | None) -> Iterator[None]:
 
 def _method(device: torch.device, counts: StepCounts, eval_batches: int | None, options: HarnessOptions) -> Method:
     notes = [
-        f"torch {torch.__version__}; {torch.get_num_threads()} intra-op CPU thread(s)",
-        "every mode starts from the same seeded weights and sees the same batches in the same order",
+        f"torch {torch.__version__}; {torch.get_num_threads()} intra-op CPU thread(s)"
+        + (" (--threads)" if options.threads and device.type == "cpu" else ""),
+        "every mode is seeded alike and sees the same batches in the same order",
         "loss is summed on the device and checked for NaN/inf after warm-up and after each repeat, outside the timed spans",
     ]
     if device.type == "cuda":

@@ -8,6 +8,7 @@ was already measured; every failure becomes the mode's `error`, never a tracebac
 from __future__ import annotations
 
 import gc
+import hashlib
 import math
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -109,6 +110,9 @@ def measure_mode(
         measurement.progress("setup", 0)
         with HostDataTags() if device.type != "cuda" else nullcontext():
             run = workload.open(mode, device, seed)
+        parts = run.memory_parts() if hasattr(run, "memory_parts") else None
+        if parts is not None:
+            figures["weights_fingerprint"] = state_fingerprint(parts[0])
         if device.type != "cuda":
             estimate = getattr(workload, "estimate_memory", None)
             split = estimate(mode) if estimate is not None else "not estimated: the workload cannot be traced"
@@ -256,6 +260,15 @@ def _sync_method(device: torch.device) -> str:
         "; on CPU nothing is on an accelerator, so this counts what would sync on one: every tensor except "
         "host data (factories without device=, .cpu(), .to(\"cpu\"), and what is computed only from them)"
     )
+
+
+def state_fingerprint(model: torch.nn.Module) -> str:
+    """sha256 over the state_dict's names, dtypes, shapes and bytes."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+        digest.update(tensor.detach().to("cpu").contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def _first_line(error: BaseException) -> str:

@@ -172,6 +172,8 @@ class ModeResult:
     memory_split: the peak split into parameters, gradients, optimizer state and the rest
         (measured on CUDA, estimated on CPU), None when the workload gives no model/optimizer;
         memory_split_note then says why.
+    weights_fingerprint: sha256 of the model's state_dict right after setup (None: no model named);
+        equal in every mode when the modes really start from the same weights.
     chance_accuracy: the accuracy of guessing (reference: 1 / vocabulary), when the workload knows it.
     executed_lines: lines of the user's own files that ran in the sync-counting steps, by path
         (None when not traced); lets a static per-step finding read "not observed at runtime".
@@ -206,6 +208,7 @@ class ModeResult:
     memory_split: MemorySplit | None = None
     memory_split_note: str = ""
     chance_accuracy: float | None = None
+    weights_fingerprint: str | None = None
     error: str | None = None
 
     @property
