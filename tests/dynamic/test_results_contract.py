@@ -63,6 +63,7 @@ def test_top_level_keys_are_stable():
         "schema_version",
         "role",
         "failure",
+        "fingerprint",
     ]
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from tests.report.conftest import make_dynamic, make_finding, make_report
+from verifier.dynamic.timing import summarize
 from verifier.report.baseline import compare, fingerprints, load_baseline
 from verifier.report.json_format import render_json
 from verifier.errors import UsageError
@@ -56,7 +57,32 @@ def test_figures_from_another_device_are_not_compared(tmp_path):
     other = make_dynamic(device=replace(make_dynamic().device, name="NVIDIA A10G"))
     comparison = compare([], baseline, other, tolerance=0.05, max_accuracy_drop=0.01)
     assert comparison.regressions == ()
-    assert "not compared" in comparison.measured_note
+    assert comparison.measured_note == (
+        "measured figures not compared: a different workload fingerprint "
+        "(device 'NVIDIA H100 80GB HBM3 (cuda)' -> 'NVIDIA A10G (cuda)')"
+    )
+
+
+def test_another_workload_on_the_same_device_is_not_compared(tmp_path):
+    baseline = store(tmp_path, [], dynamic=make_dynamic())
+    longer = make_dynamic(method=replace(make_dynamic().method, steps=40))
+    comparison = compare([], baseline, longer, tolerance=0.05, max_accuracy_drop=0.01)
+    assert comparison.regressions == ()
+    assert comparison.measured_note == "measured figures not compared: a different workload fingerprint (steps 20 -> 40)"
+
+
+def test_a_rerun_whose_intervals_overlap_is_no_regression(tmp_path):
+    # The same code again on a noisy machine: the median is 2.1x worse, the repeats overlap.
+    def noisy(samples):
+        run = make_dynamic()
+        fp32 = replace(run.modes[0], step_time=summarize(samples))
+        return replace(run, modes=(fp32, *run.modes[1:]))
+
+    baseline = store(tmp_path, [], dynamic=noisy([10.0, 11.0, 12.0, 30.0, 31.0]))
+    comparison = compare([], baseline, noisy([10.5, 25.0, 25.5, 26.0, 32.0]), tolerance=0.05, max_accuracy_drop=0.01)
+    assert comparison.regressions == ()
+    slower = compare([], baseline, noisy([40.0, 41.0, 42.0, 43.0, 44.0]), tolerance=0.05, max_accuracy_drop=0.01)
+    assert [(r.mode, r.metric, r.note) for r in slower.regressions] == [("fp32", "step time (median)", "3.50x slower")]
 
 
 @pytest.mark.parametrize(

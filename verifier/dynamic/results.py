@@ -340,9 +340,21 @@ class DynamicResult:
             return "every mode failed: " + "; ".join(f"{m.mode}: {m.error}" for m in self.modes)
         return None
 
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        """What must match for two runs' figures to be comparable (baseline regressions)."""
+        return {
+            "device": f"{self.device.name} ({self.device.backend})",
+            "torch": self.device.torch_version,
+            "workload": f"{self.workload.source} {self.workload.name}",
+            "compiled": self.workload.compiled,
+            "steps": self.method.steps,
+            "threads": self.device.cpu_threads,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         data = _jsonable(self)
-        data["role"], data["failure"] = self.role, self.failure
+        data["role"], data["failure"], data["fingerprint"] = self.role, self.failure, self.fingerprint
         return data
 
     @classmethod

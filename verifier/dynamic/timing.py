@@ -6,7 +6,6 @@ for the device; the span is closed by waiting on the end event only.
 
 from __future__ import annotations
 
-import random
 import statistics
 import time
 from collections.abc import Callable
@@ -53,16 +52,3 @@ def summarize(samples_ms: list[float]) -> StepTiming:
         samples_ms=tuple(samples_ms),
     )
 
-
-def ratio_interval(numerator_ms: tuple[float, ...], denominator_ms: tuple[float, ...], rounds: int = 2000) -> tuple[float, float] | None:
-    """95 % bootstrap interval of median(numerator) / median(denominator), resampling each
-    mode's repeats; seeded, so the same samples give the same interval. None below 2 samples each."""
-    if len(numerator_ms) < 2 or len(denominator_ms) < 2:
-        return None
-    draw = random.Random(0)
-    ratios = sorted(
-        statistics.median(draw.choices(numerator_ms, k=len(numerator_ms)))
-        / statistics.median(draw.choices(denominator_ms, k=len(denominator_ms)))
-        for _ in range(rounds)
-    )
-    return ratios[int(0.025 * rounds)], ratios[int(0.975 * rounds) - 1]

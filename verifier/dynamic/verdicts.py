@@ -5,7 +5,7 @@ NOT_EVALUATED with the reason, so a figure that was not measured never reads as 
 from __future__ import annotations
 
 from verifier.dynamic.results import ModeResult, Thresholds, Verdict, VerdictStatus
-from verifier.dynamic.timing import ratio_interval
+from verifier.dynamic.intervals import ratio_interval
 
 SATURATED_ACCURACY = 0.99
 """At or above this accuracy a task no longer tells precisions apart: the target is not judged."""

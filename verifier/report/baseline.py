@@ -3,7 +3,7 @@
 Findings are matched by a fingerprint that survives edits elsewhere in the file: rule code,
 path, the finding's first source line with whitespace collapsed, and which occurrence of that
 same text it is. Line numbers are left out on purpose, so inserting code above a finding keeps
-it "existing". Measured figures are compared mode by mode, only on the same device.
+it "existing". Measured figures are compared mode by mode, only for the same workload fingerprint.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from verifier.dynamic.results import DynamicResult, ModeResult
+from verifier.dynamic.results import DynamicResult, ModeResult, StepTiming
+from verifier.dynamic.intervals import median_interval
 from verifier.findings import Finding
 from verifier.report import figures
 from verifier.errors import UsageError
@@ -216,11 +217,13 @@ def _measured_regressions(
     if before is None or after is None:
         missing = "the baseline" if before is None else "this run"
         return (), f"measured figures not compared: {missing} has no dynamic results"
-    if (before.device.backend, before.device.name) != (after.device.backend, after.device.name):
-        return (), (
-            f"measured figures not compared: the baseline ran on {before.device.name} "
-            f"({before.device.backend}), this run on {after.device.name} ({after.device.backend})"
-        )
+    differences = [
+        f"{key} {old!r} -> {new!r}"
+        for key, old in before.fingerprint.items()
+        if (new := after.fingerprint[key]) != old
+    ]
+    if differences:
+        return (), f"measured figures not compared: a different workload fingerprint ({'; '.join(differences)})"
     regressions: list[Regression] = []
     for mode in after.modes:
         old = before.mode(mode.mode)
@@ -229,8 +232,10 @@ def _measured_regressions(
         regressions += _mode_regressions(old, mode, tolerance, max_accuracy_drop)
     limit = figures.percent(tolerance)
     return tuple(regressions), (
-        f"compared on the same device; slower or larger by more than {limit}, accuracy lower by more "
-        f"than {figures.decimal(max_accuracy_drop)}, or more user syncs per step count as regressions"
+        f"compared on the same workload fingerprint (device, torch, workload, compile, steps, threads); "
+        f"slower by more than {limit} and outside both runs' 95% intervals of the median step time, larger "
+        f"by more than {limit}, accuracy lower by more than {figures.decimal(max_accuracy_drop)}, or more user "
+        "syncs per step count as regressions"
     )
 
 
@@ -238,7 +243,7 @@ def _mode_regressions(old: ModeResult, new: ModeResult, tolerance: float, max_ac
     found = []
     old_time = old.step_time.median_ms if old.step_time else None
     new_time = new.step_time.median_ms if new.step_time else None
-    if old_time and new_time and new_time > old_time * (1 + tolerance):
+    if old_time and new_time and new_time > old_time * (1 + tolerance) and _apart(old.step_time, new.step_time):
         found.append(Regression(new.mode, "step time (median)", figures.milliseconds(old_time),
                                 figures.milliseconds(new_time), f"{new_time / old_time:.2f}x slower"))
     if old.peak_memory_bytes and new.peak_memory_bytes and new.peak_memory_bytes > old.peak_memory_bytes * (1 + tolerance):
@@ -253,6 +258,13 @@ def _mode_regressions(old: ModeResult, new: ModeResult, tolerance: float, max_ac
         found.append(Regression(new.mode, "user host syncs per step", figures.decimal(old.user_syncs_per_step, 2),
                                 figures.decimal(new.user_syncs_per_step, 2), "more syncs per step"))
     return found
+
+
+def _apart(old: StepTiming, new: StepTiming) -> bool:
+    """The new median interval lies wholly above the old one (min..max when under 2 samples)."""
+    old_range = median_interval(old.samples_ms) or (old.min_ms, old.max_ms)
+    new_range = median_interval(new.samples_ms) or (new.min_ms, new.max_ms)
+    return new_range[0] > old_range[1]
 
 
 def _first_line(source: str) -> str:
