@@ -1,65 +1,87 @@
-"""The PNG chart is a valid image that shows bars for measured figures and nothing for others."""
+"""The chart (matplotlib): bars for measured figures only, intervals, ratio labels, target lines."""
 
 from __future__ import annotations
 
-import struct
-import zlib
+import pytest
 
-from verifier.dynamic.chart import HEIGHT, MODE_COLORS, WIDTH, render_chart, write_chart
-from verifier.dynamic.results import DeviceFacts, DynamicResult, Method, ModeResult, StepTiming, Workload
+pytest.importorskip("matplotlib")
 
+from verifier.dynamic.chart import build_figure, write_chart  # noqa: E402
+from verifier.dynamic.results import (  # noqa: E402
+    DeviceFacts,
+    DynamicResult,
+    MemorySplit,
+    Method,
+    ModeResult,
+    Workload,
+)
+from verifier.dynamic.timing import summarize  # noqa: E402
 
-def decode(png: bytes) -> tuple[int, int, list[bytes]]:
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    position, idat, size = 8, b"", (0, 0)
-    while position < len(png):
-        (length,) = struct.unpack(">I", png[position : position + 4])
-        kind, data = png[position + 4 : position + 8], png[position + 8 : position + 8 + length]
-        (crc,) = struct.unpack(">I", png[position + 8 + length : position + 12 + length])
-        assert crc == zlib.crc32(kind + data)
-        if kind == b"IHDR":
-            size = struct.unpack(">II", data[:8])
-        elif kind == b"IDAT":
-            idat += data
-        position += 12 + length
-    width, height = size
-    raw = zlib.decompress(idat)
-    stride = 1 + 3 * width
-    rows = [raw[i * stride + 1 : (i + 1) * stride] for i in range(height)]
-    return width, height, rows
+MIB = 2**20
 
 
-def count_color(rows: list[bytes], color: tuple[int, int, int]) -> int:
-    pixel = bytes(color)
-    return sum(row[i : i + 3] == pixel for row in rows for i in range(0, len(row), 3))
+def split(activations_mib: int, estimated: bool = False) -> MemorySplit:
+    return MemorySplit((600 + activations_mib) * MIB, 200 * MIB, 200 * MIB, 200 * MIB, activations_mib * MIB, estimated, "test")
 
 
-def result(backend: str, fp32_peak: int | None, bf16: ModeResult) -> DynamicResult:
-    fp32 = ModeResult("fp32", "float32", step_time=StepTiming(20.0, 19.0, 21.0, 18.0, 22.0), peak_memory_bytes=fp32_peak)
+def result(*modes: ModeResult) -> DynamicResult:
     return DynamicResult(
-        workload=Workload("preset", "gpu"),
-        device=DeviceFacts(backend, "Test Device"),
-        method=Method("cuda-events", 5, 10, 3, 2, 4, 0),
-        modes=(fp32, bf16),
+        workload=Workload("entry", "train:entry"),
+        device=DeviceFacts("cuda", "Test Device"),
+        method=Method("cuda-events", 5, 10, 5, 2, 4, 0),
+        modes=modes,
     )
 
 
-def test_bars_for_measured_modes():
-    bf16 = ModeResult("bf16", "bfloat16", step_time=StepTiming(8.0, 7.5, 8.5, 7.0, 9.0), peak_memory_bytes=600 * 2**20)
-    width, height, rows = decode(render_chart(result("cuda", 1000 * 2**20, bf16)))
-    assert (width, height) == (WIDTH, HEIGHT)
-    assert count_color(rows, MODE_COLORS["fp32"]) > count_color(rows, MODE_COLORS["bf16"]) > 0
+def bars(axes) -> list[tuple[float, float, float]]:
+    return [(round(p.get_x() + p.get_width() / 2, 3), round(p.get_y(), 3), round(p.get_height(), 3)) for p in axes.patches]
 
 
-def test_unmeasured_figures_draw_no_bar():
+def texts(axes) -> list[str]:
+    return [t.get_text() for t in axes.texts]
+
+
+def test_step_time_bars_intervals_ratio_labels_and_target_line():
+    fp32 = ModeResult("fp32", "float32", step_time=summarize([30.0, 30.0, 30.0, 30.0, 30.0]), memory_split=split(1000))
+    bf16 = ModeResult("bf16", "bfloat16", step_time=summarize([10.0, 10.0, 10.0, 10.0, 10.0]), memory_split=split(500))
+    time_axes, memory_axes = build_figure(result(fp32, bf16)).axes
+    assert bars(time_axes) == [(0.0, 0.0, 30.0), (1.0, 0.0, 10.0)]
+    assert texts(time_axes) == ["3.00x vs FP32"]
+    assert [line.get_ydata()[0] for line in time_axes.lines if line.get_linestyle() == "--"] == [20.0]
+    assert time_axes.get_legend().get_texts()[0].get_text() == "target: FP32 / 1.5x = 20.00 ms"
+    # Memory: four stacked parts per mode, and the target for the activations AMP can change.
+    assert bars(memory_axes) == [
+        (0.0, 0.0, 200.0), (0.0, 200.0, 200.0), (0.0, 400.0, 200.0), (0.0, 600.0, 1000.0),
+        (1.0, 0.0, 200.0), (1.0, 200.0, 200.0), (1.0, 400.0, 200.0), (1.0, 600.0, 500.0),
+    ]
+    assert [line.get_ydata()[0] for line in memory_axes.lines] == [1200.0]  # 600 + 1000 x (1 - 40 %)
+    assert memory_axes.get_title() == "Peak memory, MiB"
+
+
+def test_unmeasured_figures_draw_no_bar_and_estimates_say_so():
+    fp32 = ModeResult("fp32", "float32", step_time=summarize([20.0, 21.0]), memory_split=split(100, estimated=True))
     failed = ModeResult("bf16", "bfloat16", error="CUDA out of memory during warm-up: boom")
-    _, _, rows = decode(render_chart(result("cpu", None, failed)))
-    assert count_color(rows, MODE_COLORS["bf16"]) == 0
+    time_axes, memory_axes = build_figure(result(fp32, failed)).axes
+    assert [x for x, _, _ in bars(time_axes)] == [0.0]
+    assert texts(time_axes) == ["not measured"]
+    assert texts(memory_axes) == ["not measured"]
+    assert memory_axes.get_title() == "Peak memory, MiB (estimate, FakeTensorMode)"
+
+
+def test_the_png_is_written_and_the_same_figures_give_the_same_bytes(tmp_path):
+    fp32 = ModeResult("fp32", "float32", step_time=summarize([20.0, 21.0, 22.0]))
+    first = write_chart(result(fp32), str(tmp_path / "a.png"))
+    second = write_chart(result(fp32), str(tmp_path / "b.png"))
+    assert first.chart_path == str(tmp_path / "a.png") and first.chart_note == ""
+    data = (tmp_path / "a.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert data == (tmp_path / "b.png").read_bytes()
+    assert second.chart_path is not None
 
 
 def test_unwritable_location_is_a_note(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    written = write_chart(result("cpu", None, ModeResult("bf16", "bfloat16")), str(blocker / "chart.png"))
+    written = write_chart(result(ModeResult("bf16", "bfloat16")), str(blocker / "chart.png"))
     assert written.chart_path is None
     assert written.chart_note.startswith("chart not written: ")

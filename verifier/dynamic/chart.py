@@ -1,117 +1,121 @@
-"""The PNG chart next to the report: step time (median with IQR whisker) and peak memory
-per mode, side by side. A mode without a figure shows "N/A", never an empty bar."""
+"""The PNG chart next to the report, drawn with matplotlib (the `dynamic` extra).
+
+Left: step time per mode, the median with its 95 % bootstrap interval, each AMP bar labelled
+with its speedup over FP32, and a target line at FP32 / min-speedup. Right: peak memory per
+mode, split into parameters, gradients, optimizer state and activations/other where the
+harness has the split (estimates say so), with the target line for the activations AMP can
+change. A mode without a figure shows "not measured", never an empty bar.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
 
-from verifier.dynamic.canvas import Canvas, Color, text_width
+from verifier.dynamic.intervals import median_interval
 from verifier.dynamic.results import DynamicResult, ModeResult
 
-WIDTH, HEIGHT = 820, 420
-PANEL_TOP, PANEL_BOTTOM = 90, 340
-MODE_COLORS: dict[str, Color] = {"fp32": (120, 120, 120), "fp16": (230, 140, 30), "bf16": (40, 110, 200)}
-INK: Color = (20, 20, 20)
-FAINT: Color = (150, 150, 150)
-
-
-@dataclass(frozen=True)
-class Panel:
-    heading: str
-    value: Callable[[ModeResult], float | None]
-    label: Callable[[float], str]
-    empty_reason: str
-    spread: Callable[[ModeResult], tuple[float, float] | None] = lambda mode: None
-
-
-STEP_TIME = Panel(
-    heading="STEP TIME, MS (MEDIAN, IQR)",
-    value=lambda m: m.step_time.median_ms if m.step_time else None,
-    label=lambda v: f"{v:.1f}",
-    empty_reason="NOT MEASURED",
-    spread=lambda m: (m.step_time.q1_ms, m.step_time.q3_ms) if m.step_time else None,
+MODE_COLORS = {"fp32": "#787878", "fp16": "#e68c1e", "bf16": "#286ec8"}
+SPLIT_PARTS = (
+    ("parameters", "parameters_bytes", "#4c4c4c"),
+    ("gradients", "gradients_bytes", "#8c8c8c"),
+    ("optimizer state", "optimizer_state_bytes", "#b4b4b4"),
+    ("activations and other", "activations_other_bytes", "#5aa05a"),
 )
+MIB = 2**20
 
 
-def memory_panel(backend: str) -> Panel:
-    return Panel(
-        heading="PEAK MEMORY, MIB",
-        value=lambda m: m.peak_memory_bytes / 2**20 if m.peak_memory_bytes is not None else None,
-        label=lambda v: f"{v:,.0f}",
-        empty_reason="NOT MEASURED ON CPU" if backend == "cpu" else "NOT MEASURED",
+def build_figure(result: DynamicResult):  # noqa: ANN201 - matplotlib.figure.Figure, imported lazily
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(10, 4.4), dpi=100)
+    time_axes, memory_axes = figure.subplots(1, 2)
+    _step_time(time_axes, result)
+    _memory(memory_axes, result)
+    figure.suptitle(f"{result.workload.name} on {result.device.name} ({result.role})", fontsize=11)
+    method = result.method
+    figure.text(
+        0.01, 0.01, f"{method.timer}; {method.repeats} x {method.steps} timed steps after {method.warmup_steps} warm-up",
+        fontsize=8, color="#666666",
     )
+    figure.tight_layout(rect=(0, 0.04, 1, 0.95))
+    return figure
 
 
-def render_chart(result: DynamicResult) -> bytes:
-    canvas = Canvas(WIDTH, HEIGHT)
-    title = f"{result.workload.name} on {result.device.name}"
-    canvas.text(20, 16, _fit(title, 2, WIDTH - 40), INK, scale=2)
-    _draw_panel(canvas, 20, 400, STEP_TIME, result.modes)
-    _draw_panel(canvas, 420, 800, memory_panel(result.device.backend), result.modes)
-    footer = f"{result.method.timer}, {result.method.repeats} x {result.method.steps} steps after {result.method.warmup_steps} warm-up"
-    canvas.text(20, HEIGHT - 30, _fit(footer, 2, WIDTH - 40), FAINT, scale=2)
-    return canvas.png_bytes()
-
-
-def _draw_panel(canvas: Canvas, left: int, right: int, panel: Panel, modes: tuple[ModeResult, ...]) -> None:
-    canvas.text(left, PANEL_TOP - 36, panel.heading, INK, scale=2)
-    canvas.fill_rect(left, PANEL_BOTTOM, right, PANEL_BOTTOM + 2, INK)
-    values = [panel.value(m) for m in modes]
-    measured = [v for v in values if v is not None]
-    if not measured:
-        middle = (PANEL_TOP + PANEL_BOTTOM) // 2
-        canvas.text(left + (right - left - text_width(panel.empty_reason)) // 2, middle, panel.empty_reason, FAINT)
-    whisker_tops = [spread[1] for m in modes if (spread := panel.spread(m)) is not None]
-    top = max(measured + whisker_tops, default=1.0) or 1.0
-    slot = (right - left) // max(1, len(modes))
-    usable = PANEL_BOTTOM - PANEL_TOP - 24
-
-    def y_of(figure: float) -> int:
-        return PANEL_BOTTOM - max(1, round(usable * figure / top))
-
-    for index, (mode, figure) in enumerate(zip(modes, values)):
-        centre = left + slot * index + slot // 2
-        canvas.text(centre - text_width(mode.mode) // 2, PANEL_BOTTOM + 10, mode.mode.upper(), INK)
-        if figure is None:
-            if measured:
-                canvas.text(centre - text_width("N/A") // 2, PANEL_BOTTOM - 24, "N/A", FAINT)
+def _step_time(axes, result: DynamicResult) -> None:  # noqa: ANN001
+    modes = list(result.modes)
+    names = [m.mode.upper() for m in modes]
+    axes.set_title("Step time, ms (median, 95% interval)", fontsize=10)
+    baseline = result.mode("fp32")
+    base = baseline.step_time.median_ms if baseline is not None and baseline.step_time else None
+    for index, mode in enumerate(modes):
+        if mode.step_time is None:
+            axes.text(index, 0, "not measured", ha="center", va="bottom", fontsize=8, color="#666666")
             continue
-        half_bar = min(70, slot - 30) // 2
-        color = MODE_COLORS.get(mode.mode, FAINT)
-        canvas.fill_rect(centre - half_bar, y_of(figure), centre + half_bar, PANEL_BOTTOM, color)
-        spread = panel.spread(mode)
-        if spread is not None:
-            low, high = y_of(spread[0]), y_of(spread[1])
-            canvas.fill_rect(centre - 1, high, centre + 1, low + 1, INK)
-            canvas.fill_rect(centre - 8, high, centre + 8, high + 2, INK)
-            canvas.fill_rect(centre - 8, low - 1, centre + 8, low + 1, INK)
-        text = panel.label(figure)
-        top_of_label = min(y_of(figure), y_of(spread[1]) if spread else PANEL_BOTTOM) - 20
-        canvas.text(centre - text_width(text) // 2, top_of_label, text, INK)
+        median = mode.step_time.median_ms
+        low, high = median_interval(mode.step_time.samples_ms) or (mode.step_time.q1_ms, mode.step_time.q3_ms)
+        axes.bar(index, median, color=MODE_COLORS.get(mode.mode, "#999999"), label=mode.mode,
+                 yerr=[[median - low], [high - median]], capsize=6)
+        if base is not None and mode.mode != "fp32":
+            axes.annotate(f"{base / median:.2f}x vs FP32", (index, high), ha="center", va="bottom", fontsize=8,
+                          xytext=(0, 3), textcoords="offset points")
+    if base is not None:
+        target = base / result.thresholds.min_speedup
+        axes.axhline(target, color="#c83232", linestyle="--", linewidth=1,
+                     label=f"target: FP32 / {result.thresholds.min_speedup:g}x = {target:.2f} ms")
+        axes.legend(fontsize=7, loc="upper right")
+    axes.set_xticks(range(len(modes)), names)
+    axes.margins(y=0.35)  # headroom: the legend and the ratio labels never cover a bar
 
 
-def _fit(text: str, scale: int, width: int) -> str:
-    limit = width // text_width(" ", scale)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _memory(axes, result: DynamicResult) -> None:  # noqa: ANN001
+    modes = list(result.modes)
+    estimated = any(m.memory_split is not None and m.memory_split.estimated for m in modes)
+    axes.set_title("Peak memory, MiB" + (" (estimate, FakeTensorMode)" if estimated else ""), fontsize=10)
+    labelled: set[str] = set()
+    for index, mode in enumerate(modes):
+        split = mode.memory_split
+        if split is not None:
+            bottom = 0.0
+            for label, field, color in SPLIT_PARTS:
+                height = getattr(split, field) / MIB
+                axes.bar(index, height, bottom=bottom, color=color, label=None if label in labelled else label)
+                labelled.add(label)
+                bottom += height
+        elif mode.peak_memory_bytes is not None:
+            axes.bar(index, mode.peak_memory_bytes / MIB, color=MODE_COLORS.get(mode.mode, "#999999"))
+        else:
+            axes.text(index, 0, "not measured", ha="center", va="bottom", fontsize=8, color="#666666")
+    baseline = result.mode("fp32")
+    if baseline is not None and baseline.memory_split is not None:
+        split = baseline.memory_split
+        persistent = split.peak_bytes - split.activations_other_bytes
+        allowed = split.activations_other_bytes * (1 - result.thresholds.min_memory_reduction)
+        axes.axhline((persistent + allowed) / MIB, color="#c83232", linestyle="--", linewidth=1,
+                     label=f"target: activations -{result.thresholds.min_memory_reduction:.0%} vs FP32")
+    if labelled or baseline is not None and baseline.memory_split is not None:
+        axes.legend(fontsize=7, loc="upper right")
+    axes.set_xticks(range(len(modes)), [m.mode.upper() for m in modes])
+    axes.margins(y=0.35)
 
 
 def write_chart(result: DynamicResult, path: str) -> DynamicResult:
     """Write the PNG atomically; returns the result with chart_path/chart_note filled in."""
     temporary = None
     try:
-        data = render_chart(result)
+        figure = build_figure(result)
         folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=".chart-", suffix=".png", dir=folder)
         with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
+            # No software/version stamp: the same figures give the same bytes.
+            figure.savefig(stream, format="png", metadata={"Software": None})
         # mkstemp creates the file private (0600); a chart is an ordinary readable file.
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
+    except ImportError as error:
+        return dataclasses.replace(result, chart_path=None, chart_note=f"chart not written: matplotlib is missing ({error})")
     except OSError as error:
         if temporary and os.path.exists(temporary):
             os.unlink(temporary)
