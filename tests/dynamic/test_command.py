@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 import pytest
 
@@ -20,7 +21,7 @@ from verifier.dynamic.verdicts import CPU_REASON
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-FAST = ["--preset", "tiny", "--modes", "fp32,bf16", "--device", "cpu", "--warmup", "2", "--steps", "2", "--repeats", "2", "--sync-steps", "1"]
+FAST = ["--preset", "tiny", "--modes", "fp32,bf16", "--device", "cpu", "--warmup", "2", "--steps", "2", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "1"]
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -51,7 +52,8 @@ def test_bench_prints_the_table_and_writes_json_and_chart(tmp_path, capsys, monk
     printed = capsys.readouterr().out
     assert printed.splitlines()[0].startswith("preset tiny (26,944 parameters, 1,024 tokens/step) on cpu: ")
     assert "mode  step ms" in printed
-    assert "NOT_EVALUATED  AMP speedup over FP32 (bf16): " in printed
+    # A CPU speedup is never judged: not evaluated, or unstable when the spread hides it.
+    assert re.search(r"^  (NOT_EVALUATED|UNSTABLE)\s+AMP speedup over FP32 \(bf16\): ", printed, re.MULTILINE)
     assert CPU_REASON in printed
     data = json.loads(output.read_text())
     assert [m["mode"] for m in data["modes"]] == ["fp32", "bf16"]

@@ -11,7 +11,7 @@ from verifier.dynamic.harness import HarnessOptions, HarnessUsageError, resolve_
 from verifier.dynamic.results import VerdictStatus
 from verifier.dynamic.verdicts import ACTIVATIONS_BASIS, CPU_REASON
 
-SMALL = {"warmup": 4, "steps": 3, "repeats": 2, "sync_steps": 2}
+SMALL = {"warmup": 4, "steps": 3, "repeats": 2, "max_repeats": 2, "sync_steps": 2}
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 
 def test_tiny_preset_on_cuda_is_measured_and_judged():
-    result = run_harness(HarnessOptions(preset="tiny", device="cuda", warmup=10, steps=5, repeats=3, sync_steps=2))
+    result = run_harness(HarnessOptions(preset="tiny", device="cuda", warmup=10, steps=5, repeats=3, max_repeats=3, sync_steps=2))
     assert result.method.timer == "cuda-events"
     assert result.device.backend == "cuda"
     for mode in result.modes:
@@ -30,7 +30,7 @@ def test_tiny_preset_on_cuda_is_measured_and_judged():
 
 
 def test_bf16_mfu_is_reported_or_explained():
-    result = run_harness(HarnessOptions(preset="tiny", device="cuda", modes=("bf16",), warmup=5, steps=5, repeats=2, sync_steps=1))
+    result = run_harness(HarnessOptions(preset="tiny", device="cuda", modes=("bf16",), warmup=5, steps=5, repeats=2, max_repeats=2, sync_steps=1))
     bf16 = result.mode("bf16")
     assert bf16.achieved_tflops and bf16.achieved_tflops > 0
     assert (bf16.mfu is not None) or bf16.mfu_note

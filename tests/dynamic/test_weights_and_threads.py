@@ -6,7 +6,7 @@ import pytest
 
 from verifier.dynamic.harness import HarnessOptions, HarnessUsageError, run_harness
 
-FAST = {"device": "cpu", "modes": ("fp32", "bf16"), "warmup": 1, "steps": 2, "repeats": 2, "sync_steps": 1}
+FAST = {"device": "cpu", "modes": ("fp32", "bf16"), "warmup": 1, "steps": 2, "repeats": 2, "max_repeats": 2, "sync_steps": 1}
 
 
 def test_components_with_fresh_weights_are_verified(entry_fixtures):
@@ -37,10 +37,40 @@ def test_threads_cap_an_entry_and_are_restored(entry_fixtures):
     before = torch.get_num_threads()
     result = run_harness(HarnessOptions(entry="entry_points:components", threads=1, **FAST))
     assert result.device.cpu_threads == 1
-    assert result.method.notes[1].endswith("1 intra-op CPU thread(s) (--threads)")
+    assert result.method.notes[2].endswith("1 intra-op CPU thread(s) (--threads)")
     assert torch.get_num_threads() == before
 
 
 def test_threads_below_one_are_refused(entry_fixtures):
     with pytest.raises(HarnessUsageError, match="--threads must be at least 1"):
         run_harness(HarnessOptions(entry="entry_points:components", threads=0, **FAST))
+
+
+def test_modes_are_timed_round_robin(entry_fixtures, monkeypatch):
+    import verifier.dynamic.measure as measure
+
+    order = []
+    original = measure.ModeSession.time_repeat
+    monkeypatch.setattr(measure.ModeSession, "time_repeat", lambda self: (order.append(self.mode), original(self))[1])
+    run_harness(HarnessOptions(entry="entry_points:components", threads=1, **{**FAST, "repeats": 3, "max_repeats": 3}))
+    assert order == ["fp32", "bf16"] * 3
+
+
+def test_noisy_timing_adds_rounds_up_to_the_limit(entry_fixtures, monkeypatch):
+    import verifier.dynamic.measure as measure
+
+    # Step times that jump between 1 and 9 ms: the speedup interval never tightens.
+    times = iter([1.0, 9.0, 9.0, 1.0] * 10)
+    monkeypatch.setattr(measure, "time_span", lambda run, device: (run(), next(times) * 2)[1])
+    result = run_harness(HarnessOptions(entry="entry_points:components", threads=1, **{**FAST, "repeats": 2, "max_repeats": 5}))
+    assert [len(m.step_time.samples_ms) for m in result.modes] == [5, 5]
+    assert result.method.repeats == 5
+
+
+def test_steady_timing_stops_at_the_minimum(entry_fixtures, monkeypatch):
+    import verifier.dynamic.measure as measure
+
+    times = iter([4.0, 2.0, 4.0, 2.0, 4.01, 2.0] + [4.0, 2.0] * 10)
+    monkeypatch.setattr(measure, "time_span", lambda run, device: (run(), next(times) * 2)[1])
+    result = run_harness(HarnessOptions(entry="entry_points:components", threads=1, **{**FAST, "repeats": 3, "max_repeats": 8}))
+    assert result.method.repeats == 3

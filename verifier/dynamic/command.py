@@ -36,7 +36,14 @@ def add_harness_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGr
     )
     parser.add_argument("--steps", type=int, help="timed steps per repeat (default: the preset's)")
     parser.add_argument("--warmup", type=int, help="untimed warm-up steps per mode (default: the preset's)")
-    parser.add_argument("--repeats", type=int, help="timed repeats per mode (default: the preset's)")
+    parser.add_argument("--repeats", type=int, help="timed repeats per mode, at least (default: the preset's)")
+    parser.add_argument(
+        "--max-repeats", type=int, help="more repeats while a speedup interval is wide, up to this (default: 4 x --repeats)"
+    )
+    parser.add_argument(
+        "--time-budget", type=float, default=60.0, metavar="SECONDS",
+        help="stop adding repeats after this much timing (default: 60)",
+    )
     parser.add_argument("--sync-steps", type=int, help="steps in the untimed sync-counting pass (default: the preset's)")
     parser.add_argument(
         "--entry",
@@ -93,6 +100,8 @@ def options_from_args(args: argparse.Namespace, thresholds: Thresholds | None = 
         ),
         chart_path=chart,
         threads=getattr(args, "threads", None),
+        time_budget_s=getattr(args, "time_budget", 60.0),
+        max_repeats=getattr(args, "max_repeats", None),
     )
 
 

@@ -1,8 +1,9 @@
 """Runs every precision mode of one workload from the same seed and data, measures each,
 and judges the AMP modes against FP32.
 
-Each mode is measured by `measure.measure_mode` and trains the same number of steps on the
-same batches. Any failure becomes the mode's `error`; the harness itself raises only for
+Every mode is set up and warmed, then its timed repeats run round-robin with the other
+modes' (`measure.measure_modes`), with more rounds while a speedup interval is wide and the
+time budget lasts; every mode trains on the same batches. Any failure becomes the mode's `error`; the harness itself raises only for
 bad options, before anything runs.
 """
 
@@ -17,8 +18,8 @@ import torch
 
 from verifier.dynamic import overhead
 from verifier.dynamic.entry import EntryError, EntryWorkload, load_entry
-from verifier.dynamic.measure import ProgressCallback, StepCounts, measure_mode
-from verifier.dynamic.nvml import Nvml, NvmlSample, describe_device, summarize_samples
+from verifier.dynamic.measure import Budget, ProgressCallback, StepCounts, measure_modes
+from verifier.dynamic.nvml import Nvml, UtilizationSampler, describe_device, summarize_samples
 from verifier.dynamic.results import MODES, DynamicResult, Method, ModeResult, Thresholds, Workload
 from verifier.dynamic.timing import timer_kind
 from verifier.dynamic.verdicts import judge, not_evaluated
@@ -54,6 +55,8 @@ class HarnessOptions:
     thresholds: Thresholds = field(default_factory=Thresholds)
     chart_path: str | None = None
     threads: int | None = None
+    time_budget_s: float = 60.0
+    max_repeats: int | None = None
 
 
 def resolve_device(name: str) -> torch.device:
@@ -139,7 +142,8 @@ def run_harness(options: HarnessOptions, progress: ProgressCallback | None = Non
         try:
             plan = _plan(options, device)
         except EntryError as error:
-            method = _method(device, _counts(options, ENTRY_DEFAULT_COUNTS), None, options)
+            counts = _counts(options, ENTRY_DEFAULT_COUNTS)
+            method = _method(device, counts, None, options, Budget(4 * counts.repeats, options.time_budget_s))
             return DynamicResult(
                 workload=Workload("entry", options.entry or ""),
                 device=facts,
@@ -149,15 +153,16 @@ def run_harness(options: HarnessOptions, progress: ProgressCallback | None = Non
                 error=str(error),
             )
         handle = nvml.handle_for(device) if nvml is not None and device.type == "cuda" else None
-        all_samples: list[NvmlSample] = []
-        results = []
+        budget = Budget(max_rounds=options.max_repeats or 4 * plan.counts.repeats, seconds=options.time_budget_s)
+        if budget.max_rounds < plan.counts.repeats:
+            raise HarnessUsageError("--max-repeats must be at least --repeats")
         with _cpu_threads(plan.cpu_threads):
             facts = dataclasses.replace(facts, cpu_threads=torch.get_num_threads())
-            method = _method(device, plan.counts, plan.eval_batches, options)
-            for mode in modes:
-                result, samples = measure_mode(plan.workload, mode, device, facts, plan.counts, options.seed, nvml, handle, report)
-                results.append(result)
-                all_samples += samples
+            results, all_samples, rounds = measure_modes(
+                plan.workload, modes, device, facts, plan.counts, options.seed,
+                lambda: UtilizationSampler(nvml, handle), report, budget,
+            )
+            method = _method(device, dataclasses.replace(plan.counts, repeats=rounds), plan.eval_batches, options, budget)
     finally:
         if nvml is not None:
             nvml.close()
@@ -214,8 +219,13 @@ def _cpu_threads(count: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def _method(device: torch.device, counts: StepCounts, eval_batches: int | None, options: HarnessOptions) -> Method:
+def _method(
+    device: torch.device, counts: StepCounts, eval_batches: int | None, options: HarnessOptions, budget: Budget
+) -> Method:
     notes = [
+        f"timed repeats interleaved round-robin across modes; {counts.repeats} rounds run (at least "
+        f"{options.repeats or 'the default'} and more, up to {budget.max_rounds} rounds or {budget.seconds:g} s, while a "
+        f"speedup's 95% interval is wider than +/-{budget.rel_width:.0%})",
         f"torch {torch.__version__}; {torch.get_num_threads()} intra-op CPU thread(s)"
         + (" (--threads)" if options.threads and device.type == "cpu" else ""),
         "every mode is seeded alike and sees the same batches in the same order",

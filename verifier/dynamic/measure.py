@@ -10,6 +10,8 @@ from __future__ import annotations
 import gc
 import hashlib
 import math
+import statistics
+import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -20,8 +22,9 @@ import torch
 from verifier.dynamic import overhead
 from verifier.dynamic.entry import EntryError, describe_exception
 from verifier.dynamic.flops import model_flop_utilisation
-from verifier.dynamic.memory import PeakMemoryProbe, measured_split
-from verifier.dynamic.nvml import Nvml, NvmlSample, UtilizationSampler
+from verifier.dynamic.intervals import ratio_interval
+from verifier.dynamic.memory import CPU_METHOD, CUDA_INTERLEAVED_METHOD, measured_split, rss_high_water
+from verifier.dynamic.nvml import NvmlSample, UtilizationSampler
 from verifier.dynamic.results import DeviceFacts, ModeResult
 from verifier.dynamic.sync_counter import CudaSyncDebugWarnings, HostDataTags, LineTrace, SyncCounter
 from verifier.dynamic.timing import summarize, time_span
@@ -85,149 +88,168 @@ def _bf16_unsupported(device: torch.device) -> bool:
         return not torch.cuda.is_bf16_supported()
 
 
-def measure_mode(
-    workload: WorkloadSource,
-    mode: str,
-    device: torch.device,
-    facts: DeviceFacts,
-    counts: StepCounts,
-    seed: int,
-    nvml: Nvml | None,
-    handle: Any,
-    report: ProgressCallback,
-) -> tuple[ModeResult, list[NvmlSample]]:
-    figures: dict[str, Any] = {
-        "mode": mode,
-        "dtype": str(AUTOCAST_DTYPES[mode]).removeprefix("torch."),
-        "grad_scaler": mode == "fp16",
-    }
-    if mode == "bf16" and _bf16_unsupported(device):
-        return ModeResult(**figures, error="bf16 is not supported on this GPU"), []
-    measurement = _ModeMeasurement(mode, device, facts, counts, UtilizationSampler(nvml, handle), report, figures)
-    run: ModeRun | None = None
-    error: str | None = None
-    try:
-        measurement.progress("setup", 0)
-        with HostDataTags() if device.type != "cuda" else nullcontext():
-            run = workload.open(mode, device, seed)
-        parts = run.memory_parts() if hasattr(run, "memory_parts") else None
-        if parts is not None:
-            figures["weights_fingerprint"] = state_fingerprint(parts[0])
-        if device.type != "cuda":
-            estimate = getattr(workload, "estimate_memory", None)
-            split = estimate(mode) if estimate is not None else "not estimated: the workload cannot be traced"
-            if isinstance(split, str):
-                figures["memory_split_note"] = split
-            else:
-                figures["memory_split"] = split
-        measurement.measure(run)
-    except _NonFiniteLoss as failure:
-        error = str(failure)
-    except torch.cuda.OutOfMemoryError as failure:
-        error = f"CUDA out of memory during {measurement.phase}: {_first_line(failure)}"
-    except EntryError as failure:
-        error = str(failure)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as failure:  # noqa: BLE001 - SystemExit from user code too is report content
-        error = f"{measurement.phase} raised {describe_exception(failure)}"
-    finally:
-        measurement.sampler.stop()
-        if run is not None:
-            _close_quietly(run)
-        run = None
-        _release_memory(device)
-    return ModeResult(**figures, error=error), measurement.sampler.samples
+class ModeSession:
+    """One precision mode, kept alive from setup to evaluation so that the timed repeats of all
+    modes can be interleaved round-robin. Each phase writes its figures as soon as it has them;
+    the first failure ends the mode (its error), keeping what was already measured."""
 
+    def __init__(
+        self, workload: WorkloadSource, mode: str, device: torch.device, facts: DeviceFacts, counts: StepCounts,
+        sampler: UtilizationSampler, report: ProgressCallback,
+    ) -> None:
+        self.workload, self.mode, self.device, self.facts, self.counts = workload, mode, device, facts, counts
+        self.sampler, self.report = sampler, report
+        self.figures: dict[str, Any] = {
+            "mode": mode,
+            "dtype": str(AUTOCAST_DTYPES[mode]).removeprefix("torch."),
+            "grad_scaler": mode == "fp16",
+        }
+        self.error: str | None = None
+        self.phase = "setup"
+        self.done = 0
+        self.run: ModeRun | None = None
+        self.samples_ms: list[float] = []
+        self.tracker = _LossTracker(device)
+        self._persistent_bytes = 0
+        self._transient_bytes = 0
 
-@dataclass
-class _ModeMeasurement:
-    """The phases of one mode, in order; each phase writes its figures as soon as it has
-    them, so a failure later on keeps what was already measured."""
-
-    mode: str
-    device: torch.device
-    facts: DeviceFacts
-    counts: StepCounts
-    sampler: UtilizationSampler
-    report: ProgressCallback
-    figures: dict[str, Any]
-    phase: str = "setup"
-    done: int = 0
+    @property
+    def alive(self) -> bool:
+        return self.error is None and self.run is not None
 
     def progress(self, phase: str, steps: int) -> None:
-        """Count `steps` more steps done and tell the progress callback."""
         self.done += steps
         self.report(self.mode, phase, self.done, self.counts.total(self.device))
 
-    def measure(self, run: ModeRun) -> None:
-        tracker = _LossTracker(self.device)
+    def _steps(self, count: int, step: Callable[[], Any] | None = None) -> None:
+        step = step or self.run.step
+        for _ in range(count):
+            self.tracker.add(step())
 
-        def run_steps(count: int) -> None:
-            for _ in range(count):
-                tracker.add(run.step())
+    def _guard(self, work: Callable[[], None]) -> None:
+        """Run one phase; a failure of any kind (SystemExit from user code too) ends the mode."""
+        if self.error is not None:
+            return
+        try:
+            work()
+            return
+        except _NonFiniteLoss as failure:
+            self.error = str(failure)
+        except torch.cuda.OutOfMemoryError as failure:
+            self.error = f"CUDA out of memory during {self.phase}: {_first_line(failure)}"
+        except EntryError as failure:
+            self.error = str(failure)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as failure:  # noqa: BLE001 - a workload's failure is report content
+            self.error = f"{self.phase} raised {describe_exception(failure)}"
+        self.close()
 
+    def prepare(self, seed: int) -> None:
+        """Setup (fingerprint, CPU memory estimate) and the warm-up."""
+        if self.mode == "bf16" and _bf16_unsupported(self.device):
+            self.error = "bf16 is not supported on this GPU"
+            return
+        self._guard(lambda: self._prepare(seed))
+
+    def _prepare(self, seed: int) -> None:
+        self.progress("setup", 0)
+        before = torch.cuda.memory_allocated(self.device) if self.device.type == "cuda" else 0
+        with HostDataTags() if self.device.type != "cuda" else nullcontext():
+            self.run = self.workload.open(self.mode, self.device, seed)
+        parts = self._parts()
+        if parts is not None:
+            self.figures["weights_fingerprint"] = state_fingerprint(parts[0])
+        if self.device.type != "cuda":
+            estimate = getattr(self.workload, "estimate_memory", None)
+            split = estimate(self.mode) if estimate is not None else "not estimated: the workload cannot be traced"
+            self.figures["memory_split_note" if isinstance(split, str) else "memory_split"] = split
         self.phase = "warm-up"
-        run_steps(self.counts.warmup)
-        self.figures["train_loss_first"] = tracker.take_mean(self.phase)
+        self._steps(self.counts.warmup)
+        self.figures["train_loss_first"] = self.tracker.take_mean(self.phase)
+        if self.device.type == "cuda":
+            # What this mode keeps between steps (weights, gradients, optimizer state, batches).
+            torch.cuda.synchronize(self.device)
+            self._persistent_bytes = torch.cuda.memory_allocated(self.device) - before
         self.progress(self.phase, self.counts.warmup)
-
         self.phase = "timed steps"
-        self._time(run, run_steps, tracker)
 
+    def time_repeat(self) -> None:
+        """One timed repeat of `steps` steps, with this mode's transient memory peak on CUDA."""
+        self._guard(self._time_repeat)
+
+    def _time_repeat(self) -> None:
+        cuda = self.device.type == "cuda"
+        if cuda:
+            torch.cuda.synchronize(self.device)
+            base = torch.cuda.memory_allocated(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+        with self.sampler:
+            self.samples_ms.append(time_span(lambda: self._steps(self.counts.steps), self.device) / self.counts.steps)
+        if cuda:
+            self._transient_bytes = max(self._transient_bytes, torch.cuda.max_memory_allocated(self.device) - base)
+        self.figures["train_loss_last"] = self.tracker.take_mean(f"timed repeat {len(self.samples_ms)}")
+        self.progress(self.phase, self.counts.steps)
+
+    def finish(self) -> ModeResult:
+        """Figures of the timed repeats, then sync counting, busy probe and evaluation."""
+        if self.samples_ms:
+            self._timing_figures()
+        self._guard(self._after_timing)
+        self.sampler.stop()
+        self.close()
+        return ModeResult(**self.figures, error=self.error)
+
+    def _timing_figures(self) -> None:
+        timing = summarize(self.samples_ms)
+        run = self.run
+        tokens = getattr(run, "tokens_per_step", None) if run is not None else None
+        flops = getattr(run, "flops_per_step", None) if run is not None else None
+        utilisation = model_flop_utilisation(flops, timing.median_ms, self.mode, self.facts.backend, self.facts.name)
+        if self.device.type == "cuda":
+            peak, method = self._persistent_bytes + self._transient_bytes, CUDA_INTERLEAVED_METHOD
+            parts = self._parts()
+            if parts is not None:
+                self.figures["memory_split"] = measured_split(peak, *parts)
+            else:
+                self.figures["memory_split_note"] = "not split: the step form names no model and optimizer"
+            rss = None
+        else:
+            peak, method, rss = None, CPU_METHOD + "; modes are interleaved, so it covers all of them", rss_high_water()
+        self.figures.update(
+            step_time=timing,
+            tokens_per_second=tokens / (timing.median_ms / 1000.0) if tokens else None,
+            peak_memory_bytes=peak,
+            memory_method=method,
+            process_rss_peak_bytes=rss,
+            utilization=self.sampler.summary(),
+            flops_per_step=flops,
+            achieved_tflops=utilisation.achieved_tflops,
+            mfu=utilisation.mfu,
+            mfu_note=utilisation.note,
+        )
+
+    def _after_timing(self) -> None:
+        run = self.run
         self.phase = "sync counting"
         counting_step = getattr(run, "counting_step", run.step)
-
-        def count_steps(count: int) -> None:
-            for _ in range(count):
-                tracker.add(counting_step())
-
-        self._count_syncs(count_steps)
-        tracker.take_mean(self.phase)
+        self._count_syncs(lambda count: self._steps(count, counting_step))
+        self.tracker.take_mean(self.phase)
         self.progress(self.phase, self.counts.sync_steps)
-
         if self.device.type == "cuda":
             # Profiled apart from the counter, whose Python hooks would inflate host time.
             self.phase = "busy-time probe"
-            busy = overhead.probe_device_busy(lambda: run_steps(self.counts.sync_steps), self.device)
+            busy = overhead.probe_device_busy(lambda: self._steps(self.counts.sync_steps), self.device)
             self.figures["device_busy_fraction"] = busy.busy_fraction
-            tracker.take_mean(self.phase)
+            self.tracker.take_mean(self.phase)
             self.progress(self.phase, self.counts.sync_steps)
-
         self.phase = "evaluation"
         self.figures["chance_accuracy"] = getattr(run, "chance_accuracy", None)
         self.figures["eval_loss"], self.figures["accuracy"] = run.evaluate()
         self.progress("done", 0)
 
-    def _time(self, run: ModeRun, run_steps: Callable[[int], None], tracker: _LossTracker) -> None:
-        probe = PeakMemoryProbe(self.device)
-        samples_ms = []
-        probe.start()
-        with self.sampler:
-            for repeat in range(self.counts.repeats):
-                samples_ms.append(time_span(lambda: run_steps(self.counts.steps), self.device) / self.counts.steps)
-                self.figures["train_loss_last"] = tracker.take_mean(f"timed repeat {repeat + 1}")
-                self.progress(self.phase, self.counts.steps)
-        reading = probe.stop()
-        parts = run.memory_parts() if hasattr(run, "memory_parts") else None
-        if reading.peak_bytes is not None and parts is not None:
-            self.figures["memory_split"] = measured_split(reading.peak_bytes, *parts)
-        elif reading.peak_bytes is not None:
-            self.figures["memory_split_note"] = "not split: the step form names no model and optimizer"
-        timing = summarize(samples_ms)
-        utilisation = model_flop_utilisation(run.flops_per_step, timing.median_ms, self.mode, self.facts.backend, self.facts.name)
-        self.figures.update(
-            step_time=timing,
-            tokens_per_second=run.tokens_per_step / (timing.median_ms / 1000.0) if run.tokens_per_step else None,
-            peak_memory_bytes=reading.peak_bytes,
-            memory_method=reading.method,
-            process_rss_peak_bytes=reading.process_rss_peak_bytes,
-            utilization=self.sampler.summary(),
-            flops_per_step=run.flops_per_step,
-            achieved_tflops=utilisation.achieved_tflops,
-            mfu=utilisation.mfu,
-            mfu_note=utilisation.note,
-        )
+    def _parts(self) -> tuple[torch.nn.Module, torch.optim.Optimizer] | None:
+        return self.run.memory_parts() if self.run is not None and hasattr(self.run, "memory_parts") else None
 
     def _count_syncs(self, run_steps: Callable[[int], None]) -> None:
         self.figures["sync_method"] = _sync_method(self.device)
@@ -243,6 +265,70 @@ class _ModeMeasurement:
             device_flagged_syncs_per_step=flagged_per_step,
             executed_lines=trace.executed(),
         )
+
+    def close(self) -> None:
+        if self.run is not None:
+            _close_quietly(self.run)
+            self.run = None
+            _release_memory(self.device)
+
+
+def measure_modes(
+    workload: WorkloadSource,
+    modes: tuple[str, ...],
+    device: torch.device,
+    facts: DeviceFacts,
+    counts: StepCounts,
+    seed: int,
+    samplers: Callable[[], UtilizationSampler],
+    report: ProgressCallback,
+    budget: Budget,
+) -> tuple[list[ModeResult], list[NvmlSample], int]:
+    """Every mode set up and warmed, then timed repeats round-robin (fp32, fp16, bf16, fp32, ...)
+    so that drift of the machine hits every mode alike; after `counts.repeats` rounds, more
+    rounds while a speedup interval is wider than `budget.rel_width` and time and rounds remain.
+    Returns the results, the NVML samples and the number of rounds run."""
+    sessions = [ModeSession(workload, mode, device, facts, counts, samplers(), report) for mode in modes]
+    for session in sessions:
+        session.prepare(seed)
+    started, rounds = time.perf_counter(), 0
+    while True:
+        live = [s for s in sessions if s.alive]
+        if not live:
+            break
+        for session in live:
+            session.time_repeat()
+        rounds += 1
+        if rounds >= counts.repeats and not budget.more(rounds, time.perf_counter() - started, sessions):
+            break
+    results = [session.finish() for session in sessions]
+    samples = [sample for session in sessions for sample in session.sampler.samples]
+    return results, samples, rounds
+
+
+@dataclass(frozen=True)
+class Budget:
+    """When to stop adding timed rounds after the minimum: at `max_rounds`, after `seconds`
+    of timed rounds, or once every AMP speedup interval is within `rel_width` of its ratio."""
+
+    max_rounds: int
+    seconds: float
+    rel_width: float = 0.05
+
+    def more(self, rounds: int, elapsed: float, sessions: list[ModeSession]) -> bool:
+        if rounds >= self.max_rounds or elapsed >= self.seconds:
+            return False
+        base = next((s for s in sessions if s.mode == "fp32" and s.alive), None)
+        if base is None:
+            return False
+        for session in sessions:
+            if session is base or not session.alive:
+                continue
+            interval = ratio_interval(tuple(base.samples_ms), tuple(session.samples_ms))
+            ratio = statistics.median(base.samples_ms) / statistics.median(session.samples_ms)
+            if interval is None or (interval[1] - interval[0]) / 2 > self.rel_width * ratio:
+                return True
+        return False
 
 
 def _sync_method(device: torch.device) -> str:

@@ -20,6 +20,11 @@ CUDA_METHOD = (
     "CUDA caching-allocator peak (torch.cuda.max_memory_allocated after reset_peak_memory_stats) "
     "over the timed steps: tensors only, excluding the CUDA context and allocator cache"
 )
+CUDA_INTERLEAVED_METHOD = (
+    "CUDA allocator: what the mode keeps between steps (memory_allocated after warm-up minus before setup) "
+    "plus its largest rise during a timed repeat (max_memory_allocated after reset_peak_memory_stats, minus "
+    "memory_allocated at the repeat's start): tensors only, so the modes' interleaved runs do not mix"
+)
 CPU_METHOD = (
     "not measured on CPU: PyTorch keeps no peak counter for CPU tensors; "
     "process_rss_peak_bytes is the whole-process resident high-water mark (interpreter, "
@@ -48,17 +53,17 @@ class PeakMemoryProbe:
             torch.cuda.synchronize(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
         else:
-            self._rss_reset = _reset_rss_high_water()
+            self._rss_reset = _resetrss_high_water()
 
     def stop(self) -> MemoryReading:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
             return MemoryReading(torch.cuda.max_memory_allocated(self.device), CUDA_METHOD)
         method = CPU_METHOD if self._rss_reset else CPU_METHOD + " (could not reset it: peak since process start)"
-        return MemoryReading(None, method, _rss_high_water())
+        return MemoryReading(None, method, rss_high_water())
 
 
-def _reset_rss_high_water() -> bool:
+def _resetrss_high_water() -> bool:
     # Linux >= 4.0 resets VmHWM when "5" is written to clear_refs.
     try:
         with open(_CLEAR_REFS, "w") as handle:
@@ -68,7 +73,7 @@ def _reset_rss_high_water() -> bool:
         return False
 
 
-def _rss_high_water() -> int | None:
+def rss_high_water() -> int | None:
     try:
         with open(_STATUS) as handle:
             match = re.search(r"^VmHWM:\s+(\d+)\s+kB", handle.read(), re.MULTILINE)
