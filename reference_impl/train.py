@@ -15,7 +15,8 @@ from torch import nn
 
 from verifier.reference_impl.data import IGNORE_INDEX
 
-AUTOCAST_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+# "tf32" is FP32 without autocast, run with TF32 tensor-core matmuls allowed (the harness sets that).
+AUTOCAST_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Precision:
         return self.mode == "fp16"
 
     def autocast(self) -> torch.autocast:
-        return torch.autocast(self.device_type, dtype=self.dtype, enabled=self.mode != "fp32")
+        return torch.autocast(self.device_type, dtype=self.dtype, enabled=self.mode in ("fp16", "bf16"))
 
     def grad_scaler(self) -> torch.amp.GradScaler:
         return torch.amp.GradScaler(self.device_type, enabled=self.uses_grad_scaler)

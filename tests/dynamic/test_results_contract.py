@@ -53,6 +53,7 @@ def test_top_level_keys_are_stable():
         "device",
         "method",
         "thresholds",
+        "fp32_baseline",
         "modes",
         "verdicts",
         "overhead_bound",

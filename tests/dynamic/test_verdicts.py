@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from verifier.dynamic.results import MemorySplit, ModeResult, StepTiming, Thresholds, VerdictStatus
 from verifier.dynamic.timing import summarize
-from verifier.dynamic.verdicts import ACTIVATIONS_BASIS, CPU_REASON, judge
+from verifier.dynamic.verdicts import ACTIVATIONS_BASIS, CPU_REASON, SPEEDUP_BASES, judge
 
 
 def mode(name: str, ms: float | None = 10.0, peak: int | None = 1000, accuracy: float | None = 0.9, error: str | None = None) -> ModeResult:
@@ -148,3 +148,13 @@ def test_memory_is_judged_on_the_part_amp_can_change():
     # The whole peak fell 33 % (a MISS); the activations AMP can change fell 50 %.
     assert (memory.status, memory.measured, memory.basis) == (VerdictStatus.PASS, 0.5, ACTIVATIONS_BASIS)
     assert memory.reason == f"50.0% >= 40% of {ACTIVATIONS_BASIS}"
+
+
+def test_against_tf32_the_labels_say_so_and_the_basis_names_it():
+    modes = (mode("fp32", 40.0), mode("tf32", 30.0), mode("bf16", 10.0))
+    verdicts = by_name(judge(modes, Thresholds(), "cuda", False, "", baseline_mode="tf32"))
+    assert verdicts["speedup"].label == "AMP speedup over TF32 (bf16)"
+    assert verdicts["speedup"].measured == 3.0  # 30 / 10, not 40 / 10
+    assert verdicts["speedup"].basis == SPEEDUP_BASES["tf32"]
+    assert verdicts["memory_reduction"].label == "Peak-memory reduction vs TF32 (bf16)"
+    assert [v.mode for v in judge(modes, Thresholds(), "cuda", False, "", baseline_mode="tf32")] == ["bf16"] * 3

@@ -74,3 +74,37 @@ def test_steady_timing_stops_at_the_minimum(entry_fixtures, monkeypatch):
     monkeypatch.setattr(measure, "time_span", lambda run, device: (run(), next(times) * 2)[1])
     result = run_harness(HarnessOptions(entry="entry_points:components", threads=1, **{**FAST, "repeats": 3, "max_repeats": 8}))
     assert result.method.repeats == 3
+
+
+def test_fp32_runs_strict_and_tf32_with_tensor_cores_and_the_setting_is_restored():
+    import torch
+
+    from verifier.dynamic.measure import matmul_precision
+
+    cuda = torch.device("cuda")  # only the flags are touched: no device is needed
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    seen = {}
+    for name in ("fp32", "tf32", "bf16"):
+        with matmul_precision(name, cuda):
+            seen[name] = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+        assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == before
+    assert seen["fp32"] == (False, False) and seen["tf32"] == (True, True) and seen["bf16"] == before
+
+
+def test_the_fp32_baseline_is_the_configuration_the_code_uses():
+    import torch
+
+    from verifier.dynamic.harness import fp32_baseline, resolve_modes
+
+    previous = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")
+        assert fp32_baseline(torch.device("cuda")) == "fp32"
+        torch.set_float32_matmul_precision("high")
+        assert fp32_baseline(torch.device("cuda")) == "tf32"
+        assert fp32_baseline(torch.device("cpu")) == "fp32"
+    finally:
+        torch.set_float32_matmul_precision(previous)
+    with pytest.raises(HarnessUsageError, match="mode tf32 needs a CUDA device"):
+        resolve_modes(("fp32", "tf32"), torch.device("cpu"))
+    assert resolve_modes(None, torch.device("cuda")) == ("fp32", "tf32", "fp16", "bf16")

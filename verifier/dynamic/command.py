@@ -32,7 +32,7 @@ def add_harness_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGr
     )
     parser.add_argument(
         "--modes",
-        help=f"comma-separated precision modes from {','.join(MODES)} (default: all three on CUDA, fp32,bf16 on CPU)",
+        help=f"comma-separated precision modes from {','.join(MODES)} (default: all four on CUDA, fp32,bf16 on CPU)",
     )
     parser.add_argument("--steps", type=int, help="timed steps per repeat (default: the preset's)")
     parser.add_argument("--warmup", type=int, help="untimed warm-up steps per mode (default: the preset's)")

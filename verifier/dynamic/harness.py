@@ -75,7 +75,17 @@ def resolve_modes(modes: tuple[str, ...] | None, device: torch.device) -> tuple[
     unknown = [m for m in modes if m not in AUTOCAST_DTYPES]
     if unknown or not modes:
         raise HarnessUsageError(f"unknown mode(s) {', '.join(unknown) or '(none)'} (expected {', '.join(MODES)})")
+    if "tf32" in modes and device.type != "cuda":
+        raise HarnessUsageError("mode tf32 needs a CUDA device: TF32 tensor-core matmuls do not exist on CPU")
     return tuple(m for m in MODES if m in modes)
+
+
+def fp32_baseline(device: torch.device) -> str:
+    """The FP32 configuration the measured code uses (read after its module was imported):
+    "tf32" when float32 matmuls may use TF32 tensor cores, else "fp32" (strict)."""
+    if device.type != "cuda":
+        return "fp32"
+    return "tf32" if torch.get_float32_matmul_precision() != "highest" or torch.backends.cuda.matmul.allow_tf32 else "fp32"
 
 
 def resolve_preset_name(name: str, device: torch.device) -> str:
@@ -166,15 +176,17 @@ def run_harness(options: HarnessOptions, progress: ProgressCallback | None = Non
     finally:
         if nvml is not None:
             nvml.close()
-    overhead_bound, overhead_note = _overhead_verdict(results, device)
+    baseline = fp32_baseline(device)
+    overhead_bound, overhead_note = _overhead_verdict(results, device, baseline)
     method = dataclasses.replace(method, notes=(_weights_note(results), *method.notes))
     result = DynamicResult(
         workload=plan.workload.info,
         device=dataclasses.replace(facts, utilization=summarize_samples(all_samples, 0.1)),
         method=method,
         thresholds=options.thresholds,
+        fp32_baseline=baseline,
         modes=tuple(results),
-        verdicts=judge(tuple(results), options.thresholds, device.type, overhead_bound, overhead_note, plan.overhead_hint),
+        verdicts=judge(tuple(results), options.thresholds, device.type, overhead_bound, overhead_note, plan.overhead_hint, baseline),
         overhead_bound=overhead_bound,
         overhead_note=overhead_note,
     )
@@ -196,11 +208,11 @@ def _weights_note(results: list[ModeResult]) -> str:
     return f"starting weights DIFFER between modes (state_dict fingerprints {shown}): the modes are not comparable"
 
 
-def _overhead_verdict(results: list[ModeResult], device: torch.device) -> tuple[bool | None, str]:
+def _overhead_verdict(results: list[ModeResult], device: torch.device, name: str = "fp32") -> tuple[bool | None, str]:
     """Whether the FP32 step is overhead-bound, from its profiled device busy fraction."""
     if device.type != "cuda":
         return None, "not probed on CPU"
-    baseline = next((r for r in results if r.mode == "fp32"), None)
+    baseline = next((r for r in results if r.mode == name), None)
     if baseline is None or baseline.device_busy_fraction is None:
         return None, "FP32 device busy time not measured"
     busy = baseline.device_busy_fraction
@@ -232,8 +244,11 @@ def _method(
         "loss is summed on the device and checked for NaN/inf after warm-up and after each repeat, outside the timed spans",
     ]
     if device.type == "cuda":
-        tf32 = "on" if torch.backends.cuda.matmul.allow_tf32 else "off"
-        notes.append(f"FP32 baseline uses torch's matmul defaults (TF32 {tf32})")
+        notes.append(
+            "FP32 measured twice: fp32 strict (TF32 off) and tf32 (TF32 tensor-core matmuls on); the speedup is "
+            f"judged against {fp32_baseline(device)}, the configuration the measured code uses "
+            f"(float32 matmul precision {torch.get_float32_matmul_precision()!r})"
+        )
     if options.entry:
         notes.append("user entry point: step counts default to 5 warm-up, 5 x 10 timed, 3 sync-counting steps")
     else:

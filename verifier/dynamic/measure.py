@@ -13,7 +13,8 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ from verifier.dynamic.flops import model_flop_utilisation
 from verifier.dynamic.intervals import ratio_interval
 from verifier.dynamic.memory import CPU_METHOD, CUDA_INTERLEAVED_METHOD, measured_split, rss_high_water
 from verifier.dynamic.nvml import NvmlSample, UtilizationSampler
-from verifier.dynamic.results import DeviceFacts, ModeResult
+from verifier.dynamic.results import FP32_MODES, DeviceFacts, ModeResult
 from verifier.dynamic.sync_counter import CudaSyncDebugWarnings, HostDataTags, LineTrace, SyncCounter
 from verifier.dynamic.timing import summarize, time_span
 from verifier.dynamic.workload import ModeRun, WorkloadSource
@@ -88,6 +89,22 @@ def _bf16_unsupported(device: torch.device) -> bool:
         return not torch.cuda.is_bf16_supported()
 
 
+@contextmanager
+def matmul_precision(mode: str, device: torch.device) -> Iterator[None]:
+    """On CUDA, fp32 runs strict (TF32 off) and tf32 with TF32 tensor-core matmuls; the AMP modes
+    and CPU runs keep the user's setting. Restored afterwards, so interleaved modes never mix."""
+    if device.type != "cuda" or mode not in FP32_MODES:
+        yield
+        return
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    allowed = mode == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = allowed
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
 class ModeSession:
     """One precision mode, kept alive from setup to evaluation so that the timed repeats of all
     modes can be interleaved round-robin. Each phase writes its figures as soon as it has them;
@@ -123,8 +140,9 @@ class ModeSession:
 
     def _steps(self, count: int, step: Callable[[], Any] | None = None) -> None:
         step = step or self.run.step
-        for _ in range(count):
-            self.tracker.add(step())
+        with matmul_precision(self.mode, self.device):
+            for _ in range(count):
+                self.tracker.add(step())
 
     def _guard(self, work: Callable[[], None]) -> None:
         """Run one phase; a failure of any kind (SystemExit from user code too) ends the mode."""
@@ -205,7 +223,9 @@ class ModeSession:
         run = self.run
         tokens = getattr(run, "tokens_per_step", None) if run is not None else None
         flops = getattr(run, "flops_per_step", None) if run is not None else None
-        utilisation = model_flop_utilisation(flops, timing.median_ms, self.mode, self.facts.backend, self.facts.name)
+        utilisation = model_flop_utilisation(
+            flops, timing.median_ms, self.mode, self.facts.backend, self.facts.name, self.facts.multiprocessors
+        )
         if self.device.type == "cuda":
             peak, method = self._persistent_bytes + self._transient_bytes, CUDA_INTERLEAVED_METHOD
             parts = self._parts()
@@ -245,7 +265,8 @@ class ModeSession:
             self.progress(self.phase, self.counts.sync_steps)
         self.phase = "evaluation"
         self.figures["chance_accuracy"] = getattr(run, "chance_accuracy", None)
-        self.figures["eval_loss"], self.figures["accuracy"] = run.evaluate()
+        with matmul_precision(self.mode, self.device):
+            self.figures["eval_loss"], self.figures["accuracy"] = run.evaluate()
         self.progress("done", 0)
 
     def _parts(self) -> tuple[torch.nn.Module, torch.optim.Optimizer] | None:

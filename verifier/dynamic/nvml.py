@@ -213,6 +213,7 @@ def describe_device(device: torch.device, nvml: Nvml | None, nvml_status: str) -
         driver=nvml.driver_version() if use_nvml else None,
         total_memory_bytes=(nvml.total_memory(handle) if use_nvml else None) or properties.total_memory,
         compute_capability=f"{properties.major}.{properties.minor}",
+        multiprocessors=properties.multi_processor_count,
         nvml=nvml_status if nvml is None or handle is not None else "NVML could not match the CUDA device",
         clocks=nvml.clocks(handle) if use_nvml else None,
         **common,

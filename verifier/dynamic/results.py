@@ -14,8 +14,10 @@ from typing import Any
 
 SCHEMA_VERSION = 1
 
-MODES = ("fp32", "fp16", "bf16")
-"""Precision modes in display order: the FP32 baseline first, then the AMP modes."""
+MODES = ("fp32", "tf32", "fp16", "bf16")
+"""Precision modes in display order: the FP32 baselines first (strict, then with TF32 tensor-core
+matmuls, CUDA only), then the AMP modes."""
+FP32_MODES = ("fp32", "tf32")
 
 
 class VerdictStatus(str, enum.Enum):
@@ -67,6 +69,7 @@ class DeviceFacts:
     total_memory_bytes: device memory (GPU) or physical memory (CPU), None if unknown.
     torch_version / cuda_version: the runtime used; cuda_version is None on CPU builds.
     compute_capability: "9.0" style string on CUDA, None on CPU.
+    multiprocessors: streaming multiprocessors visible to torch (fewer than the board's on MIG).
     cpu_threads: torch intra-op threads used for the run.
     nvml: "available" or the reason NVML facts are missing (e.g. "no NVIDIA driver").
     clocks: NVML clock readings, None without NVML.
@@ -80,6 +83,7 @@ class DeviceFacts:
     torch_version: str = ""
     cuda_version: str | None = None
     compute_capability: str | None = None
+    multiprocessors: int | None = None
     cpu_threads: int | None = None
     nvml: str = "not queried"
     clocks: ClockFacts | None = None
@@ -303,6 +307,8 @@ class Workload:
 class DynamicResult:
     """Everything one harness run produced. `error` set means nothing could be measured.
 
+    fp32_baseline: the FP32 configuration the speedup is judged against, the one the measured
+    code itself uses: "fp32" (strict, TF32 off) or "tf32" (float32 matmul precision "high"/"medium").
     overhead_bound: True when the FP32 step leaves the device mostly idle (launch or
     host bound), False when it does not, None when not probed (e.g. on CPU);
     overhead_note says what the probe saw. chart_path is the PNG written next to the
@@ -313,6 +319,7 @@ class DynamicResult:
     device: DeviceFacts
     method: Method
     thresholds: Thresholds = field(default_factory=Thresholds)
+    fp32_baseline: str = "fp32"
     modes: tuple[ModeResult, ...] = ()
     verdicts: tuple[Verdict, ...] = ()
     overhead_bound: bool | None = None
@@ -408,6 +415,7 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
 
 
 __all__ = [
+    "FP32_MODES",
     "MODES",
     "SCHEMA_VERSION",
     "ClockFacts",

@@ -4,9 +4,15 @@ NOT_EVALUATED with the reason, so a figure that was not measured never reads as 
 
 from __future__ import annotations
 
-from verifier.dynamic.results import ModeResult, Thresholds, Verdict, VerdictStatus
+from dataclasses import replace
+
+from verifier.dynamic.results import FP32_MODES, ModeResult, Thresholds, Verdict, VerdictStatus
 from verifier.dynamic.intervals import ratio_interval
 
+SPEEDUP_BASES = {
+    "fp32": "median step time against FP32 strict (TF32 off), the configuration the measured code uses",
+    "tf32": "median step time against FP32 with TF32 tensor-core matmuls, the configuration the measured code uses",
+}
 SATURATED_ACCURACY = 0.99
 """At or above this accuracy a task no longer tells precisions apart: the target is not judged."""
 ACTIVATIONS_BASIS = (
@@ -24,9 +30,12 @@ def judge(
     overhead_bound: bool | None,
     overhead_note: str,
     overhead_hint: str = "",
+    baseline_mode: str = "fp32",
 ) -> tuple[Verdict, ...]:
-    baseline = next((m for m in modes if m.mode == "fp32"), None)
-    amp_modes = [m for m in modes if m.mode != "fp32"]
+    """Judge every AMP mode against `baseline_mode`: the FP32 configuration the measured code
+    uses ("fp32" strict or "tf32")."""
+    baseline = next((m for m in modes if m.mode == baseline_mode), None)
+    amp_modes = [m for m in modes if m.mode not in FP32_MODES]
     if not amp_modes:
         return tuple(_all_not_evaluated("amp", thresholds, "no AMP mode was run"))
     verdicts: list[Verdict] = []
@@ -37,6 +46,14 @@ def judge(
         verdicts.append(_speedup(baseline, amp, thresholds, backend, overhead_bound, overhead_note, overhead_hint))
         verdicts.append(_memory(baseline, amp, thresholds, backend))
         verdicts.append(_accuracy(baseline, amp, thresholds))
+    if baseline_mode == "tf32":
+        # Labelled: a reader must see the AMP figures are against TF32, not strict FP32.
+        verdicts = [
+            replace(v, label=v.label.replace("vs FP32", "vs TF32").replace("over FP32", "over TF32")) for v in verdicts
+        ]
+    if backend == "cuda":
+        basis = SPEEDUP_BASES[baseline_mode]
+        verdicts = [replace(v, basis=basis) if v.name == "speedup" else v for v in verdicts]
     return tuple(verdicts)
 
 

@@ -13,7 +13,7 @@ from verifier.dynamic.results import MODES, DynamicResult, ModeResult, Verdict, 
 from verifier.report import figures
 from verifier.report.markdown_text import code_span
 
-MODE_TITLES = {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16"}
+MODE_TITLES = {"fp32": "FP32", "tf32": "FP32 + TF32", "fp16": "FP16", "bf16": "BF16"}
 
 
 @dataclass(frozen=True)
