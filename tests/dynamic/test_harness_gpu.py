@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from verifier.dynamic.harness import HarnessOptions, run_harness
+from verifier.dynamic.memory import CUDA_INTERLEAVED_METHOD
 from verifier.dynamic.results import VerdictStatus
 from verifier.dynamic.verdicts import CPU_REASON
 
@@ -16,10 +17,14 @@ def test_tiny_preset_on_cuda_is_measured_and_judged():
     result = run_harness(HarnessOptions(preset="tiny", device="cuda", warmup=10, steps=5, repeats=3, max_repeats=3, sync_steps=2))
     assert result.method.timer == "cuda-events"
     assert result.device.backend == "cuda"
+    assert [m.mode for m in result.modes] == ["fp32", "tf32", "fp16", "bf16"]
+    assert result.fp32_baseline in ("fp32", "tf32")
     for mode in result.modes:
         assert mode.error is None, mode.error
         assert mode.peak_memory_bytes and mode.peak_memory_bytes > 0
-        assert mode.memory_method.startswith("CUDA caching-allocator peak")
+        assert mode.memory_method == CUDA_INTERLEAVED_METHOD
+        split = mode.memory_split
+        assert split is not None and not split.estimated and split.peak_bytes == mode.peak_memory_bytes
         assert mode.user_syncs_per_step == 0.0
     assert result.mode("fp32").device_busy_fraction is not None
     assert result.overhead_bound is not None
