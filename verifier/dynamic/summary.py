@@ -98,4 +98,6 @@ def _verdict_line(verdict: Verdict) -> str:
         measured = f"{verdict.measured:.2f}x"
     else:
         measured = f"{verdict.measured:+.4f}" if verdict.name == "accuracy_degradation" else f"{verdict.measured:.1%}"
+    if verdict.interval is not None:
+        measured += f" [95% interval {verdict.interval[0]:.2f}x..{verdict.interval[1]:.2f}x]"
     return f"  {verdict.status.value:<13}  {verdict.label}: {measured} ({verdict.reason})"

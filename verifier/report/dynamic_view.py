@@ -39,7 +39,8 @@ def verdict_table(dynamic: DynamicResult) -> Table:
     rows = tuple(
         (
             v.label,
-            figures.target_value(v.measured, v.unit),
+            figures.target_value(v.measured, v.unit)
+            + (f" (95% interval {v.interval[0]:.2f}x–{v.interval[1]:.2f}x)" if v.interval else ""),
             f"{v.comparison} {figures.target_value(v.target, v.unit)}",
             verdict_result(v),
             v.reason if v.status is not VerdictStatus.NOT_EVALUATED else "",
