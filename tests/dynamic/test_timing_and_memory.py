@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from verifier.dynamic.memory import CPU_METHOD, PeakMemoryProbe
+from verifier.dynamic.memory import CPU_METHOD, rss_high_water
 from verifier.dynamic.timing import summarize, time_span, timer_kind
 
 
@@ -32,14 +32,16 @@ def test_timer_kind_names_the_clock():
     assert timer_kind(torch.device("cuda")) == "cuda-events"
 
 
-def test_cpu_memory_is_not_reported_as_a_tensor_peak():
-    probe = PeakMemoryProbe(torch.device("cpu"))
-    probe.start()
+def test_cpu_memory_is_not_reported_as_a_tensor_peak(entry_fixtures):
+    from verifier.dynamic.harness import HarnessOptions, run_harness
+
     block = torch.ones(4_000_000)  # 16 MB of resident memory
-    reading = probe.stop()
+    assert rss_high_water() > 16_000_000
     del block
-    assert reading.peak_bytes is None
-    assert reading.method.startswith(CPU_METHOD)
-    assert "not a tensor peak" in reading.method
-    assert reading.process_rss_peak_bytes is not None
-    assert reading.process_rss_peak_bytes > 16_000_000
+    result = run_harness(HarnessOptions(entry="entry_points:components", device="cpu", modes=("fp32",),
+                                        warmup=1, steps=1, repeats=2, max_repeats=2, sync_steps=1, threads=1))
+    fp32 = result.mode("fp32")
+    assert fp32.peak_memory_bytes is None
+    assert fp32.memory_method == CPU_METHOD + "; modes are interleaved, so it covers all of them"
+    assert "not a tensor peak" in fp32.memory_method
+    assert fp32.process_rss_peak_bytes > 16_000_000

@@ -1,5 +1,6 @@
-"""Measures one precision mode of a workload: warm-up, timed repeats with peak memory and
-NVML sampling, an untimed sync-counting pass, on CUDA a busy-time probe, then evaluation.
+"""Measures the precision modes of a workload: each mode is set up and warmed, the timed
+repeats (with peak memory and NVML sampling) run round-robin across the modes, then each mode
+has an untimed sync-counting pass, on CUDA a busy-time probe, and its evaluation.
 
 Each phase records its figures as soon as it has them, so a failure later on keeps what
 was already measured; every failure becomes the mode's `error`, never a traceback.

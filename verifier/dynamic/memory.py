@@ -1,25 +1,20 @@
-"""Peak memory per mode, and an honest statement of what the number covers.
+"""Peak memory per mode, its split, and an honest statement of what the numbers cover.
 
-On CUDA the caching allocator's peak (`max_memory_allocated` after
-`reset_peak_memory_stats`) is the tensor peak of the timed steps. PyTorch keeps no such
-counter for CPU tensors, so on CPU no tensor peak is reported; the process's resident-set
-high-water mark is kept in a separate field and labelled as what it is.
+On CUDA the allocator gives each interleaved mode's tensor peak (CUDA_INTERLEAVED_METHOD).
+PyTorch keeps no such counter for CPU tensors, so on CPU no tensor peak is reported; the
+process's resident-set high-water mark is kept in a separate field and labelled as what it is,
+and the split is an estimate from PyTorch's memory tracker on fake tensors.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
 
 import torch
 
 from verifier.dynamic.results import MemorySplit
 
-CUDA_METHOD = (
-    "CUDA caching-allocator peak (torch.cuda.max_memory_allocated after reset_peak_memory_stats) "
-    "over the timed steps: tensors only, excluding the CUDA context and allocator cache"
-)
 CUDA_INTERLEAVED_METHOD = (
     "CUDA allocator: what the mode keeps between steps (memory_allocated after warm-up minus before setup) "
     "plus its largest rise during a timed repeat (max_memory_allocated after reset_peak_memory_stats, minus "
@@ -31,46 +26,6 @@ CPU_METHOD = (
     "libraries and allocator slack included, DataLoader workers excluded), not a tensor peak"
 )
 _STATUS = "/proc/self/status"
-_CLEAR_REFS = "/proc/self/clear_refs"
-
-
-@dataclass(frozen=True)
-class MemoryReading:
-    peak_bytes: int | None
-    method: str
-    process_rss_peak_bytes: int | None = None
-
-
-class PeakMemoryProbe:
-    """`start()` before the measured steps, `stop()` after; `stop()` returns the reading."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.device = device
-        self._rss_reset = False
-
-    def start(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-            torch.cuda.reset_peak_memory_stats(self.device)
-        else:
-            self._rss_reset = _resetrss_high_water()
-
-    def stop(self) -> MemoryReading:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-            return MemoryReading(torch.cuda.max_memory_allocated(self.device), CUDA_METHOD)
-        method = CPU_METHOD if self._rss_reset else CPU_METHOD + " (could not reset it: peak since process start)"
-        return MemoryReading(None, method, rss_high_water())
-
-
-def _resetrss_high_water() -> bool:
-    # Linux >= 4.0 resets VmHWM when "5" is written to clear_refs.
-    try:
-        with open(_CLEAR_REFS, "w") as handle:
-            handle.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def rss_high_water() -> int | None:
