@@ -3,8 +3,8 @@ and judges the AMP modes against FP32.
 
 Every mode is set up and warmed, then its timed repeats run round-robin with the other
 modes' (`measure.measure_modes`), with more rounds while a speedup interval is wide and the
-time budget lasts; every mode trains on the same batches. Any failure becomes the mode's `error`; the harness itself raises only for
-bad options, before anything runs.
+time budget lasts; every mode trains on the same batches. Any failure becomes the mode's
+`error`; the harness itself raises only for bad options, before anything is measured.
 """
 
 from __future__ import annotations
@@ -177,6 +177,8 @@ def run_harness(options: HarnessOptions, progress: ProgressCallback | None = Non
         if nvml is not None:
             nvml.close()
     baseline = fp32_baseline(device)
+    if not any(r.mode == baseline for r in results):
+        baseline = "fp32"  # the code's own configuration was not among the modes asked for
     overhead_bound, overhead_note = _overhead_verdict(results, device, baseline)
     method = dataclasses.replace(method, notes=(_weights_note(results), *method.notes))
     result = DynamicResult(
