@@ -108,3 +108,14 @@ def test_the_fp32_baseline_is_the_configuration_the_code_uses():
     with pytest.raises(HarnessUsageError, match="mode tf32 needs a CUDA device"):
         resolve_modes(("fp32", "tf32"), torch.device("cpu"))
     assert resolve_modes(None, torch.device("cuda")) == ("fp32", "tf32", "fp16", "bf16")
+
+
+def test_the_step_form_is_not_traced_for_a_memory_estimate(entry_fixtures):
+    result = run_harness(HarnessOptions(entry="entry_points:item_every_step", threads=1, **FAST))
+    assert [(m.memory_split, m.memory_split_note) for m in result.modes] == [
+        (None, "not estimated: the step form names no model and optimizer")
+    ] * 2
+    assert result.method.notes[1] == (
+        "timed repeats interleaved round-robin across modes; 2 rounds run (at least 2, more while a speedup's "
+        "95% interval is wider than +/-5%, up to 2 rounds or 60 s)"
+    )

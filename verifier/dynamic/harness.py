@@ -172,7 +172,10 @@ def run_harness(options: HarnessOptions, progress: ProgressCallback | None = Non
                 plan.workload, modes, device, facts, plan.counts, options.seed,
                 lambda: UtilizationSampler(nvml, handle), report, budget,
             )
-            method = _method(device, dataclasses.replace(plan.counts, repeats=rounds), plan.eval_batches, options, budget)
+            method = _method(
+                device, dataclasses.replace(plan.counts, repeats=rounds), plan.eval_batches, options, budget,
+                plan.counts.repeats,
+            )
     finally:
         if nvml is not None:
             nvml.close()
@@ -234,12 +237,14 @@ def _cpu_threads(count: int | None) -> Iterator[None]:
 
 
 def _method(
-    device: torch.device, counts: StepCounts, eval_batches: int | None, options: HarnessOptions, budget: Budget
+    device: torch.device, counts: StepCounts, eval_batches: int | None, options: HarnessOptions, budget: Budget,
+    minimum: int | None = None,
 ) -> Method:
+    minimum = counts.repeats if minimum is None else minimum
     notes = [
         f"timed repeats interleaved round-robin across modes; {counts.repeats} rounds run (at least "
-        f"{options.repeats or 'the default'} and more, up to {budget.max_rounds} rounds or {budget.seconds:g} s, while a "
-        f"speedup's 95% interval is wider than +/-{budget.rel_width:.0%})",
+        f"{minimum}, more while a speedup's 95% interval is wider than +/-{budget.rel_width:.0%}, up to "
+        f"{budget.max_rounds} rounds or {budget.seconds:g} s)",
         f"torch {torch.__version__}; {torch.get_num_threads()} intra-op CPU thread(s)"
         + (" (--threads)" if options.threads and device.type == "cpu" else ""),
         "every mode is seeded alike and sees the same batches in the same order",

@@ -181,7 +181,12 @@ class ModeSession:
             self.figures["weights_fingerprint"] = state_fingerprint(parts[0])
         if self.device.type != "cuda":
             estimate = getattr(self.workload, "estimate_memory", None)
-            split = estimate(self.mode) if estimate is not None else "not estimated: the workload cannot be traced"
+            if parts is None:
+                split = "not estimated: the step form names no model and optimizer"
+            elif estimate is None:
+                split = "not estimated: the workload cannot be traced"
+            else:
+                split = estimate(self.mode)
             self.figures["memory_split_note" if isinstance(split, str) else "memory_split"] = split
         self.phase = "warm-up"
         self._steps(self.counts.warmup)
