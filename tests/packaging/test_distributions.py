@@ -100,8 +100,8 @@ def test_the_base_wheel_pulls_no_torch_and_runs_the_gate(dists, tmp_path):
     assert bench.returncode == 2
     message, python, command = bench.stderr.strip().partition(f"install it with: {bin_dir}/python")
     assert message == (
-        "verify-perf: error: `verify-perf bench` needs the `dynamic` extra (torch, nvidia-ml-py, numpy not "
-        "installed); "
+        "verify-perf: error: `verify-perf bench` needs the `dynamic` extra (torch, nvidia-ml-py, numpy, "
+        "matplotlib not installed); "
     )
     assert command.endswith(f" -m pip install '{dists['wheel']}[dynamic]'")
     # The command it names works: it is what the next test does.
