@@ -132,6 +132,7 @@ def effective_settings(args: argparse.Namespace) -> Settings:
         max_file_size=_first_set(args.max_file_size, config.max_file_size, defaults.max_file_size),
         unanalysable=_first_set(config.unanalysable, defaults.unanalysable),
         include_tests=_first_set(config.include_tests, defaults.include_tests),
+        preview=bool(_first_set(args.preview or None, config.preview, defaults.preview)),
     )
 
 
@@ -184,6 +185,8 @@ def reproduce_command(args: argparse.Namespace, task: str, date: str) -> str:
         values = getattr(args, option)
         if values:
             parts += [f"--{option.replace('_', '-')}", ",".join(values)]
+    if args.preview:
+        parts.append("--preview")
     if args.force_exclude:
         parts.append("--force-exclude")
     if args.statistics:

@@ -121,6 +121,8 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
                        help="comma-separated rule codes, prefixes (VP2) or names to enable (default: ALL)")
     rules.add_argument("--extend-select", type=_codes, action="extend", metavar="CODES",
                        help="comma-separated rule codes, prefixes or names to enable on top of the selection")
+    rules.add_argument("--preview", action="store_true",
+                       help="also run the rules still in preview (not yet precise enough on real code to gate by default)")
     rules.add_argument("--ignore", type=_codes, action="extend", default=[], metavar="CODES",
                        help="comma-separated rule codes, prefixes or names to disable")
     rules.add_argument("--exclude", type=_codes, action="extend", default=[], metavar="GLOBS",

@@ -39,6 +39,8 @@ class Settings:
     # Test code (tests/, test_*.py, *_test.py, conftest.py) runs a few steps on purpose: not a
     # training hot path unless the project says so.
     include_tests: bool = False
+    # Rules still in preview run only when asked for (see `Rule.preview`).
+    preview: bool = False
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
     file_timeout: float | None = 60.0
     # How the run is carried out; not part of the cache key.
@@ -59,7 +61,12 @@ class Settings:
             matches = rule_by_selector(selector)
             if not matches:
                 raise UsageError(f"--select: unknown rule code or name {selector!r}")
-            chosen.update((rule.code, rule) for rule in matches)
+            if not self.preview and all(rule.preview for rule in matches):
+                # A selection that names preview rules only would silently do nothing: a gate
+                # nobody configured. Prefixes and ALL just leave preview rules out.
+                raise UsageError(f"--select: {selector!r} names preview rules only; enable them with "
+                                 "--preview (or `preview = true` in [tool.verify-perf])")
+            chosen.update((rule.code, rule) for rule in matches if self.preview or not rule.preview)
         for selector in self.ignore:
             matches = rule_by_selector(selector)
             if not matches:
@@ -108,6 +115,7 @@ class FileConfig:
     block_on_new_only: bool | None = None
     unanalysable: str | None = None
     include_tests: bool | None = None
+    preview: bool | None = None
     max_file_size: int | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     regression_tolerance: float | None = None
@@ -159,7 +167,7 @@ def _tool_table(document: dict[str, Any]) -> Any:
 _THRESHOLD_KEYS = ("speedup", "memory-reduction", "accuracy-drop", "regression-tolerance")
 _KEYS = (
     "select", "extend-select", "ignore", "exclude", "severity", "per-file-ignores",
-    "block-on", "min-score", "block-on-new-only", "unanalysable", "include-tests", "max-file-size", "thresholds",
+    "block-on", "min-score", "block-on-new-only", "unanalysable", "include-tests", "preview", "max-file-size", "thresholds",
 )
 UNANALYSABLE_POLICIES = ("block", "warn")
 
@@ -193,6 +201,7 @@ class _Validator:
             block_on_new_only=self.boolean(table, "block-on-new-only") if "block-on-new-only" in table else None,
             unanalysable=self.choice(table, "unanalysable", UNANALYSABLE_POLICIES) if "unanalysable" in table else None,
             include_tests=self.boolean(table, "include-tests") if "include-tests" in table else None,
+            preview=self.boolean(table, "preview") if "preview" in table else None,
             max_file_size=self.size(table, "max-file-size") if "max-file-size" in table else None,
             thresholds=thresholds,
             regression_tolerance=tolerance,

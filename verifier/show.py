@@ -31,6 +31,7 @@ def settings_text(settings: Settings, *, root: str | None, heat_scope: str) -> s
         f"block-on-new-only = {str(settings.block_on_new_only).lower()}",
         f"unanalysable = {settings.unanalysable}",
         f"include-tests = {str(settings.include_tests).lower()}",
+        f"preview = {str(settings.preview).lower()}",
         f"max-file-size = {settings.max_file_size}",
         f"file-timeout = {settings.file_timeout:g}" if settings.file_timeout else "file-timeout = (none)",
         f"prefilter = {str(settings.prefilter).lower()}",

@@ -16,6 +16,7 @@ def rule_markdown(rule: type[Rule]) -> str:
         "",
         f"Category: {rule.category.value}. Severity by heat: {severities}.",
         "",
+        *(["This rule is in preview: it runs only with `--preview` (or `preview = true`).", ""] if rule.preview else []),
         "## What it does",
         rule.summary,
         "",
@@ -44,6 +45,7 @@ def rule_record(rule: type[Rule]) -> dict:
         "code": rule.code,
         "name": rule.name,
         "category": rule.category.value,
+        "preview": rule.preview,
         "severity": {
             heat.label: rule.severity.name_at(heat)
             for heat in (Heat.STEP, Heat.EVAL, Heat.EPOCH, Heat.ONCE)
