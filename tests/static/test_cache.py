@@ -39,6 +39,21 @@ def entries(cache: Path) -> list[Path]:
     return sorted(p for p in cache.rglob("*.json") if p.is_file())
 
 
+def analysed_paths(monkeypatch) -> list[str]:
+    """The paths the analysis pool is asked to analyse from now on (cache misses), in order."""
+    from verifier.static.parallel import AnalysisPool
+
+    analysed: list[str] = []
+    original = AnalysisPool.analyse
+
+    def spy(pool, paths, *args, **kwargs):
+        analysed.extend(paths)
+        return original(pool, paths, *args, **kwargs)
+
+    monkeypatch.setattr(AnalysisPool, "analyse", spy)
+    return analysed
+
+
 class Exploit:
     """Unpickling this runs a shell command: what a committed pickle cache entry could do."""
 
@@ -186,8 +201,6 @@ def test_a_result_under_one_time_limit_is_not_reused_under_another(tmp_path):
 
 def test_a_time_out_is_never_stored(tmp_path, monkeypatch):
     """How long a file takes depends on how busy the machine was: the next run tries again."""
-    from verifier.static.parallel import AnalysisPool
-
     body = "import torch\n" + "".join(f"def f{i}(x):\n    return x.item() + {i}\n" for i in range(3000))
     (tmp_path / "huge.py").write_text(body)
     (tmp_path / "small.py").write_text(
@@ -197,32 +210,16 @@ def test_a_time_out_is_never_stored(tmp_path, monkeypatch):
     first = analyze_paths([str(tmp_path)], settings)
     assert [(Path(f.path).name, f.line, f.code) for f in first.findings] == [("huge.py", 1, "VP900"), ("small.py", 6, "VP201")]
     assert first.findings[0].message == "analysis exceeded the per-file time limit of 0.25 s (--file-timeout)"
-    analysed: list[str] = []
-    original = AnalysisPool.analyse
-
-    def spy(pool, paths, *args, **kwargs):
-        analysed.extend(paths)
-        return original(pool, paths, *args, **kwargs)
-
-    monkeypatch.setattr(AnalysisPool, "analyse", spy)
+    analysed = analysed_paths(monkeypatch)
     assert rows(analyze_paths([str(tmp_path)], settings)) == rows(first)
     assert [Path(p).name for p in analysed] == ["huge.py"]  # small.py's result was stored
 
 
 def test_valid_entries_are_hits(tmp_path, monkeypatch):
-    from verifier.static.parallel import AnalysisPool
-
     folder, cache = project(tmp_path), tmp_path / "cache"
     settings = Settings(cache_dir=str(cache))
     cold = analyze_paths([str(folder)], settings)
-    analysed: list[str] = []
-    original = AnalysisPool.analyse
-
-    def spy(pool, paths, *args, **kwargs):
-        analysed.extend(paths)
-        return original(pool, paths, *args, **kwargs)
-
-    monkeypatch.setattr(AnalysisPool, "analyse", spy)
+    analysed = analysed_paths(monkeypatch)
     for entry in entries(cache):
         if entry.name.startswith("run-"):
             entry.unlink()  # per-file entries only: each file's result and heat summary
@@ -301,8 +298,6 @@ def resign_heat_models(cache: Path, change) -> int:
     lambda fields: fields.update(_functions={"dict": [[1, 2]]}),
 ], ids=["attribute-renamed", "wrong-type", "wrong-content"])
 def test_a_re_signed_heat_summary_that_does_not_work_is_a_miss_and_is_replaced(tmp_path, monkeypatch, change):
-    from verifier.static.parallel import AnalysisPool
-
     folder, cache = project(tmp_path), tmp_path / "cache"
     settings = Settings(cache_dir=str(cache))
     cold = analyze_paths([str(folder)], settings)
@@ -311,13 +306,6 @@ def test_a_re_signed_heat_summary_that_does_not_work_is_a_miss_and_is_replaced(t
             entry.unlink()  # the per-file entries carry the heat summaries
     assert resign_heat_models(cache, change) == 2
     assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
-    analysed: list[str] = []
-    original = AnalysisPool.analyse
-
-    def spy(pool, paths, *args, **kwargs):
-        analysed.extend(paths)
-        return original(pool, paths, *args, **kwargs)
-
-    monkeypatch.setattr(AnalysisPool, "analyse", spy)
+    analysed = analysed_paths(monkeypatch)
     assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
     assert analysed == []  # the run that found them replaced the entries with working ones

@@ -13,6 +13,7 @@ import libcst as cst
 
 from verifier.static.heat import is_model_name, is_optimizer_name, is_scaler_name
 from verifier.static.names import ImportTable, dotted_name, method_name, receiver, terminal_name
+from verifier.static.torch_api import returns_tensor
 
 
 class Kind(enum.Enum):
@@ -27,19 +28,6 @@ class Kind(enum.Enum):
     OTHER = "other"
 
 
-# Public torch namespaces whose functions return tensors; anything else under torch (private
-# modules, cuda/distributed/utils helpers, `is_*` predicates) is of unknown kind.
-_TENSOR_NAMESPACES = frozenset(
-    {"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.nested"}
-)
-_NON_TENSOR_TORCH_FUNCTIONS = frozenset(
-    {"device", "dtype", "no_grad", "inference_mode", "enable_grad", "manual_seed", "autocast",
-     "save", "load", "finfo", "iinfo", "Size", "Generator", "compile", "typename", "numel",
-     "get_default_dtype", "set_default_dtype", "set_grad_enabled", "use_deterministic_algorithms",
-     "set_float32_matmul_precision", "get_float32_matmul_precision", "set_printoptions", "seed",
-     "initial_seed", "vmap", "cond", "broadcast_shapes", "result_type", "promote_types", "can_cast",
-     "allclose", "equal"}
-)
 _TENSOR_METHODS = frozenset(
     {
         "sum", "mean", "max", "min", "norm", "detach", "abs", "std", "var", "argmax", "argmin",
@@ -195,12 +183,7 @@ class NameFacts:
             return Kind.OPTIMIZER
         if qualified.startswith("torch.nn.") and last[:1].isupper():
             return Kind.MODULE
-        namespace = qualified.rpartition(".")[0]
-        if (
-            namespace in _TENSOR_NAMESPACES
-            and last not in _NON_TENSOR_TORCH_FUNCTIONS
-            and not last.startswith(("is_", "has_", "_", "get_", "set_"))
-        ):
+        if returns_tensor(qualified):
             return Kind.TENSOR
         method = method_name(call)
         if method is not None:

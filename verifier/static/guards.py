@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from verifier.static.heat import is_optimizer_name, is_scaler_name
 from verifier.static.names import ImportTable, dotted_name, terminal_name
 from verifier.static.rule import Rule
 from verifier.static.tracker import Tracker
@@ -90,8 +91,8 @@ def steps_an_optimizer(body: cst.CSTNode) -> bool:
     """Whether `body` calls `optimizer.step()` / `scaler.step(opt)` (the update itself)."""
     for node in iter_descendants(body):
         if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "step":
-            owner = (terminal_name(node.func.value) or "").lower()
-            if "optim" in owner or "scaler" in owner or owner in {"opt", "opt_g", "opt_d"}:
+            owner = terminal_name(node.func.value)
+            if is_optimizer_name(owner) or is_scaler_name(owner):
                 return True
     return False
 

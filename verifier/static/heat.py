@@ -32,6 +32,7 @@ import libcst as cst
 
 from verifier.findings import Heat
 from verifier.static.names import ImportTable, dotted_name, method_name, receiver, terminal_name
+from verifier.static.torch_api import returns_tensor
 from verifier.static.walk import iter_descendants
 
 _MODEL_NAMES = frozenset(
@@ -43,7 +44,6 @@ _STEP_COUNT = re.compile(r"step|iter|batch", re.IGNORECASE)
 _TIMING_FUNCTION = re.compile(r"bench|timing|timeit|profil|measure|latency|throughput", re.IGNORECASE)
 # A module named for benchmarking (bench.py, benchmark_attention.py, infer_bench.py).
 _TIMING_MODULE = re.compile(r"(^|_)bench(mark)?(s|ing)?($|_)|profil", re.IGNORECASE)
-_TENSOR_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special"})
 _MEMOISERS = frozenset({"functools.cache", "functools.lru_cache", "functools.cached_property"})
 _UPDATES = frozenset({"backward", "zero_grad", "step"})
 
@@ -328,7 +328,7 @@ class HeatModel:
 
     def _is_tensor_work(self, call: cst.Call, qualified: str | None, function: FunctionInfo | None) -> bool:
         # Tensor maths, not housekeeping (`torch.cuda.empty_cache()`, `torch.manual_seed`).
-        if qualified is not None and qualified.rpartition(".")[0] in _TENSOR_NAMESPACES:
+        if qualified is not None and returns_tensor(qualified):
             return True
         if is_model_name(terminal_name(call.func)):
             return True
