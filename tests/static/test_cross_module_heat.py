@@ -148,3 +148,49 @@ def test_only_files_whose_heat_the_project_changed_are_analysed_again(tmp_path, 
     assert findings(tmp_path) == [("helpers.py", "VP201", 3, "LOW", "step")]
     # report.py has a candidate too, but nothing elsewhere calls it: its heat is unchanged.
     assert again == ["helpers.py"]
+
+
+REPORT_AND_TRAIN = """
+    def report(model, x):
+        print(model(x.cuda()).sum().item())
+
+    def main(loader, optimizer, model):
+        for x in loader:
+            model(x.cuda()).sum().backward()
+            optimizer.step()
+            report(model, x)
+"""
+
+REPORT_ONCE = """
+    def report(model, x):
+        print(model(x.cuda()).sum().item())
+
+    def main(model, x):
+        report(model, x)
+"""
+
+
+def test_two_scripts_with_one_module_name_never_share_heat(tmp_path):
+    # Two example folders, each with its own `main.py`: `main.report` is two functions.
+    write(tmp_path, {"trains/main.py": REPORT_AND_TRAIN, "reports/main.py": REPORT_ONCE})
+    result = analyze_paths([str(tmp_path)], Settings(select=("VP201",)))
+    assert [(f.path.split("/")[-2], f.line, f.severity.name, f.heat.label) for f in result.findings] == [
+        ("trains", 3, "MEDIUM", "step"),
+    ]
+
+
+def test_a_script_folder_imports_the_package_beside_it(tmp_path):
+    # `python -m scripts.train` from the project root: `scripts/` has no `__init__.py`, yet
+    # `from pkg.metrics import read_loss` names pkg/metrics.py, the only module of that name.
+    write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/metrics.py": HELPERS,
+        "scripts/train.py": """
+            from pkg.metrics import read_loss
+            for x in loader:
+                loss = model(x).sum()
+                loss.backward()
+                read_loss(loss)
+        """,
+    })
+    assert findings(tmp_path) == [("metrics.py", "VP201", 3, "LOW", "step")]

@@ -105,6 +105,15 @@ def display_path(path: str) -> str:
         return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
+def import_root_for(path: str) -> str:
+    """The folder Python imports `path` from: its own folder for a script, the folder above the
+    top package for a module in packages. Two `main.py` in two script folders are two modules."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder = os.path.dirname(folder)
+    return folder
+
+
 def module_name_for(path: str) -> str:
     """`pkg.sub.mod` for pkg/sub/mod.py inside packages (folders with __init__.py); else the stem."""
     folder, filename = os.path.split(os.path.abspath(path))

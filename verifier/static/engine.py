@@ -27,7 +27,7 @@ from verifier.config import Settings
 from verifier.findings import Category, Finding, Heat, Severity, SeverityByHeat
 from verifier.static.context import ModuleContext
 from verifier.static.deferred import DeferredSeverity
-from verifier.static.discovery import module_name_for
+from verifier.static.discovery import import_root_for, module_name_for
 from verifier.static.guards import Guards
 from verifier.static.facts import NameFacts
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of
@@ -212,7 +212,7 @@ def analyze_source(
         raise UnreadableSource("code nested too deeply for the parser", unanalysable=True) from None
 
     imports = ImportTable()
-    heat = HeatModel(imports, module_name)
+    heat = HeatModel(imports, module_name, import_root_for(path) if module_name else "")
     facts = NameFacts(imports)
     context = ModuleContext(path, source.text, module, imports, heat, facts)
     # A rule whose tokens the file never mentions cannot fire here: it does not join the walk.

@@ -24,6 +24,7 @@ module, and imports.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -135,9 +136,12 @@ _MODULE_LEVEL = Where(None, ())
 
 
 class HeatModel:
-    def __init__(self, imports: ImportTable, module_name: str = "") -> None:
+    def __init__(self, imports: ImportTable, module_name: str = "", import_root: str = "") -> None:
         self._imports = imports
         self._module = module_name
+        # Keys are `<root>:module.name`: same-named modules of different script folders never
+        # share heat (see `root_token`); the resolver links imports across roots when unambiguous.
+        self._root = root_token(import_root)
         self._functions: dict[str, list[FunctionInfo]] = {}
         self._all_functions: list[FunctionInfo] = []
         self._module_loops: list[LoopInfo] = []
@@ -339,7 +343,10 @@ class HeatModel:
         return self._imports.qualified_name(target) in _MEMOISERS
 
     def _local_key(self, name: str) -> str:
-        return f"{self._module}.{name}" if self._module else name
+        return self._rooted(f"{self._module}.{name}" if self._module else name)
+
+    def _rooted(self, dotted: str) -> str:
+        return f"{self._root}:{dotted}" if self._root else dotted
 
     def _class_key(self, call: cst.Call) -> str | None:
         """The key of the class a call constructs (by the CapWords convention), else None."""
@@ -348,7 +355,7 @@ class HeatModel:
             return None
         imported = self._imports.qualify(dotted)
         if imported is not None:
-            return absolute_name(imported, self._module)
+            return self._rooted(absolute_name(imported, self._module))
         return self._local_key(dotted) if "." not in dotted else None
 
     def _callee_key(self, call: cst.Call) -> str | None:
@@ -371,7 +378,7 @@ class HeatModel:
             return None
         imported = self._imports.qualify(dotted)
         if imported is not None:
-            return absolute_name(imported, self._module)
+            return self._rooted(absolute_name(imported, self._module))
         return self._local_key(dotted) if "." not in dotted else None
 
     # ----- resolution -----
@@ -493,6 +500,14 @@ class _Resolver:
                 fn.trains_transitively = fn.trains_transitively or known.trains
                 fn.has_step_loop = fn.has_step_loop or known.has_step_loop
                 fn.heat = max(fn.heat, known.heat)
+        # A callee defined under no key of the caller's root, but known under another root's
+        # (see `link_across_roots`), is that one.
+        if external:
+            for site in [*module_calls, *(site for fn in functions for site in fn.calls)]:
+                if site.callee not in self.by_key and site.callee not in external:
+                    elsewhere = ELSEWHERE + unrooted(site.callee)
+                    if elsewhere in external:
+                        site.callee = elsewhere
 
     def run(self) -> None:
         functions = self.functions
@@ -580,12 +595,47 @@ def resolve_project(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     functions = [fn for model in models for fn in model.functions]
     module_loops = [loop for model in models for loop in model.module_loops]
     module_calls = [site for model in models for site in model.module_calls]
+    unique = link_across_roots(functions, [*module_calls, *(site for fn in functions for site in fn.calls)])
     _Resolver(functions, module_loops, module_calls, {}).run()
     facts: dict[str, FunctionFacts] = {}
     for fn in functions:
         mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat)
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
+    # What a file's own re-analysis needs to follow the same cross-root links.
+    facts.update((ELSEWHERE + dotted, facts[key]) for dotted, key in unique.items())
     return facts
+
+
+# Key prefix of a function known under exactly one import root, for callers under another root.
+ELSEWHERE = "*:"
+
+
+def root_token(import_root: str) -> str:
+    """A short dot-free name for an import root (dots would read as module separators)."""
+    return hashlib.sha256(import_root.encode("utf-8", "surrogateescape")).hexdigest()[:12] if import_root else ""
+
+
+def unrooted(key: str) -> str:
+    return key.partition(":")[2] or key
+
+
+def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> dict[str, str]:
+    """`from pkg.engine import step` in scripts/train.py, a script folder of its own, names the
+    package module beside it: a call to a key defined under no root's that name is pointed at the
+    one function defined with that dotted name under another root. Two candidates (two `main.py`
+    in two script folders): no link, since guessing would share heat between unrelated scripts.
+    Returns the dotted names defined under exactly one root."""
+    roots_of: dict[str, set[str]] = {}
+    for fn in functions:
+        roots_of.setdefault(unrooted(fn.key), set()).add(fn.key)
+    unique = {dotted: next(iter(keys)) for dotted, keys in roots_of.items() if len(keys) == 1}
+    defined = {fn.key for fn in functions}
+    for site in sites:
+        if site.callee not in defined:
+            key = unique.get(unrooted(site.callee))
+            if key is not None:
+                site.callee = key
+    return unique
 
 
 def absolute_name(name: str, module: str) -> str:
