@@ -62,6 +62,10 @@ def test_text_output_lines_and_summary(capsys):
     assert lines[0] == (
         f"{BAD}:60:5: VP203 [HIGH] `synchronize()` in a loop blocks the host on every iteration"
     )
-    assert lines[1].startswith(f"{BAD}:71:9: VP301 [CRITICAL] `head_optimizer.step()` bypasses")
+    assert lines[1] == f"    = note: runs every step: inside the step loop at {BAD}:46 (counts to max_steps, calls scaler.step())"
+    assert lines[2].startswith(f"{BAD}:71:9: VP301 [CRITICAL] `head_optimizer.step()` bypasses")
+    assert lines[3] == (
+        f"    = note: runs every step: inside the step loop at {BAD}:67 (iterates loader, calls head_optimizer.step())"
+    )
     assert lines[-2] == "Found 4 findings (1 CRITICAL, 1 HIGH, 2 LOW) in 1 of 1 analysed file; heat from 2 project files."
     assert lines[-1] == "Decision: BLOCK: 2 blocking findings"

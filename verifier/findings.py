@@ -82,6 +82,25 @@ class SeverityByHeat:
         return cls(severity, severity, severity, severity)
 
 
+@dataclass(frozen=True)
+class TraceStep:
+    """One link of the chain that makes a finding hot, read from the finding outwards: a call
+    site (`calls log_metrics()`) or, last, the loop that sets the heat and why it is that kind
+    of loop (`step loop: iterates train_loader, calls optimizer.step()`)."""
+
+    path: str
+    line: int
+    what: str
+
+    @property
+    def is_loop(self) -> bool:
+        return self.what.startswith(LOOP_KINDS)
+
+
+# How a loop step's `what` starts; the rest, after ": ", says why the loop is of that kind.
+LOOP_KINDS = ("step loop: ", "eval loop: ", "epoch loop: ")
+
+
 @dataclass(frozen=True, order=True)
 class Finding:
     """One reported problem at a place in a file. Sorted by path, position, then code."""
@@ -106,6 +125,9 @@ class Finding:
     # What the dynamic harness saw at this line when it measured the user's entry point:
     # "confirmed at runtime: 2 syncs per step", "not observed at runtime: ...", or "".
     runtime: str = field(default="", compare=False)
+    # Why the line runs as often as `heat` says: call sites up to the loop that makes it hot
+    # (empty at ONCE heat). Never part of a finding's identity or fingerprint.
+    heat_trace: tuple[TraceStep, ...] = field(default=(), compare=False)
 
     @property
     def shown_line(self) -> int:
@@ -137,4 +159,5 @@ class Finding:
         data["severity"] = self.severity.name
         data["category"] = self.category.value
         data["heat"] = self.heat.label
+        data["heat_trace"] = [asdict(step) for step in self.heat_trace]
         return data

@@ -21,7 +21,7 @@ from verifier.report.file_names import markdown_safe
 from verifier.report.markdown_text import code_span, fenced_block, table_cell, table_divider, table_row
 from verifier.report.model import Report
 from verifier.report.scoring import MEASURED
-from verifier.report.text import counted
+from verifier.report.text import counted, heat_note
 
 HEAT_PHRASE = {
     Heat.STEP: "runs once per training step",
@@ -39,6 +39,8 @@ class FindingView:
     location: str
     snippet: str
     impact: str
+    # Why the line is that hot: the call sites and the loop of its heat trace ("" at once).
+    why_hot: str
     measured: tuple[str, ...]
     fix: str
     corrected: str
@@ -185,6 +187,7 @@ def _finding_view(finding: Finding, report: Report, rules: dict, anchor: str, *,
         location=finding.place,
         snippet=textwrap.dedent(finding.source),
         impact=impact,
+        why_hot=heat_note(finding, code_span),
         measured=tuple(_measured_at(finding, report)),
         fix=fix,
         corrected=corrected,

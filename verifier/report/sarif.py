@@ -129,9 +129,19 @@ def _result(finding: Finding, report: Report, index: dict[str, int], *, fingerpr
             **({"cell": finding.cell} if finding.cell is not None else {}),
         },
     }
+    if finding.heat_trace:
+        result["relatedLocations"] = [_trace_location(i, step) for i, step in enumerate(finding.heat_trace, start=1)]
     if report.baseline is not None and finding in report.baseline.states:
         result["baselineState"] = BASELINE_STATE[report.baseline.states[finding]]
     return result
+
+
+def _trace_location(number: int, step) -> dict:
+    """One step of the heat trace (a call site, or the loop that makes the finding hot)."""
+    physical: dict = {"artifactLocation": artifact_location(step.path)}
+    if step.line:
+        physical["region"] = {"startLine": step.line}
+    return {"id": number, "physicalLocation": physical, "message": {"text": step.what}}
 
 
 def _suppressed(finding: Finding, report: Report, index: dict[str, int]) -> dict:

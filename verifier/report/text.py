@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from verifier.findings import Finding
+from collections.abc import Callable
+
+from verifier.findings import Finding, Heat
 from verifier.report.decision import severity_counts
 from verifier.report.model import Report
 
@@ -23,9 +25,40 @@ def baseline_mark(finding: Finding, report: Report) -> str:
 def finding_block(finding: Finding, report: Report) -> list[str]:
     """The finding's line, then any note lines about it (indented, so editors skip them)."""
     lines = [finding_line(finding, baseline_mark(finding, report))]
+    note = heat_note(finding)
+    if note:
+        lines.append(f"    = note: {note}")
     if finding.runtime:
         lines.append(f"    {finding.runtime}")
     return lines
+
+
+_RUNS = {Heat.STEP: "runs every step", Heat.EVAL: "runs every evaluation batch", Heat.EPOCH: "runs every epoch"}
+
+
+def heat_note(finding: Finding, place: Callable[[str], str] = str) -> str:
+    """Why the line is hot, from its heat trace: `runs every step: train.py:43 calls
+    log_metrics() inside the step loop at train.py:30 (iterates train_loader, calls
+    optimizer.step())`; "" without a trace. `place` formats each `path:line`."""
+    if not finding.heat_trace:
+        return ""
+    parts = []
+    for step in finding.heat_trace:
+        where = place(f"{step.path}:{step.line}" if step.line else step.path)
+        if step.is_loop:
+            kind, _, why = step.what.partition(": ")
+            parts.append(f"inside the {kind} at {where} ({why})")
+        else:
+            parts.append(f"{where} {step.what}")
+    calls, last = parts[:-1], parts[-1]
+    if finding.heat_trace[-1].is_loop and calls:
+        chain = "; ".join(calls) + " " + last
+    else:
+        chain = "; ".join(parts)
+    runs = _RUNS.get(finding.heat, "runs")
+    if finding.heat is Heat.EPOCH and any("rate-limit guard" in step.what for step in finding.heat_trace):
+        runs = "runs every few steps"
+    return f"{runs}: {chain}"
 
 
 def render_text(report: Report, *, quiet: bool = False) -> str:

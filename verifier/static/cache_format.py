@@ -25,7 +25,7 @@ import types
 import typing
 from typing import Any
 
-FORMAT = 1
+FORMAT = 2
 # Modules whose classes may appear in an entry; nothing is ever imported because of an entry.
 _TRUSTED_MODULES = ("verifier.findings", "verifier.static.")
 _MAX_OBJECTS = 5_000_000

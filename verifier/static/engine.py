@@ -30,7 +30,7 @@ from verifier.static.deferred import DeferredSeverity
 from verifier.static.discovery import import_root_for, module_name_for
 from verifier.static.guards import Guards
 from verifier.static.facts import NameFacts
-from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of
+from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of, heat_trace
 from verifier.static.names import ImportTable
 from verifier.static.notebook import in_cell, is_notebook, read_notebook
 from verifier.static.rule import Candidate, Rule
@@ -155,6 +155,21 @@ def analyze_file(
     return FileResult(path, findings, time.perf_counter() - started, error, analysis, suppressed=suppressed)
 
 
+def number_lines_again(path: str, heat: HeatModel, settings: Settings) -> bool:
+    """Give a stored heat summary its lines when a trace in another file passes through it but
+    its own analysis did not compute them (nothing there looked hot on its own). Parses the
+    file once more; False (lines stay 0) when it cannot be read or no longer matches."""
+    try:
+        source = read_notebook(path, settings.max_file_size)[0] if is_notebook(path) else read_source(
+            path, settings.max_file_size
+        )
+        with _TimeLimit(settings.file_timeout):
+            fresh = analyze_source(path, source, (), settings, module_name_for(path), lines=True).heat
+    except Exception:  # unreadable, changed or too slow now: the trace keeps line 0 there
+        return False
+    return fresh is not None and heat.copy_lines(fresh)
+
+
 def unanalysable_result(path: str, message: str, rules: Sequence[type[Rule]], settings: Settings) -> FileResult:
     """The result for a file whose analysis never finished (its worker crashed or was stopped)."""
     reported = any(rule.code == UNANALYSABLE for rule in rules)
@@ -197,8 +212,10 @@ def analyze_source(
     settings: Settings,
     module_name: str = "",
     external: dict[str, FunctionFacts] | None = None,
+    lines: bool = False,
 ) -> ModuleAnalysis:
-    """Analyse decoded source. Raises UnreadableSource when it does not parse."""
+    """Analyse decoded source. Raises UnreadableSource when it does not parse. With `lines`, the
+    heat summary's loops and call sites get their lines even where nothing here needs them."""
     if may_nest_too_deeply(source.text):
         # libcst's native parser crashes on deep brackets; Python's own parser stops at its limit.
         rejected = _python_syntax_error(source.text)
@@ -212,7 +229,7 @@ def analyze_source(
         raise UnreadableSource("code nested too deeply for the parser", unanalysable=True) from None
 
     imports = ImportTable()
-    heat = HeatModel(imports, module_name, import_root_for(path) if module_name else "")
+    heat = HeatModel(imports, module_name, import_root_for(path) if module_name else "", path=path)
     facts = NameFacts(imports)
     context = ModuleContext(path, source.text, module, imports, heat, facts)
     # A rule whose tokens the file never mentions cannot fire here: it does not join the walk.
@@ -227,7 +244,10 @@ def analyze_source(
         heat.resolve(external)
         judged = [_judge(candidate, heat) for rule in active for candidate in rule.candidates]
         suppressions = Suppressions(source.text, source.lines())
-        findings = _to_findings(path, source, module, judged, settings, suppressions) if judged else []
+        findings = _to_findings(path, source, module, judged, settings, suppressions, heat) if judged else []
+        if (lines or heat.lends_trace()) and not heat.numbered:
+            # Another module's trace may pass through this one's calls and loops: they need lines.
+            heat.number_lines(_positions(module))
     except RecursionError:
         # Python accepts a few expression shapes (e.g. `a + a + ... + a`) deeper than code can recurse.
         raise UnreadableSource("code nested too deeply to analyse", unanalysable=True) from None
@@ -454,6 +474,7 @@ def _to_findings(
     judged: list[tuple[Candidate, CandidateHeat]],
     settings: Settings,
     suppressions: Suppressions,
+    heat: HeatModel,
 ) -> list[Finding]:
     ignored_here = settings.ignored_in_file(path)
     # Test code runs a few steps on purpose: every line of it runs "once" unless included.
@@ -473,6 +494,7 @@ def _to_findings(
         return []
 
     positions = _positions(module)
+    heat.number_lines(positions)
     lines = source.lines()
     findings: set[Finding] = set()
     for candidate, where_heat, severity in kept:
@@ -494,6 +516,7 @@ def _to_findings(
                 message=heat_wording(candidate.message, where_heat),
                 source="\n".join(lines[start.line - 1 : snippet_end]),
                 fix=candidate.fix,
+                heat_trace=heat_trace(candidate.where) if where_heat is not Heat.ONCE else (),
             )
         if not suppressions.suppresses(finding):
             findings.add(finding)

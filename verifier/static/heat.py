@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from verifier.findings import Heat
+from verifier.findings import Heat, TraceStep
 from verifier.static.names import ImportTable, dotted_name, method_name, receiver, terminal_name
 from verifier.static.torch_api import returns_tensor
 from verifier.static.walk import iter_descendants
@@ -77,6 +77,8 @@ class CallSite:
     where: Where
     # Under a rate-limit or eval-interval guard (`if step % eval_every == 0: evaluate()`).
     guarded: bool = False
+    # 1-based; 0 until the module's positions are computed (`HeatModel.number_lines`).
+    line: int = 0
 
 
 @dataclass(eq=False)
@@ -98,6 +100,17 @@ class LoopInfo:
     is_step: bool = False
     is_epoch: bool = False
     is_eval: bool = False
+    # For the heat trace: where the loop is, what its header says (`iterates train_loader`,
+    # `while True`), the first update / training / forward call seen in it, and what decided
+    # its kind when that lies elsewhere (a nested step loop, a call to a training function).
+    path: str = ""
+    line: int = 0
+    header: str = ""
+    update_call: str = ""
+    train_call: str = ""
+    forward_call: str = ""
+    because_loop: LoopInfo | None = None
+    because_site: CallSite | None = None
 
 
 @dataclass(eq=False)
@@ -118,6 +131,10 @@ class FunctionInfo:
     forwards_transitively: bool = False
     has_step_loop: bool = False
     heat: Heat = Heat.ONCE
+    path: str = ""
+    # The call site that first gave the function its heat, or the chain another pass found.
+    heat_site: CallSite | None = None
+    outer_trace: tuple[TraceStep, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,12 +153,16 @@ _MODULE_LEVEL = Where(None, ())
 
 
 class HeatModel:
-    def __init__(self, imports: ImportTable, module_name: str = "", import_root: str = "") -> None:
+    def __init__(self, imports: ImportTable, module_name: str = "", import_root: str = "", path: str = "") -> None:
         self._imports = imports
         self._module = module_name
         # Keys are `<root>:module.name`: same-named modules of different script folders never
         # share heat (see `root_token`); the resolver links imports across roots when unambiguous.
         self._root = root_token(import_root)
+        self._path = path
+        # Call sites with their nodes, until `number_lines` gives each its line.
+        self._site_nodes: list[tuple[CallSite, cst.Call]] = []
+        self.numbered = False
         self._functions: dict[str, list[FunctionInfo]] = {}
         self._all_functions: list[FunctionInfo] = []
         self._module_loops: list[LoopInfo] = []
@@ -187,7 +208,9 @@ class HeatModel:
             annotation = param.annotation.annotation if param.annotation is not None else None
             if annotation is not None and (dotted_name(annotation) or "").endswith("DataLoader"):
                 self._dataloader_names.add(param.name.value)
-        info = FunctionInfo(key, node, params, timing=self._timing_module or bool(_TIMING_FUNCTION.search(name)))
+        info = FunctionInfo(
+            key, node, params, timing=self._timing_module or bool(_TIMING_FUNCTION.search(name)), path=self._path
+        )
         # `@functools.cache` bodies run once per distinct argument, not once per call.
         info.memoised = any(self._is_memoising(d.decorator) for d in node.decorators)
         self._functions.setdefault(key, []).append(info)
@@ -204,7 +227,11 @@ class HeatModel:
     def enter_loop(self, node: cst.For | cst.While) -> None:
         loops = self._loop_stack[-1]
         parent = loops[-1] if loops else None
-        info = LoopInfo(node, parent, data_source=self._is_data_source(node), retry=_is_retry_loop(node))
+        header = self._header(node)
+        info = LoopInfo(
+            node, parent, data_source=bool(header) and header != "while True", retry=_is_retry_loop(node),
+            path=self._path, header=header,
+        )
         if parent is not None:
             parent.nested.append(info)
             for outer in loops:
@@ -272,10 +299,13 @@ class HeatModel:
         function = self._function_stack[-1] if self._function_stack else None
         loops = self._loop_stack[-1]
         if self._is_training_signal(call, qualified):
+            shown = _shown_call(call)
             for loop in loops:
                 loop.trains = True
+                loop.train_call = loop.train_call or shown
             if loops and self._is_update(call):
                 loops[-1].steps_here = True
+                loops[-1].update_call = loops[-1].update_call or shown
             if function is not None:
                 function.trains = True
                 function.updates = function.updates or method_name(call) in _UPDATES
@@ -284,6 +314,7 @@ class HeatModel:
         elif is_model_name(terminal_name(call.func)):
             for loop in loops:
                 loop.forward = True
+                loop.forward_call = loop.forward_call or _shown_call(call)
             if function is not None and not loops:
                 # A forward outside the function's own loops: calling it once runs the model once.
                 function.forward = True
@@ -293,6 +324,7 @@ class HeatModel:
         callee = self._callee_key(call)
         if callee is not None:
             site = CallSite(callee, self.where(), self.guard_probe())
+            self._site_nodes.append((site, call))
             if function is not None:
                 function.calls.append(site)
             else:
@@ -302,16 +334,23 @@ class HeatModel:
 
     # ----- classification -----
 
-    def _is_data_source(self, node: cst.For | cst.While) -> bool:
+    def _header(self, node: cst.For | cst.While) -> str:
+        """`iterates train_loader` when the loop reads a data source (by name or a recognised
+        loader), `loops on iter_num` / `counts to max_steps` for a `while` or `range()` over a
+        step count (also a data source), `while True`, else ""."""
         source = node.iter if type(node) is cst.For else node.test
         for name in _identifiers(source):
             if _DATA_SOURCE.search(name) or name in self._dataloader_names:
-                return True
+                return f"iterates {name}"
+        counted = None
         if type(node) is cst.While:
-            return any(_STEP_COUNT.search(n) for n in _identifiers(source))
-        if type(source) is cst.Call and dotted_name(source.func) == "range":
-            return any(_STEP_COUNT.search(n) for a in source.args for n in _identifiers(a.value))
-        return False
+            if type(source) is cst.Name and source.value == "True":
+                return "while True"
+            counted = next((n for n in _identifiers(source) if _STEP_COUNT.search(n)), None)
+        elif type(source) is cst.Call and dotted_name(source.func) == "range":
+            counted = next((n for a in source.args for n in _identifiers(a.value) if _STEP_COUNT.search(n)), None)
+            return f"counts to {counted}" if counted else ""
+        return f"loops on {counted}" if counted else ""
 
     def _is_training_signal(self, call: cst.Call, qualified: str | None) -> bool:
         """Backward passes and weight updates. A forward alone is not training: it is eval."""
@@ -433,10 +472,44 @@ class HeatModel:
             )
         return loops, function.heat, beside
 
+    def number_lines(self, positions: Mapping[cst.CSTNode, object]) -> None:
+        """Give loops and call sites their lines, from the positions of this module's nodes."""
+        self.numbered = True
+        for loop in self._loops():
+            if loop.node is not None and loop.node in positions:
+                loop.line = positions[loop.node].start.line
+        for site, node in self._site_nodes:
+            if node in positions:
+                site.line = positions[node].start.line
+
+    def copy_lines(self, other: HeatModel) -> bool:
+        """Take the lines of `other`, a model of the same source built by the same walk."""
+        loops, theirs = self._loops(), other._loops()
+        sites, their_sites = self.call_sites, other.call_sites
+        if len(loops) != len(theirs) or len(sites) != len(their_sites):
+            return False
+        for mine, found in zip(loops, theirs):
+            mine.line = found.line
+        for site, found in zip(sites, their_sites):
+            site.line = found.line
+        self.numbered = True
+        return True
+
+    def _loops(self) -> list[LoopInfo]:
+        return self._module_loops + [loop for fn in self._all_functions for loop in fn.loops]
+
+    def lends_trace(self) -> bool:
+        """Could a heat trace, here or in another module, pass through this module's loops and
+        calls? Where something trains or runs hot: then its lines are worth computing."""
+        return any(fn.trains_transitively or fn.heat is not Heat.ONCE for fn in self._all_functions) or any(
+            loop.is_step or loop.is_epoch or loop.is_eval for loop in self._loops()
+        )
+
     def release_tree(self) -> None:
         """Drop references to syntax nodes so a summary outlives its parsed module cheaply."""
         # The probe is code, not data: a stored summary never carries it.
         self.__dict__.pop("guard_probe", None)
+        self._site_nodes = []
         for fn in self._all_functions:
             fn.node = None
             for loop in fn.loops:
@@ -464,6 +537,80 @@ def heat_of(where: Where) -> Heat:
     return heat
 
 
+def heat_trace(where: Where) -> tuple[TraceStep, ...]:
+    """Why `heat_of(where)` is what it is, from the line outwards: the call sites that lead to
+    the loop deciding it, and that loop with the reason for its kind. Empty at ONCE heat.
+
+    It follows the same path as `heat_of`: the innermost loop with a kind, else the function's
+    hottest caller (the first call site that gave it its heat), and so on up the calls."""
+    steps: list[TraceStep] = []
+    seen: set[int] = set()
+    while True:
+        function = where.function
+        heat = function.heat if function is not None else Heat.ONCE
+        for loop in reversed(where.loops):
+            if loop.is_step or loop.is_eval or (loop.is_epoch and heat <= Heat.EPOCH):
+                steps.append(TraceStep(loop.path, loop.line, loop_reason(loop)))
+                return tuple(steps)
+            if loop.is_epoch:
+                break
+        if function is None or heat is Heat.ONCE or id(function) in seen:
+            return tuple(steps)
+        seen.add(id(function))
+        site = function.heat_site
+        if site is None:
+            return (*steps, *function.outer_trace)
+        where = site.where
+        caller = where.function.path if where.function is not None else where.loops[-1].path if where.loops else ""
+        steps.append(TraceStep(caller, site.line, _call_reason(site, function)))
+
+
+def function_trace(function: FunctionInfo) -> tuple[TraceStep, ...]:
+    """Why a function is as hot as its heat: its hottest call site, up to a loop."""
+    return heat_trace(Where(function, ()))
+
+
+def _call_reason(site: CallSite, callee: FunctionInfo) -> str:
+    what = f"calls {_callee_name(site)}()"
+    if site.guarded:
+        what += " under a rate-limit guard"
+    if callee.evaluates and not callee.trains_transitively and callee.heat is Heat.EVAL:
+        what += ", an evaluation"
+    return what
+
+
+def loop_reason(loop: LoopInfo) -> str:
+    """`step loop: iterates train_loader, calls optimizer.step()`: the loop's kind and why."""
+    kind = "step" if loop.is_step else "eval" if loop.is_eval else "epoch"
+    nested = loop.because_loop
+    at = f" at line {nested.line}" if nested is not None else ""
+    site = loop.because_site
+    called = f"{_callee_name(site)}()" if site is not None else ""
+    if loop.is_step:
+        if loop.steps_here:
+            reason = f"calls {loop.update_call}" + (f" around the micro-batch loop{at}" if nested is not None else "")
+        elif loop.train_call:
+            reason = f"calls {loop.train_call}"
+        elif site is not None:
+            reason = f"calls {called}, which trains"
+        else:
+            reason = "times tensor work in a benchmark"
+    elif loop.is_epoch:
+        reason = f"contains the step loop{at}" if nested is not None else f"calls {called}, which has a step loop"
+    elif loop.forward_call:
+        reason = f"runs {loop.forward_call} without training"
+    elif site is not None:
+        reason = f"calls {called}, which runs the model without training"
+    else:
+        reason = "does tensor work on each batch without training"
+    return f"{kind} loop: " + (f"{loop.header}, {reason}" if loop.header else reason)
+
+
+def _callee_name(site: CallSite) -> str:
+    """`log_metrics` for the key `<root>:train.log_metrics` (a method: its own name)."""
+    return site.callee.rpartition(":")[2].rsplit(".", 1)[-1]
+
+
 def _site_heat(site: CallSite) -> Heat:
     """How often a call runs: a guarded call in a step loop runs every N steps, like an epoch."""
     heat = heat_of(site.where)
@@ -477,10 +624,13 @@ class FunctionFacts:
     trains: bool = False
     has_step_loop: bool = False
     heat: Heat = Heat.ONCE
+    # Why the function is as hot as `heat`: call sites up to a loop (see `heat_trace`).
+    trace: tuple[TraceStep, ...] = ()
 
     def merge(self, other: FunctionFacts) -> FunctionFacts:
         return FunctionFacts(
-            self.trains or other.trains, self.has_step_loop or other.has_step_loop, max(self.heat, other.heat)
+            self.trains or other.trains, self.has_step_loop or other.has_step_loop, max(self.heat, other.heat),
+            other.trace if other.heat > self.heat else self.trace,
         )
 
 
@@ -499,7 +649,8 @@ class _Resolver:
             if known is not None:
                 fn.trains_transitively = fn.trains_transitively or known.trains
                 fn.has_step_loop = fn.has_step_loop or known.has_step_loop
-                fn.heat = max(fn.heat, known.heat)
+                if known.heat > fn.heat:
+                    fn.heat, fn.outer_trace, fn.heat_site = known.heat, known.trace, None
         # A callee defined under no key of the caller's root, but known under another root's
         # (see `link_across_roots`), is that one.
         if external:
@@ -549,27 +700,45 @@ class _Resolver:
             for fn in functions:
                 if fn.memoised:
                     continue
-                heat = max((_site_heat(site) for site in callers_by_key.get(fn.key, ())), default=Heat.ONCE)
+                heat, hottest = Heat.ONCE, None
+                for site in callers_by_key.get(fn.key, ()):
+                    site_heat = _site_heat(site)
+                    if site_heat > heat:
+                        heat, hottest = site_heat, site
                 if fn.evaluates and not fn.trains_transitively:
                     heat = min(heat, Heat.EVAL)  # an evaluation function is as hot as an eval batch
                 if heat > fn.heat:
-                    fn.heat, changed = heat, True
+                    fn.heat, fn.heat_site, fn.outer_trace, changed = heat, hottest, (), True
 
     def _classify(self, loop: LoopInfo, in_timing_function: bool) -> None:
-        contains_step = any(_any_step(nested) for nested in loop.nested) or any(
-            self._callee_has_step_loop(site) for site in loop.calls
+        # The evidence is kept (first nested step loop, first call that decides) for the trace.
+        nested_step = next((found for nested in loop.nested if (found := _first_step(nested)) is not None), None)
+        step_site = None if nested_step is not None else next(
+            (site for site in loop.calls if self._callee_has_step_loop(site)), None
         )
-        trains = loop.trains or any(self._callee_trains(site) for site in loop.calls)
+        contains_step = nested_step is not None or step_site is not None
+        train_site = None if loop.trains else next((site for site in loop.calls if self._callee_trains(site)), None)
+        trains = loop.trains or train_site is not None
         if loop.retry:
             loop.is_step = loop.is_epoch = loop.is_eval = False
             return
         timing_step = in_timing_function and loop.tensor_work and not loop.has_nested_loop
         loop.is_step = loop.steps_here or timing_step or (trains and not contains_step)
         loop.is_epoch = not loop.is_step and contains_step
-        runs_model = loop.forward or any(self._callee_forwards(site) for site in loop.calls)
+        forward_site = None if loop.forward else next(
+            (site for site in loop.calls if self._callee_forwards(site)), None
+        )
+        runs_model = loop.forward or forward_site is not None
         loop.is_eval = not loop.is_step and not contains_step and not trains and (
             runs_model or (loop.data_source and loop.tensor_work)
         )
+        loop.because_loop = nested_step if contains_step else None
+        if loop.is_step:
+            loop.because_site = None if loop.steps_here or timing_step else train_site
+        elif loop.is_epoch:
+            loop.because_site = step_site
+        else:
+            loop.because_site = forward_site if loop.is_eval else None
 
     def _callee_trains(self, site: CallSite) -> bool:
         local = self.by_key.get(site.callee)
@@ -597,9 +766,15 @@ def resolve_project(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     module_calls = [site for model in models for site in model.module_calls]
     unique = link_across_roots(functions, [*module_calls, *(site for fn in functions for site in fn.calls)])
     _Resolver(functions, module_loops, module_calls, {}).run()
+    return project_facts(models)
+
+
+def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
+    """What the resolved modules say about each function, heat traces included."""
+    functions = [fn for model in models for fn in model.functions]
     facts: dict[str, FunctionFacts] = {}
     for fn in functions:
-        mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat)
+        mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat, function_trace(fn))
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.
     facts.update((ELSEWHERE + dotted, facts[key]) for dotted, key in unique.items())
@@ -665,8 +840,17 @@ def _is_retry_loop(node: cst.For | cst.While) -> bool:
     return False
 
 
-def _any_step(loop: LoopInfo) -> bool:
-    return loop.is_step or any(_any_step(nested) for nested in loop.nested)
+def _first_step(loop: LoopInfo) -> LoopInfo | None:
+    """`loop` or the first loop nested in it (in source order) that is a step loop."""
+    if loop.is_step:
+        return loop
+    return next((found for nested in loop.nested if (found := _first_step(nested)) is not None), None)
+
+
+def _shown_call(call: cst.Call) -> str:
+    """`optimizer.step()`, `scaler.step()`, `backward()` (on an expression): a call as a reader knows it."""
+    name = dotted_name(call.func) or method_name(call) or "…"
+    return f"{name}()"
 
 
 def _innermost_first(loops: list[LoopInfo]) -> list[LoopInfo]:

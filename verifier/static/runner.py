@@ -13,8 +13,10 @@ from verifier.config import Settings
 from verifier.findings import Finding
 from verifier.static.cache import ResultCache, open_cache, run_key
 from verifier.static.discovery import discover
-from verifier.static.engine import FileResult, ModuleAnalysis, timeout_message, unanalysable_result
-from verifier.static.heat import FunctionFacts, resolve_project
+from verifier.static.engine import (
+    FileResult, ModuleAnalysis, number_lines_again, timeout_message, unanalysable_result,
+)
+from verifier.static.heat import FunctionFacts, project_facts, resolve_project
 from verifier.static.parallel import AnalysisPool, shared_pool
 
 
@@ -178,7 +180,10 @@ def _apply_project_heat(
     analysed = [(i, f) for i, f in enumerate(files) if f.analysis is not None and f.analysis.heat is not None]
     if len(analysed) < 2:
         return
-    project = resolve_project([f.analysis.heat for _, f in analysed])
+    models = [f.analysis.heat for _, f in analysed]
+    project = resolve_project(models)
+    if _number_traced_files(analysed, wanted, project, settings):
+        project = project_facts(models)
     redo: list[tuple[int, str | None]] = []
     for index, file_result in analysed:
         if wanted is not None and index not in wanted:
@@ -199,6 +204,32 @@ def _apply_project_heat(
         files[index].internal_error = files[index].internal_error or result.internal_error
         if cache and key and _cacheable(result, settings):
             cache.store(key, replace(result, analysis=None))
+
+
+def _number_traced_files(
+    analysed: list[tuple[int, FileResult]],
+    wanted: frozenset[int] | None,
+    project: dict[str, FunctionFacts],
+    settings: Settings,
+) -> bool:
+    """Lines for the files that the heat traces of the files about to be analysed again pass
+    through, where their own analysis did not compute them (nothing in them looked hot on its
+    own): each such file is parsed once more. True if any got its lines."""
+    unnumbered: set[str] = set()
+    for index, file_result in analysed:
+        analysis = file_result.analysis
+        if (wanted is not None and index not in wanted) or not analysis.findings_may_change():
+            continue
+        for key in set(analysis.local_facts) | {site.callee for site in analysis.heat.call_sites}:
+            known = project.get(key)
+            if known is not None:
+                unnumbered.update(step.path for step in known.trace if not step.line)
+    numbered = False
+    for _, file_result in analysed:
+        heat = file_result.analysis.heat
+        if file_result.path in unnumbered and not heat.numbered:
+            numbered = number_lines_again(file_result.path, heat, settings) or numbered
+    return numbered
 
 
 def _facts_digest(analysis: ModuleAnalysis, project: dict[str, FunctionFacts]) -> str:
