@@ -93,7 +93,7 @@ def test_gradient_accumulation_inside_while_true(tmp_path):
         ("train.py", "VP201", 7, "MEDIUM", "step",
          [("train.py", 4, "step loop: counts to gradient_accumulation_steps, calls loss.backward()")]),
         ("train.py", "VP201", 9, "MEDIUM", "step",
-         [("train.py", 3, "step loop: while True, calls optimizer.step() around the micro-batch loop at line 4")]),
+         [("train.py", 3, "step loop: while True, calls optimizer.step() around the inner step loop at line 4")]),
     ]
 
 

@@ -588,7 +588,7 @@ def loop_reason(loop: LoopInfo) -> str:
     called = f"{_callee_name(site)}()" if site is not None else ""
     if loop.is_step:
         if loop.steps_here:
-            reason = f"calls {loop.update_call}" + (f" around the micro-batch loop{at}" if nested is not None else "")
+            reason = f"calls {loop.update_call}" + (f" around the inner step loop{at}" if nested is not None else "")
         elif loop.train_call:
             reason = f"calls {loop.train_call}"
         elif site is not None:
