@@ -764,7 +764,7 @@ def resolve_project(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     functions = [fn for model in models for fn in model.functions]
     module_loops = [loop for model in models for loop in model.module_loops]
     module_calls = [site for model in models for site in model.module_calls]
-    unique = link_across_roots(functions, [*module_calls, *(site for fn in functions for site in fn.calls)])
+    link_across_roots(functions, [*module_calls, *(site for fn in functions for site in fn.calls)])
     _Resolver(functions, module_loops, module_calls, {}).run()
     return project_facts(models)
 
@@ -777,7 +777,7 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
         mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat, function_trace(fn))
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.
-    facts.update((ELSEWHERE + dotted, facts[key]) for dotted, key in unique.items())
+    facts.update((ELSEWHERE + dotted, facts[key]) for dotted, key in defined_once(functions).items())
     return facts
 
 
@@ -794,16 +794,21 @@ def unrooted(key: str) -> str:
     return key.partition(":")[2] or key
 
 
+def defined_once(functions: list[FunctionInfo]) -> dict[str, str]:
+    """The dotted names defined under exactly one import root, with their keys."""
+    roots_of: dict[str, set[str]] = {}
+    for fn in functions:
+        roots_of.setdefault(unrooted(fn.key), set()).add(fn.key)
+    return {dotted: next(iter(keys)) for dotted, keys in roots_of.items() if len(keys) == 1}
+
+
 def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> dict[str, str]:
     """`from pkg.engine import step` in scripts/train.py, a script folder of its own, names the
     package module beside it: a call to a key defined under no root's that name is pointed at the
     one function defined with that dotted name under another root. Two candidates (two `main.py`
     in two script folders): no link, since guessing would share heat between unrelated scripts.
     Returns the dotted names defined under exactly one root."""
-    roots_of: dict[str, set[str]] = {}
-    for fn in functions:
-        roots_of.setdefault(unrooted(fn.key), set()).add(fn.key)
-    unique = {dotted: next(iter(keys)) for dotted, keys in roots_of.items() if len(keys) == 1}
+    unique = defined_once(functions)
     defined = {fn.key for fn in functions}
     for site in sites:
         if site.callee not in defined:
