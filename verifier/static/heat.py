@@ -499,11 +499,10 @@ class HeatModel:
         return self._module_loops + [loop for fn in self._all_functions for loop in fn.loops]
 
     def lends_trace(self) -> bool:
-        """Could a heat trace, here or in another module, pass through this module's loops and
-        calls? Where something trains or runs hot: then its lines are worth computing."""
-        return any(fn.trains_transitively or fn.heat is not Heat.ONCE for fn in self._all_functions) or any(
-            loop.is_step or loop.is_epoch or loop.is_eval for loop in self._loops()
-        )
+        """Will heat traces likely end in this module? Where a loop is a step, epoch or eval
+        loop, its lines are worth computing with the analysis; a module a trace only passes
+        through is numbered when a trace needs it (`engine.number_lines_again`)."""
+        return any(loop.is_step or loop.is_epoch or loop.is_eval for loop in self._loops())
 
     def release_tree(self) -> None:
         """Drop references to syntax nodes so a summary outlives its parsed module cheaply."""
