@@ -21,6 +21,7 @@ SYNCS = (
     "    torch.cuda.synchronize()\n"
     "    print(loss.item())\n"
     "    print(loss.item())\n"
+    "    print(loss.mean().item())\n"
 )
 
 

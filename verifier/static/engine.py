@@ -474,7 +474,7 @@ def _to_findings(
 
     positions = _positions(module)
     lines = source.lines()
-    findings: set[Finding] = set()
+    built: list[tuple[type[Rule], Finding]] = []
     for candidate, where_heat, severity in kept:
         rule = candidate.rule
         span = positions[candidate.node]
@@ -495,9 +495,21 @@ def _to_findings(
                 source="\n".join(lines[start.line - 1 : snippet_end]),
                 fix=candidate.fix,
             )
-        if not suppressions.suppresses(finding):
-            findings.add(finding)
-    return sorted(findings)
+        built.append((rule, finding))
+    return sorted(_one_finding_per_call(built, suppressions))
+
+
+def _one_finding_per_call(built: list[tuple[type[Rule], Finding]], suppressions: Suppressions) -> set[Finding]:
+    """The findings left after suppression comments, where a finding of a rule that names a more
+    precise cause (a repeated read, VP202) replaces a general one (a sync, VP201) at the same
+    position, even when a comment suppresses it: the comment speaks for the call."""
+    replaced = {
+        (code, finding.line, finding.column) for rule, finding in built for code in rule.supersedes
+    }
+    return {
+        finding for _, finding in built
+        if (finding.code, finding.line, finding.column) not in replaced and not suppressions.suppresses(finding)
+    }
 
 
 def audit_suppressions(path: str, suppressions: Suppressions, rules: Sequence[type[Rule]], settings: Settings) -> list[Finding]:
