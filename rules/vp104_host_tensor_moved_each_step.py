@@ -12,6 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.guards import Guards
 from verifier.static.placement import HostDataRule, Origin
 from verifier.static.rule import Invalid
 from verifier.static.transfers import device_move
@@ -54,10 +55,16 @@ for x, y in loader:
         "https://pytorch.org/docs/stable/tensor_attributes.html#torch-device",
     )
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._guards = context.tracker(Guards)
+
     def visit_Call(self, node: cst.Call) -> None:
         move = device_move(node, self.context.imports, self.context.facts)
         if move is None or self.host.origin_of(move.source) is not Origin.FACTORY:
             return
+        if self._guards.guarded:
+            return  # every N steps, or a device copy cached on first use
         source = self.context.code_for(move.source)
         self.report(
             node,
@@ -66,6 +73,16 @@ for x, y in loader:
         )
 
     VALID = (
+        """\
+import torch
+weights = torch.tensor([0.2, 0.8])
+weights_on_device = None
+for x, y in loader:
+    if weights_on_device is None:
+        weights_on_device = weights.to(device)
+    loss = criterion(model(x), y) * weights_on_device
+    loss.backward()
+""",
         """\
 import torch
 for x, y in loader:

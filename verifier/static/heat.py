@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from verifier.findings import Heat
+from verifier.static.framework_hooks import hooks_of_class, ignite_handler_heat
 from verifier.static.names import ImportTable, dotted_name, method_name, receiver, terminal_name
 from verifier.static.torch_api import returns_tensor
 from verifier.static.walk import iter_descendants
@@ -149,6 +150,8 @@ class HeatModel:
         self._function_stack: list[FunctionInfo] = []
         self._loop_stack: list[list[LoopInfo]] = [[]]
         self._class_stack: list[str] = []
+        # Per open class: the framework hooks it overrides and how often the framework calls them.
+        self._hook_stack: list[dict[str, Heat]] = []
         self._dataloader_names: set[str] = set()
         # `self.metric = RunningAccuracy()` / `trainer = Trainer()`: the class behind a name.
         self._instances: dict[str, str] = {}
@@ -172,9 +175,11 @@ class HeatModel:
 
     def enter_class(self, node: cst.ClassDef) -> None:
         self._class_stack.append(node.name.value)
+        self._hook_stack.append(hooks_of_class(node, self._imports) if node.bases else {})
 
     def leave_class(self) -> None:
         self._class_stack.pop()
+        self._hook_stack.pop()
 
     def enter_function(self, node: cst.FunctionDef) -> None:
         name = node.name.value
@@ -190,6 +195,12 @@ class HeatModel:
         info = FunctionInfo(key, node, params, timing=self._timing_module or bool(_TIMING_FUNCTION.search(name)))
         # `@functools.cache` bodies run once per distinct argument, not once per call.
         info.memoised = any(self._is_memoising(d.decorator) for d in node.decorators)
+        # The framework calls its hooks (`training_step`, `on_step_end`) as often as their names say.
+        hook = self._hook_stack[-1].get(name) if self._class_stack and not self._function_stack else None
+        if node.decorators:
+            hook = max(hook or Heat.ONCE, ignite_handler_heat(node) or Heat.ONCE)
+        if hook is not None:
+            info.heat = hook
         self._functions.setdefault(key, []).append(info)
         self._all_functions.append(info)
         self._function_stack.append(info)
