@@ -80,6 +80,12 @@ for x, y in loader:
         self._stores: set[int] = set()
         # `if x in t:`: VP201 reports the tested tensor; one line, one finding.
         self._tested: set[int] = set()
+        # `loss = criterion(logits[keep], y[keep])`: one statement, one finding.
+        self._statement: cst.CSTNode | None = None
+        self._reported: set[int] = set()
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._statement = node
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._masks.append(set())
@@ -140,6 +146,10 @@ for x, y in loader:
     def _report(self, sync: ShapeSync | None) -> None:
         if sync is None or self.guarded or not self.context.may_use_accelerator:
             return
+        if self._statement is not None:
+            if id(self._statement) in self._reported:
+                return
+            self._reported.add(id(self._statement))
         self.report(
             sync.node,
             f"{sync.how} on device tensor `{self.context.code_for(sync.subject)}` {{loop}}: its output "

@@ -162,3 +162,20 @@ def test_casts_keep_the_place_and_copies_to_the_cpu_leave_the_device(analyse):
         kept = probs[probs > 0.5]
     """
     assert analyse(code, select=("VP205", "VP206")) == [("VP205", 13, "MEDIUM")]
+
+
+def test_batches_moved_to_the_device_are_device_tensors(analyse):
+    code = """\
+    import torch
+    import torch.nn.functional as F
+    device = torch.device("cuda")
+    for step, (tokens, labels) in enumerate(loader):
+        tokens, labels = tokens.to(device), labels.to(device, non_blocking=True)
+        logits = model(tokens)
+        valid = labels != -100
+        loss = F.cross_entropy(logits[valid], labels[valid])
+        loss.backward()
+        optimizer.step()
+        masked = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+    """
+    assert analyse(code, select=("VP205",)) == [("VP205", 8, "MEDIUM")]

@@ -45,6 +45,14 @@ _MASK_METHODS = frozenset(
 _MASK_FUNCTIONS = frozenset(f"torch.{name}" for name in _MASK_METHODS - {"bool"})
 # Methods whose result lives where their receiver does (the rest follow `facts`/`placement`).
 _MOVES_TO_DEVICE = frozenset({"to", "cuda"})
+# Tensor methods that keep a moved tensor a tensor on the same device.
+_SAME_DEVICE_METHODS = frozenset(
+    {"float", "half", "bfloat16", "long", "int", "bool", "view", "reshape", "flatten", "squeeze",
+     "unsqueeze", "contiguous", "detach", "clone", "sum", "mean", "argmax", "argmin", "abs", "softmax",
+     "log_softmax", "sigmoid", "exp", "log", "transpose", "permute", "t"}
+)
+# A name bound to `value.to(device)` / `value.cuda()`: a tensor copied to the accelerator.
+_MOVED = "moved"
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,7 @@ class DeviceValues(Tracker):
         self.host: HostData = context.tracker(HostData)
         self.imports: ImportTable = context.imports
         # None: rebound to something this model does not follow; ask the facts.
-        self._scopes: list[dict[str, bool | None]] = [{}]
+        self._scopes: list[dict[str, bool | str | None]] = [{}]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append({})
@@ -89,24 +97,51 @@ class DeviceValues(Tracker):
                 self._bind(element.value, values[index].value if paired else None)
             return
         name = dotted_name(target)
-        if name is not None:
-            self._scopes[-1][name] = self.on_device(value) if value is not None else None
+        if name is None:
+            return
+        if value is None:
+            self._scopes[-1][name] = None
+        elif type(value) is cst.Call and device_move(value, self.imports, self.facts) is not None:
+            self._scopes[-1][name] = _MOVED
+        else:
+            self._scopes[-1][name] = self.on_device(value)
+
+    def _recorded(self, node: cst.BaseExpression) -> bool | str | None:
+        name = dotted_name(node)
+        for scope in reversed(self._scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def moved(self, node: cst.BaseExpression) -> bool:
+        """`x` after `x = batch_x.to(device)`, and same-device views and reductions of it."""
+        kind = type(node)
+        if kind is cst.Name or kind is cst.Attribute:
+            return self._recorded(node) == _MOVED
+        if kind is cst.Subscript:
+            return self.moved(node.value)
+        if kind is cst.Call:
+            owner = receiver(node)
+            return owner is not None and method_name(node) in _SAME_DEVICE_METHODS and self.moved(owner)
+        return False
+
+    def is_tensor(self, node: cst.BaseExpression) -> bool:
+        return self.facts.is_tensor(node) or self.moved(node)
 
     def on_device(self, node: cst.BaseExpression) -> bool:
         kind = type(node)
+        if self.moved(node):
+            return True
         if kind is cst.Name or kind is cst.Attribute:
-            name = dotted_name(node)
-            for scope in reversed(self._scopes):
-                if name in scope:
-                    if scope[name] is not None:
-                        return scope[name] and self.facts.is_tensor(node)
-                    break
+            recorded = self._recorded(node)
+            if recorded is not None:
+                return bool(recorded) and self.facts.is_tensor(node)
         if kind in (cst.Comparison, cst.BinaryOperation):
             sides = (
                 [node.left, *(c.comparator for c in node.comparisons)] if kind is cst.Comparison
                 else [node.left, node.right]
             )
-            tensors = [side for side in sides if self.facts.is_tensor(side)]
+            tensors = [side for side in sides if self.is_tensor(side)]
             return bool(tensors) and all(self.on_device(side) for side in tensors)
         if kind is cst.UnaryOperation:
             return self.on_device(node.expression)
@@ -130,9 +165,9 @@ class DeviceValues(Tracker):
             device = keyword_arg(call, "device") or positional_arg(call, 0)
             if device is not None and type(device.value) in (cst.SimpleString, cst.Call):
                 return False
-        if owner is not None and self.facts.is_tensor(owner):
+        if owner is not None and self.is_tensor(owner):
             return self.on_device(owner)
-        inputs = [arg.value for arg in call.args if arg.keyword is None and self.facts.is_tensor(arg.value)]
+        inputs = [arg.value for arg in call.args if arg.keyword is None and self.is_tensor(arg.value)]
         if inputs:
             return all(self.on_device(value) for value in inputs)
         if (self.imports.call_name(call) or "").startswith("torch."):
