@@ -525,7 +525,8 @@ def audit_suppressions(path: str, suppressions: Suppressions, rules: Sequence[ty
 
     ignored_here = settings.ignored_in_file(path)
     active = {r.code for r in settings.selected_rules() if not _matches(r.code, r.name, ignored_here)}
-    every_rule = {r.code for r in all_rules() if not r.code.startswith("VP9")}
+    # Preview rules never run without preview: "every rule" is every rule that can run.
+    every_rule = {r.code for r in all_rules() if not r.code.startswith("VP9") and (settings.preview or not r.preview)}
 
     def rule_named(entry: str) -> str | None:
         exact = [r.code for r in rule_by_selector(entry) if entry in (r.code, r.name.upper())]
