@@ -43,7 +43,8 @@ class GradientSyncEveryMicroBatch(Rule):
         "DDP all-reduces (FSDP reduce-scatters) the gradients during every backward. Under gradient "
         "accumulation only the sum after the last micro-batch is used, so with N micro-batches per step "
         "N-1 of the gradient collectives move the whole model's gradients over the interconnect for "
-        "nothing, and each one sits on the critical path of its backward."
+        "nothing. DDP overlaps them with the backward only in part: every micro-batch's backward ends "
+        "waiting for its last gradient buckets."
     )
     example = """\
 model = DDP(model, device_ids=[local_rank])

@@ -10,7 +10,7 @@ from verifier.static.rule import Invalid, Rule
 
 # The wrap runs once but costs on every forward and backward; a module that trains pays it
 # every step (MEDIUM), an inference or evaluation script pays it per batch (LOW).
-_TRAINING = SeverityByHeat.always(Severity.MEDIUM)
+_TRAINING = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.MEDIUM, once=Severity.MEDIUM, eval=Severity.LOW)
 _INFERENCE = SeverityByHeat.always(Severity.LOW)
 # `data_parallel(module, inputs)` replicates on the call itself: its own heat decides.
 _PER_CALL = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=Severity.LOW, eval=Severity.LOW)
