@@ -227,4 +227,7 @@ def _combine(left: Kind | None, right: Kind | None) -> Kind | None:
         return Kind.TENSOR
     if left is Kind.NUMBER and right is Kind.NUMBER:
         return Kind.NUMBER
+    # `1.0 / np.maximum(counts, 1)`: arithmetic with a NumPy array stays in NumPy.
+    if Kind.NUMPY in (left, right) and {left, right} <= {Kind.NUMPY, Kind.NUMBER}:
+        return Kind.NUMPY
     return None

@@ -1,0 +1,72 @@
+"""Regressions from reinforcement-learning scripts and diffusion trainers on real code.
+
+An environment lives on the host: its observations and rewards arrive there every step and
+must be copied up, and the chosen action must come back down. Neither copy is avoidable, so
+neither is reported as a per-step stall; a tensor the device could have made itself still is.
+Freeing the cache after a periodic validation run is housekeeping, not a per-step cost.
+"""
+
+from __future__ import annotations
+
+ROLLOUT = """\
+import numpy as np
+import torch
+
+device = torch.device("cuda")
+obs, _ = envs.reset()
+for global_step in range(total_steps):
+    q_values = q_net(torch.Tensor(obs).to(device))
+    actions = torch.argmax(q_values, dim=1).cpu().numpy()
+    next_obs, rewards, terminated, truncated, infos = envs.step(actions)
+    reward_t = torch.tensor(rewards).to(device)
+    noise = torch.rand((num_envs,)).to(device)
+    loss = (q_values.max(1).values - reward_t + noise).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    weights = torch.tensor([0.5, 0.25]).to(device)
+    obs = next_obs
+"""
+
+
+def test_action_read_for_the_environment_is_low(analyse):
+    # The argmax is a device tensor, but the simulator needs it on the host every step.
+    assert analyse(ROLLOUT, select=("VP201",)) == [("VP201", 8, "LOW")]
+
+
+def test_inline_action_read_inside_the_environment_step_is_low(analyse):
+    code = """\
+    import torch
+    device = "cuda"
+    for step in range(num_steps):
+        logits = policy(obs.to(device))
+        action = torch.distributions.Categorical(logits=logits).sample()
+        obs, reward, done, truncated, info = envs.step(action.argmax(-1).cpu().numpy())
+        loss = -logits.mean()
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=("VP201",)) == [("VP201", 6, "LOW")]
+
+
+def test_environment_data_copied_up_is_not_a_host_factory(analyse):
+    # `torch.tensor(rewards)` copies host data; `torch.rand(...)` and a constant list could
+    # have been made on the device (or once).
+    assert analyse(ROLLOUT, select=("VP104",)) == [("VP104", 11, "MEDIUM"), ("VP104", 16, "MEDIUM")]
+
+
+def test_empty_cache_after_a_periodic_validation_is_quiet(analyse):
+    code = """\
+    import torch
+    for step, batch in enumerate(train_loader):
+        loss = model(batch.to("cuda")).mean()
+        loss.backward()
+        optimizer.step()
+        if step % validation_steps == 0:
+            pipeline = make_pipeline(model).to("cuda")
+            images = [pipeline(prompt) for _ in range(4)]
+            del pipeline
+            torch.cuda.empty_cache()
+        torch.cuda.empty_cache()
+    """
+    assert analyse(code, select=("VP403",)) == [("VP403", 11, "MEDIUM")]
