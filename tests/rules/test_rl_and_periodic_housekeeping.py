@@ -70,3 +70,21 @@ def test_empty_cache_after_a_periodic_validation_is_quiet(analyse):
         torch.cuda.empty_cache()
     """
     assert analyse(code, select=("VP403",)) == [("VP403", 11, "MEDIUM")]
+
+
+def test_sum_of_loss_terms_is_a_tensor_and_sum_of_lengths_a_number(analyse):
+    code = """\
+    import torch
+    device = "cuda"
+    for images, targets in train_loader:
+        outputs = model(images.to(device, non_blocking=True))
+        terms = criterion(outputs, targets)
+        total = sum(terms[k] * weights[k] for k in terms)
+        boxes = sum(len(t["labels"]) for t in targets)
+        optimizer.zero_grad()
+        total.backward()
+        optimizer.step()
+        logged = sum(terms.values()).item()
+        print(f"{boxes} boxes")
+    """
+    assert analyse(code, select=("VP201",)) == [("VP201", 11, "LOW")]
