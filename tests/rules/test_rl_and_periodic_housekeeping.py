@@ -88,3 +88,22 @@ def test_sum_of_loss_terms_is_a_tensor_and_sum_of_lengths_a_number(analyse):
         print(f"{boxes} boxes")
     """
     assert analyse(code, select=("VP201",)) == [("VP201", 11, "LOW")]
+
+
+def test_a_device_helper_call_is_a_copy_destination(analyse):
+    # `dist_util.dev()` returns the rank's device: copying a loader batch there blocks.
+    code = """\
+    import torch
+    import dist_util
+
+    train_iter = iter(train_loader)
+    for step in range(num_steps):
+        images, extra = next(train_iter)
+        labels = extra["y"].to(dist_util.dev())
+        images = images.to(dist_util.dev(), non_blocking=True)
+        cpu_copy = images.to(dist_util.cpu_device())
+        loss = criterion(model(images), labels)
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=("VP102",)) == [("VP102", 7, "LOW")]
