@@ -107,3 +107,35 @@ def test_a_device_helper_call_is_a_copy_destination(analyse):
         optimizer.step()
     """
     assert analyse(code, select=("VP102",)) == [("VP102", 7, "LOW")]
+
+
+def test_loader_of_stored_prompts_has_nothing_to_load(analyse):
+    # A dataset whose `__getitem__` only hands back stored values needs no workers or pinning;
+    # one that reads and decodes images does.
+    code = """\
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+
+    class Prompts(Dataset):
+        def __init__(self, prompt, count):
+            self.prompt, self.count = prompt, count
+
+        def __len__(self):
+            return self.count
+
+        def __getitem__(self, index):
+            return {"prompt": self.prompt, "index": index}
+
+
+    class Images(Dataset):
+        def __getitem__(self, index):
+            return load_image(self.paths[index])
+
+
+    prompts = Prompts("a photo of a dog", 200)
+    prompt_loader = DataLoader(prompts, batch_size=4)
+    image_loader = DataLoader(Images(), batch_size=4)
+    model.to("cuda")
+    """
+    assert analyse(code, select=("VP103",)) == [("VP103", 23, "LOW")]
