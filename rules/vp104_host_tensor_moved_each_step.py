@@ -5,6 +5,8 @@ Covers `torch.zeros/ones/empty/full/tensor/arange/rand*/...(...)` without `devic
 through casts and reshapes) or through a name (`mask = torch.ones(n)` ... `mask.cuda()`), in
 the same function or from module level. `*_like` factories follow their input's device and are
 not included; nor are tensors whose origin is unknown (parameters, results of other calls).
+`torch.tensor(data)` counts only for literals, Python numbers and NumPy values computed in the
+code: data of unknown origin (an environment's output) arrives on the host and must be copied.
 """
 
 from __future__ import annotations
@@ -85,6 +87,12 @@ for x, y in loader:
 """,
         """\
 import torch
+for step in range(num_steps):
+    obs, reward, terminated, truncated, info = envs.step(action)
+    rewards[step] = torch.tensor(reward).to(device).view(-1)
+""",
+        """\
+import torch
 for x, y in loader:
     mask = torch.ones(x.shape[0], device=x.device)
     noise = torch.randn_like(x)
@@ -138,7 +146,7 @@ for x in batches:
             """\
 import torch
 for epoch in range(10):
-    class_weights = torch.tensor(counts, dtype=torch.float32).to(device)
+    class_weights = torch.tensor([1.0, 4.0, 2.5], dtype=torch.float32).to(device)
     for x, y in loader:
         loss = criterion(model(x), y) * class_weights
         loss.backward()

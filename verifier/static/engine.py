@@ -215,6 +215,8 @@ def analyze_source(
     heat = HeatModel(imports, module_name, import_root_for(path) if module_name else "")
     facts = NameFacts(imports)
     context = ModuleContext(path, source.text, module, imports, heat, facts)
+    # A module that never names a device runs on the host unless a caller's module does.
+    heat.accelerated = context.may_use_accelerator
     # A rule whose tokens the file never mentions cannot fire here: it does not join the walk.
     # Calls under rate-limit guards make their callees periodic, not per step (interprocedural).
     guards = context.tracker(Guards)

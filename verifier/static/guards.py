@@ -74,9 +74,16 @@ def _compares_index_for_equality(node: cst.Comparison) -> bool:
 
 
 def _first_few(node: cst.Comparison) -> bool:
-    """`if shown < 10:` / `if step <= 3:`: a counter kept below a literal bound."""
+    """`if shown < 10:` / `if step <= 3:` / `if 0 <= step <= 2:`: a counter kept below a literal bound."""
     if len(node.comparisons) != 1:
-        return False
+        # A chain: some link keeps a counter below a literal (`0 <= step <= 2`).
+        sides = [node.left, *(c.comparator for c in node.comparisons)]
+        return any(
+            _COUNTER.search(dotted_name(left) or "")
+            and type(c.operator) in (cst.LessThan, cst.LessThanEqual)
+            and type(c.comparator) is cst.Integer
+            for left, c in zip(sides, node.comparisons)
+        )
     comparison = node.comparisons[0]
     if not _COUNTER.search(dotted_name(node.left) or ""):
         return False

@@ -78,6 +78,9 @@ class CallSite:
     where: Where
     # Under a rate-limit or eval-interval guard (`if step % eval_every == 0: evaluate()`).
     guarded: bool = False
+    # Made in a module that names an accelerator; calling a function of another module.
+    accelerated: bool = True
+    foreign: bool = False
 
 
 @dataclass(eq=False)
@@ -109,13 +112,19 @@ class FunctionInfo:
     timing: bool = False
     trains: bool = False
     updates: bool = False
+    # Steps an optimizer outside its own loops (`def run_step(): ...; opt.step()`), directly
+    # or through calls: a loop that calls it once per iteration runs one update per iteration.
+    steps: bool = False
     forward: bool = False
     # Puts a model in eval mode (`model.eval()`) or runs it without gradients: an evaluation.
     evaluates: bool = False
     memoised: bool = False
+    # Its module names an accelerator, or a caller's does: its tensors may live on the device.
+    accelerated: bool = True
     loops: list[LoopInfo] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     trains_transitively: bool = False
+    steps_transitively: bool = False
     forwards_transitively: bool = False
     has_step_loop: bool = False
     heat: Heat = Heat.ONCE
@@ -162,6 +171,8 @@ class HeatModel:
         # Asked at each call: is the walk under a rate-limit guard? (set by the engine)
         self.guard_probe: Callable[[], bool] = _never
         self._timing_module = bool(_TIMING_MODULE.search(module_name.rsplit(".", 1)[-1]))
+        # The module's own text names an accelerator (set by the engine before the walk).
+        self.accelerated = True
 
     # ----- recording, called by the engine in walk order -----
 
@@ -192,7 +203,10 @@ class HeatModel:
             annotation = param.annotation.annotation if param.annotation is not None else None
             if annotation is not None and (dotted_name(annotation) or "").endswith("DataLoader"):
                 self._dataloader_names.add(param.name.value)
-        info = FunctionInfo(key, node, params, timing=self._timing_module or bool(_TIMING_FUNCTION.search(name)))
+        info = FunctionInfo(
+            key, node, params, timing=self._timing_module or bool(_TIMING_FUNCTION.search(name)),
+            accelerated=self.accelerated,
+        )
         # `@functools.cache` bodies run once per distinct argument, not once per call.
         info.memoised = any(self._is_memoising(d.decorator) for d in node.decorators)
         # The framework calls its hooks (`training_step`, `on_step_end`) as often as their names say.
@@ -287,6 +301,8 @@ class HeatModel:
                 loop.trains = True
             if loops and self._is_update(call):
                 loops[-1].steps_here = True
+            elif function is not None and self._is_update(call):
+                function.steps = True
             if function is not None:
                 function.trains = True
                 function.updates = function.updates or method_name(call) in _UPDATES
@@ -303,7 +319,8 @@ class HeatModel:
                 loop.tensor_work = True
         callee = self._callee_key(call)
         if callee is not None:
-            site = CallSite(callee, self.where(), self.guard_probe())
+            foreign = not callee.startswith(f"{self._module}.")
+            site = CallSite(callee, self.where(), self.guard_probe(), self.accelerated, foreign)
             if function is not None:
                 function.calls.append(site)
             else:
@@ -424,7 +441,7 @@ class HeatModel:
         """What this module's resolution concluded about each of its functions."""
         found: dict[str, FunctionFacts] = {}
         for fn in self._all_functions:
-            mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat)
+            mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat, fn.steps_transitively, fn.accelerated)
             found[fn.key] = found[fn.key].merge(mine) if fn.key in found else mine
         return found
 
@@ -435,14 +452,14 @@ class HeatModel:
         loops = tuple((loop.is_step, loop.is_epoch) for loop in where.loops)
         function = where.function
         if function is None or where.loops:
-            return loops, None, ()
+            return loops, None, (), function is None or function.accelerated
         beside: tuple = ()
         if function.heat is Heat.STEP:
             owner = function.key.rsplit(".", 1)[0] + "."
             beside = tuple(
                 (fn.has_step_loop, fn.trains_transitively) for fn in self._all_functions if fn.key.startswith(owner)
             )
-        return loops, function.heat, beside
+        return loops, function.heat, beside, function.accelerated
 
     def release_tree(self) -> None:
         """Drop references to syntax nodes so a summary outlives its parsed module cheaply."""
@@ -475,6 +492,16 @@ def heat_of(where: Where) -> Heat:
     return heat
 
 
+def _site_accelerated(site: CallSite) -> bool:
+    """Does this call lend an accelerator to its callee? A call from another module does when
+    its caller's code may hold device tensors; a call within a host-only module passes on what
+    its caller was lent (a same-named script elsewhere that names a device lends nothing)."""
+    caller = site.where.function
+    if caller is None:
+        return site.foreign and site.accelerated
+    return caller.accelerated and (site.foreign or not site.accelerated)
+
+
 def _site_heat(site: CallSite) -> Heat:
     """How often a call runs: a guarded call in a step loop runs every N steps, like an epoch."""
     heat = heat_of(site.where)
@@ -488,10 +515,16 @@ class FunctionFacts:
     trains: bool = False
     has_step_loop: bool = False
     heat: Heat = Heat.ONCE
+    steps: bool = False
+    accelerated: bool = True
 
     def merge(self, other: FunctionFacts) -> FunctionFacts:
         return FunctionFacts(
-            self.trains or other.trains, self.has_step_loop or other.has_step_loop, max(self.heat, other.heat)
+            self.trains or other.trains,
+            self.has_step_loop or other.has_step_loop,
+            max(self.heat, other.heat),
+            self.steps or other.steps,
+            self.accelerated or other.accelerated,
         )
 
 
@@ -504,21 +537,21 @@ class _Resolver:
         self.module_calls: list[CallSite] = module_calls
         self.external = external
         self.by_key: dict[str, list[FunctionInfo]] = {}
+        self._keys: dict[str, str] = {}
         for fn in functions:
             self.by_key.setdefault(fn.key, []).append(fn)
             known = external.get(fn.key)
             if known is not None:
                 fn.trains_transitively = fn.trains_transitively or known.trains
                 fn.has_step_loop = fn.has_step_loop or known.has_step_loop
+                fn.steps_transitively = fn.steps_transitively or known.steps
+                fn.accelerated = fn.accelerated or known.accelerated
                 fn.heat = max(fn.heat, known.heat)
         # A callee defined under no key of the caller's root, but known under another root's
         # (see `link_across_roots`), is that one.
         if external:
             for site in [*module_calls, *(site for fn in functions for site in fn.calls)]:
-                if site.callee not in self.by_key and site.callee not in external:
-                    elsewhere = ELSEWHERE + unrooted(site.callee)
-                    if elsewhere in external:
-                        site.callee = elsewhere
+                site.callee = resolve_key(site.callee, self.by_key, external)
 
     def run(self) -> None:
         functions = self.functions
@@ -534,6 +567,11 @@ class _Resolver:
                 )
                 if forwards != fn.forwards_transitively:
                     fn.forwards_transitively, changed = forwards, True
+                steps = fn.steps_transitively or fn.steps or any(
+                    self._callee_steps(s) for s in fn.calls if not s.where.loops
+                )
+                if steps != fn.steps_transitively:
+                    fn.steps_transitively, changed = steps, True
 
         all_loops = self.module_loops + [loop for fn in functions for loop in fn.loops]
         # A function that reads a clock to log while it updates weights is a training function.
@@ -553,18 +591,21 @@ class _Resolver:
 
         callers_by_key: dict[str, list[CallSite]] = {}
         for site in self.module_calls + [site for fn in functions for site in fn.calls]:
-            callers_by_key.setdefault(site.callee, []).append(site)
+            callers_by_key.setdefault(self._key(site.callee), []).append(site)
         changed = True
         while changed:
             changed = False
             for fn in functions:
                 if fn.memoised:
                     continue
-                heat = max((_site_heat(site) for site in callers_by_key.get(fn.key, ())), default=Heat.ONCE)
+                callers = callers_by_key.get(fn.key, ())
+                heat = max((_site_heat(site) for site in callers), default=Heat.ONCE)
                 if fn.evaluates and not fn.trains_transitively:
                     heat = min(heat, Heat.EVAL)  # an evaluation function is as hot as an eval batch
                 if heat > fn.heat:
                     fn.heat, changed = heat, True
+                if not fn.accelerated and any(_site_accelerated(site) for site in callers):
+                    fn.accelerated = changed = True
 
     def _classify(self, loop: LoopInfo, in_timing_function: bool) -> None:
         contains_step = any(_any_step(nested) for nested in loop.nested) or any(
@@ -575,7 +616,12 @@ class _Resolver:
             loop.is_step = loop.is_epoch = loop.is_eval = False
             return
         timing_step = in_timing_function and loop.tensor_work and not loop.has_nested_loop
-        loop.is_step = loop.steps_here or timing_step or (trains and not contains_step)
+        # `while True: batch = next(data); run_step(batch)`: the update happens in a callee, once
+        # per iteration of this loop, even when a micro-batch loop inside the callee trains too.
+        steps_here = loop.steps_here or any(
+            self._callee_steps(site) for site in loop.calls if site.where.innermost_loop is loop
+        )
+        loop.is_step = steps_here or timing_step or (trains and not contains_step)
         loop.is_epoch = not loop.is_step and contains_step
         runs_model = loop.forward or any(self._callee_forwards(site) for site in loop.calls)
         loop.is_eval = not loop.is_step and not contains_step and not trains and (
@@ -583,21 +629,34 @@ class _Resolver:
         )
 
     def _callee_trains(self, site: CallSite) -> bool:
-        local = self.by_key.get(site.callee)
+        local = self.by_key.get(self._key(site.callee))
         if local:
             return any(fn.trains_transitively for fn in local)
-        known = self.external.get(site.callee)
+        known = self.external.get(self._key(site.callee))
         return known is not None and known.trains
 
+    def _key(self, callee: str) -> str:
+        found = self._keys.get(callee)
+        if found is None:
+            found = self._keys[callee] = resolve_key(callee, self.by_key, self.external)
+        return found
+
+    def _callee_steps(self, site: CallSite) -> bool:
+        local = self.by_key.get(self._key(site.callee))
+        if local:
+            return any(fn.steps_transitively for fn in local)
+        known = self.external.get(self._key(site.callee))
+        return known is not None and known.steps
+
     def _callee_forwards(self, site: CallSite) -> bool:
-        local = self.by_key.get(site.callee)
+        local = self.by_key.get(self._key(site.callee))
         return bool(local) and any(fn.forwards_transitively for fn in local)
 
     def _callee_has_step_loop(self, site: CallSite) -> bool:
-        local = self.by_key.get(site.callee)
+        local = self.by_key.get(self._key(site.callee))
         if local:
             return any(fn.has_step_loop for fn in local)
-        known = self.external.get(site.callee)
+        known = self.external.get(self._key(site.callee))
         return known is not None and known.has_step_loop
 
 
@@ -610,7 +669,7 @@ def resolve_project(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     _Resolver(functions, module_loops, module_calls, {}).run()
     facts: dict[str, FunctionFacts] = {}
     for fn in functions:
-        mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat)
+        mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat, fn.steps_transitively, fn.accelerated)
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.
     facts.update((ELSEWHERE + dotted, facts[key]) for dotted, key in unique.items())
@@ -619,6 +678,7 @@ def resolve_project(models: list[HeatModel]) -> dict[str, FunctionFacts]:
 
 # Key prefix of a function known under exactly one import root, for callers under another root.
 ELSEWHERE = "*:"
+_LIBRARY_ROOTS = frozenset({"torch", "numpy", "np", "os", "sys", "math", "time"})
 
 
 def root_token(import_root: str) -> str:
@@ -630,12 +690,23 @@ def unrooted(key: str) -> str:
     return key.partition(":")[2] or key
 
 
+def _spellings(callee: str) -> list[str]:
+    """The dotted names a callee may be known by elsewhere: its own, then (for `util.misc.f`
+    imported through a folder without `__init__.py`, a namespace package keyed `misc`) each
+    shorter `module.function` suffix. Library names are only ever themselves."""
+    dotted = unrooted(callee)
+    parts = dotted.split(".")
+    if parts[0] in _LIBRARY_ROOTS:
+        return [dotted]
+    return [dotted, *(".".join(parts[start:]) for start in range(1, len(parts) - 1))]
+
+
 def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> dict[str, str]:
     """`from pkg.engine import step` in scripts/train.py, a script folder of its own, names the
     package module beside it: a call to a key defined under no root's that name is pointed at the
-    one function defined with that dotted name under another root. Two candidates (two `main.py`
-    in two script folders): no link, since guessing would share heat between unrelated scripts.
-    Returns the dotted names defined under exactly one root."""
+    one function defined with that dotted name (or the longest suffix of it) under another root.
+    Two candidates (two `main.py` in two script folders): no link, since guessing would share heat
+    between unrelated scripts. Returns the dotted names defined under exactly one root."""
     roots_of: dict[str, set[str]] = {}
     for fn in functions:
         roots_of.setdefault(unrooted(fn.key), set()).add(fn.key)
@@ -643,10 +714,21 @@ def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> d
     defined = {fn.key for fn in functions}
     for site in sites:
         if site.callee not in defined:
-            key = unique.get(unrooted(site.callee))
+            key = next((unique[name] for name in _spellings(site.callee) if name in unique), None)
             if key is not None:
                 site.callee = key
     return unique
+
+
+def resolve_key(callee: str, *known: Mapping[str, object]) -> str:
+    """The key under which `callee` is known in `known`: itself, else the project's link to
+    another root (`ELSEWHERE` entries, see `link_across_roots`)."""
+    if any(callee in table for table in known):
+        return callee
+    for name in _spellings(callee):
+        if any(ELSEWHERE + name in table for table in known):
+            return ELSEWHERE + name
+    return callee
 
 
 def absolute_name(name: str, module: str) -> str:

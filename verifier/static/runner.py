@@ -14,7 +14,7 @@ from verifier.findings import Finding
 from verifier.static.cache import ResultCache, open_cache, run_key
 from verifier.static.discovery import discover
 from verifier.static.engine import FileResult, ModuleAnalysis, timeout_message, unanalysable_result
-from verifier.static.heat import FunctionFacts, resolve_project
+from verifier.static.heat import FunctionFacts, resolve_key, resolve_project
 from verifier.static.parallel import AnalysisPool, shared_pool
 
 
@@ -203,6 +203,6 @@ def _apply_project_heat(
 
 def _facts_digest(analysis: ModuleAnalysis, project: dict[str, FunctionFacts]) -> str:
     """What this file's re-analysis depends on: the project's facts about the functions it touches."""
-    touched = set(analysis.local_facts) | {site.callee for site in analysis.heat.call_sites}
+    touched = set(analysis.local_facts) | {resolve_key(site.callee, project) for site in analysis.heat.call_sites}
     relevant = sorted((key, project[key]) for key in touched if key in project)
     return hashlib.sha256(repr(relevant).encode()).hexdigest()[:16]
