@@ -19,7 +19,7 @@ from verifier.static.facts import Kind
 from verifier.static.names import dotted_name, positional_arg, terminal_name
 from verifier.static.rule import Invalid, Rule
 
-_LOADER_NAME = re.compile(r"loader|^(.*_)?dl$", re.IGNORECASE)
+_LOADER_NAME = re.compile(r"loaders?\d*$|(^|_)dl\d*$", re.IGNORECASE)
 _MATERIALISERS = frozenset({"list", "tuple"})
 _WRAPPERS = frozenset({"iter", "enumerate"})
 

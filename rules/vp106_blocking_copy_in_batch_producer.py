@@ -83,7 +83,10 @@ class BlockingCopyInBatchProducer(HostDataRule):
         "never overlaps with the GPU's work. A collate function that moves tensors to the device "
         "also forces the copy into the loader's process (and CUDA into its workers). Pinned "
         "memory with `non_blocking=True`, or the copy moved into the step loop after a pinned "
-        "DataLoader, lets the copy run while the GPU computes."
+        "DataLoader, lets the copy run while the GPU computes. Scope: plain batch functions called "
+        "every step (`get_batch()`, `loader.next_batch()`) and copies at the consumer are VP102's "
+        "findings; VP106 covers only the producer side VP102 cannot see, generator bodies and "
+        "collate functions, whose heat is their consumer's. One copy gives one finding."
     )
     example = """\
 def batches(loader):

@@ -4,7 +4,8 @@ Reported when, inside a loop of the same function, a name (or `self.attr`) is re
 concatenation that contains it whole: `torch.cat/concat/concatenate/hstack/vstack/dstack/
 column_stack/row_stack([x, new])`, or `torch.cat/stack([*x, new])`. Growth that is cut inside the
 loop (the name is rebound to anything else there: `x = x[-window:]`, `x = new`, a `for x in`
-target) is bounded and not reported; nor are loops with a small literal trip count
+target) is bounded and not reported, except a first-iteration start (`if x is None: x = new`,
+`if i == 0: x = new`), which is where such growth usually begins; nor are loops with a small literal trip count
 (`for _ in range(4)`), nor joins of a slice (`torch.cat([x[:, :1], y])`). Nor is the token
 sequence of autoregressive decoding when the loop passes it (or a value computed from it, such
 as `idx[:, -block:]`) to a model every iteration: the forward already reads the whole sequence,
@@ -103,6 +104,35 @@ features = torch.cat(chunks)
         super().__init__(context)
         # Per function (the module first), the loops open around the walk.
         self._loops: list[list[_Loop]] = [[]]
+        # The bodies of `if x is None:` / `if i == 0:` being walked: a binding there starts the
+        # growth on the first iteration, it does not cut it.
+        self._first_pass_bodies: set[int] = set()
+        self._in_first_pass = 0
+
+    def visit_If(self, node: cst.If) -> None:
+        if _is_first_pass_test(node.test):
+            self._first_pass_bodies.add(id(node.body))
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._enter_body(node)
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._leave_body(node)
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._enter_body(node)
+
+    def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._leave_body(node)
+
+    def _enter_body(self, node: cst.BaseSuite) -> None:
+        if id(node) in self._first_pass_bodies:
+            self._in_first_pass += 1
+
+    def _leave_body(self, node: cst.BaseSuite) -> None:
+        if id(node) in self._first_pass_bodies:
+            self._first_pass_bodies.discard(id(node))
+            self._in_first_pass -= 1
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._loops.append([])
@@ -180,7 +210,7 @@ features = torch.cat(chunks)
             self._rebind(target.value)
             return
         name = dotted_name(target)
-        if name is None:
+        if name is None or self._in_first_pass:
             return
         for loop in self._loops[-1]:
             loop.rebound.add(name)
@@ -270,6 +300,19 @@ for images, _ in train_loader:
             severity=Severity.MEDIUM,
         ),
     )
+
+
+def _is_first_pass_test(test: cst.BaseExpression) -> bool:
+    """`x is None`, `not x`, `i == 0`, `len(x) == 0`: true on the loop's first iteration only."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return True
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    comparison = test.comparisons[0]
+    operator, right = type(comparison.operator), comparison.comparator
+    if operator is cst.Is:
+        return type(right) is cst.Name and right.value == "None"
+    return operator is cst.Equal and type(right) is cst.Integer and right.value == "0"
 
 
 def _is_forward(call: cst.Call) -> bool:

@@ -4,7 +4,8 @@ Reported at the move to the host (`model.cpu()`, `model.to("cpu")`) when the sam
 (or the same function, for code outside loops) also moves that model back to an accelerator:
 `model.cuda()`, `model.to(device)`, or `model = <anything>.cuda()` (a model fetched on the host
 and moved in). A model is a module by evidence: a model-like name (`model`, `net`, `encoder`), a
-name bound to a `torch.nn` module, or `.parameters()` / `.state_dict()` read on the moved value
+name bound to a `torch.nn` module, a name that is also called (`self.text_encoder(ids)`: a
+tensor is not callable), or `.parameters()` / `.state_dict()` read on the moved value
 (`m.cpu().parameters()`). Moves under a rate-limit guard (`if step % save_every == 0:`) are
 periodic and not reported; a move in one direction only is a no-op after the first step.
 """
@@ -90,6 +91,8 @@ for inputs, labels in loader:
         self._reported: set[int] = set()
         # Values that had `.parameters()` or `.state_dict()` read on them: modules by evidence.
         self._module_reads: set[int] = set()
+        # Names called like functions (`self.encoder(x)`): moved with `.to()` as well, a module.
+        self._called: set[str] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append([_Scope()])
@@ -110,6 +113,10 @@ for inputs, labels in loader:
         self._close(self._scopes[-1].pop())
 
     def visit_Call(self, node: cst.Call) -> None:
+        if type(node.func) in (cst.Name, cst.Attribute):
+            called = dotted_name(node.func)
+            if called is not None:
+                self._called.add(called)
         if method_name(node) in _MODULE_READS:
             owner = receiver(node)
             if type(owner) is cst.Call:
@@ -123,7 +130,7 @@ for inputs, labels in loader:
         if direction == "host":
             # Paired only with moves back in the same loop body (or the function, outside loops).
             self._scopes[-1][-1].to_host.append(_HostMove(name, node, self.context.heat.where()))
-        elif is_module(owner, self.context.facts):
+        else:
             self._moved_to_device(name)
 
     def leave_Assign(self, node: cst.Assign) -> None:
@@ -145,7 +152,9 @@ for inputs, labels in loader:
             if id(move.call) in self._reported or move.name not in scope.to_device:
                 continue
             owner = receiver(move.call)
-            if not (is_module(owner, self.context.facts) or id(move.call) in self._module_reads):
+            if not (
+                is_module(owner, self.context.facts) or id(move.call) in self._module_reads or move.name in self._called
+            ):
                 continue
             self._reported.add(id(move.call))
             self.report(
