@@ -46,6 +46,8 @@ class ModelDeviceRoundTrip(Rule):
     name = "model-device-round-trip"
     category = Category.GPU
     severity = SeverityByHeat(step=Severity.HIGH, epoch=None, once=None)
+    # `m.cpu()` of a whole model is also a device-to-host copy (VP201); the round trip is the cause.
+    supersedes = ("VP201",)
     tokens = ("cpu",)
     summary = (
         "Finds a whole model moved to the host (`model.cpu()`) and back to the device "

@@ -63,3 +63,14 @@ def test_one_way_periodic_and_tensor_moves_stay_quiet(analyse):
     model.to("cpu")
     """
     assert analyse(code, select=SELECT) == []
+
+
+def test_the_round_trip_replaces_the_sync_finding_on_the_same_call(analyse):
+    code = """\
+    import torch
+    for inputs, labels in loader:
+        loss_fn(m(inputs), labels).backward()
+        grads = [p.grad for p in m.cpu().parameters()]
+        m = server.exchange(grads).cuda()
+    """
+    assert analyse(code, select=("VP201", "VP407")) == [("VP407", 4, "HIGH")]
