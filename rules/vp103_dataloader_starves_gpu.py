@@ -18,7 +18,9 @@ from verifier.static.dataloader import LoaderSettings, loader_settings
 from verifier.static.deferred import deferred
 from verifier.static.devices import DeviceEvidence
 from verifier.static.heat import Where
+from verifier.static.names import keyword_arg, positional_arg
 from verifier.static.rule import Invalid, Rule
+from verifier.static.walk import iter_descendants
 
 
 class DataLoaderStarvesGpu(Rule):
@@ -62,12 +64,41 @@ for x, y in loader:
         super().__init__(context)
         self._devices = DeviceEvidence()
         self._loaders: list[tuple[cst.Call, LoaderSettings, Where]] = []
+        # Dataset classes of this module whose `__getitem__` calls nothing (it hands back stored
+        # values, e.g. a prompt string): nothing to load, so workers and pinning buy nothing.
+        self._stored_value_datasets: set[str] = set()
+        self._dataset_of: dict[str, str] = {}
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        for statement in node.body.body if type(node.body) is cst.IndentedBlock else ():
+            if type(statement) is cst.FunctionDef and statement.name.value == "__getitem__":
+                if not any(type(n) is cst.Call for n in iter_descendants(statement.body)):
+                    self._stored_value_datasets.add(node.name.value)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        made = value.func.value if type(value) is cst.Call and type(value.func) is cst.Name else None
+        for target in node.targets:
+            if type(target.target) is cst.Name:
+                if made is not None:
+                    self._dataset_of[target.target.value] = made
+                else:
+                    self._dataset_of.pop(target.target.value, None)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._devices.see_call(node, self.context.imports)
         settings = loader_settings(node, self.context.imports)
-        if settings is not None:
+        if settings is not None and not self._serves_stored_values(node):
             self._loaders.append((node, settings, self.context.heat.where()))
+
+    def _serves_stored_values(self, loader: cst.Call) -> bool:
+        dataset = keyword_arg(loader, "dataset") or positional_arg(loader, 0)
+        if dataset is None:
+            return False
+        value = dataset.value
+        if type(value) is cst.Call and type(value.func) is cst.Name:
+            return value.func.value in self._stored_value_datasets
+        return type(value) is cst.Name and self._dataset_of.get(value.value) in self._stored_value_datasets
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         self._devices.see_string(node)

@@ -5,6 +5,8 @@ Covers `torch.zeros/ones/empty/full/tensor/arange/rand*/...(...)` without `devic
 through casts and reshapes) or through a name (`mask = torch.ones(n)` ... `mask.cuda()`), in
 the same function or from module level. `*_like` factories follow their input's device and are
 not included; nor are tensors whose origin is unknown (parameters, results of other calls).
+`torch.tensor(data)` counts only for literals, Python numbers and NumPy values computed in the
+code: data of unknown origin (an environment's output) arrives on the host and must be copied.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.guards import Guards
 from verifier.static.placement import HostDataRule, Origin
 from verifier.static.rule import Invalid
 from verifier.static.transfers import device_move
@@ -54,10 +57,16 @@ for x, y in loader:
         "https://pytorch.org/docs/stable/tensor_attributes.html#torch-device",
     )
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._guards = context.tracker(Guards)
+
     def visit_Call(self, node: cst.Call) -> None:
         move = device_move(node, self.context.imports, self.context.facts)
         if move is None or self.host.origin_of(move.source) is not Origin.FACTORY:
             return
+        if self._guards.guarded:
+            return  # every N steps, or a device copy cached on first use
         source = self.context.code_for(move.source)
         self.report(
             node,
@@ -66,6 +75,22 @@ for x, y in loader:
         )
 
     VALID = (
+        """\
+import torch
+weights = torch.tensor([0.2, 0.8])
+weights_on_device = None
+for x, y in loader:
+    if weights_on_device is None:
+        weights_on_device = weights.to(device)
+    loss = criterion(model(x), y) * weights_on_device
+    loss.backward()
+""",
+        """\
+import torch
+for step in range(num_steps):
+    obs, reward, terminated, truncated, info = envs.step(action)
+    rewards[step] = torch.tensor(reward).to(device).view(-1)
+""",
         """\
 import torch
 for x, y in loader:
@@ -121,7 +146,7 @@ for x in batches:
             """\
 import torch
 for epoch in range(10):
-    class_weights = torch.tensor(counts, dtype=torch.float32).to(device)
+    class_weights = torch.tensor([1.0, 4.0, 2.5], dtype=torch.float32).to(device)
     for x, y in loader:
         loss = criterion(model(x), y) * class_weights
         loss.backward()

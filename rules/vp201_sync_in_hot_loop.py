@@ -2,19 +2,56 @@
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.deferred import deferred
 from verifier.static.guards import GuardedRule
-from verifier.static.rule import Invalid
+from verifier.static.names import method_name, terminal_name
+from verifier.static.rule import Candidate, Invalid
 from verifier.static.scaler import is_finite_guard
 from verifier.static.syncs import Sync, sync_of_call, sync_of_fstring, sync_of_test
+from verifier.static.walk import iter_descendants
 
 
 # The value's place is not known (a parameter, a batch element, an unknown call's result):
 # reported as LOW hygiene at most, never as a per-step stall.
 _UNPROVEN = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
 _FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
+# A read per parameter tensor every step: hundreds of launch-and-wait round trips per update.
+_PER_PARAMETER = SeverityByHeat(step=Severity.HIGH, epoch=None, once=None)
+_PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
+
+
+def _is_parameter_collection(node: cst.BaseExpression) -> bool:
+    """`model.parameters()`, `self.master_params`, `params`: the tensors of a model."""
+    if type(node) is cst.Call:
+        return method_name(node) in _PARAMETER_METHODS
+    return "param" in (terminal_name(node) or "").lower()
+
+
+def _is_environment_step(node: cst.Assign) -> bool:
+    """`obs, reward, terminated, truncated, info = envs.step(actions)`: a simulator step (the
+    Gym API's unpacking), not an optimizer, scheduler or scaler step."""
+    value = node.value
+    if type(value) is not cst.Call or method_name(value) != "step" or len(node.targets) != 1:
+        return False
+    target = node.targets[0].target
+    return type(target) in (cst.Tuple, cst.List) and len(target.elements) >= 4
+
+
+def _design_read(table: SeverityByHeat) -> SeverityByHeat:
+    return _UNPROVEN if table.step is not None and table.step > Severity.LOW else table
+
+
+def _ids_within(node: cst.CSTNode) -> set[int]:
+    return {id(node), *map(id, iter_descendants(node))}
+
+
+def _if_accelerated(function, table: SeverityByHeat) -> SeverityByHeat | None:
+    return table if function.accelerated else None
 
 
 class SyncInHotLoop(GuardedRule):
@@ -63,11 +100,39 @@ print(running.item() / len(loader))
         self._statement: cst.CSTNode | None = None
         self._reported: set[int] = set()
         self._host_made: set[str] = set()
+        # Reads whose value an environment step consumes (`obs, r, term, trunc, info =
+        # envs.step(actions)`): the host needs them every step by design, so at most LOW.
+        self._env_calls: set[int] = set()
+        self._in_env_call = 0
+        self._read_into: dict[str, list[Candidate]] = {}
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self._statement = node
 
+    # A compound statement's header (`for a, b in zip(t.cpu(), u.cpu()):`) is a statement of its own.
+    def visit_For(self, node: cst.For) -> None:
+        self._statement = node
+
+    def visit_With(self, node: cst.With) -> None:
+        self._statement = node
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if _is_environment_step(node):
+            self._env_calls.add(id(node.value))
+            for arg in node.value.args:
+                if type(arg.value) is cst.Name:
+                    for candidate in self._read_into.pop(arg.value.value, ()):
+                        candidate.severity = _design_read(candidate.severity)
+
     def leave_Assign(self, node: cst.Assign) -> None:
+        # `actions = q.argmax(1).cpu().numpy()`: remember the read by its target's name.
+        found = self.candidates[-1] if self.candidates and self._statement_reported(node) else None
+        for target in node.targets:
+            if type(target.target) is cst.Name:
+                if found is not None:
+                    self._read_into.setdefault(target.target.value, []).append(found)
+                else:
+                    self._read_into.pop(target.target.value, None)
         # `t = torch.tensor(mean_reward, device=device)`: a host value put on the device (to
         # all-reduce it); reading it back waits for that collective, not for the step's work.
         for target in node.targets:
@@ -90,17 +155,30 @@ print(running.item() / len(loader))
         self._raising -= 1
 
     def visit_Call(self, node: cst.Call) -> None:
+        if id(node) in self._env_calls:
+            self._in_env_call += 1
         self._report(sync_of_call(node, self.context.facts, self.context.imports))
+
+    def leave_Call(self, node: cst.Call) -> None:
+        if id(node) in self._env_calls:
+            self._in_env_call -= 1
+
+    def _statement_reported(self, node: cst.Assign) -> bool:
+        return self._statement is not None and id(self._statement) in self._reported and (
+            id(self.candidates[-1].node) in _ids_within(node.value)
+        )
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         self._report(sync_of_fstring(node, self.context.facts))
 
     def visit_If(self, node: cst.If) -> None:
+        self._statement = node
         # An isfinite() guard around scaler.step is VP305's finding; one line, one finding.
         if not is_finite_guard(node, self.context):
             self._report(sync_of_test(node.test, self.context.facts, self.context.imports))
 
     def visit_While(self, node: cst.While) -> None:
+        self._statement = node
         self._report(sync_of_test(node.test, self.context.facts, self.context.imports))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
@@ -111,7 +189,12 @@ print(running.item() / len(loader))
 
     def _report(self, sync: Sync | None) -> None:
         # Under `if step % log_every == 0:` the read happens once per interval: the recommended pattern.
-        if sync is None or self._raising or self.guarded or not self.context.may_use_accelerator:
+        if sync is None or self._raising or self.guarded:
+            return
+        # A module that never names a device holds host tensors, unless a function of it is
+        # called from a module that does (a helper the training script calls every step).
+        function = None if self.context.may_use_accelerator else self.context.heat.where().function
+        if function is None and not self.context.may_use_accelerator:
             return
         statement = id(self._statement) if self._statement is not None else None
         if statement is not None and statement in self._reported:
@@ -122,11 +205,25 @@ print(running.item() / len(loader))
         proven = self.context.facts.is_tensor(sync.subject) and not (
             type(sync.subject) is cst.Name and sync.subject.value in self._host_made
         )
-        self.report(
-            sync.node,
-            f"`{sync.how}` of `{subject}` {{loop}} waits for the device {{often}}",
-            severity=None if proven else _UNPROVEN,
-        )
+        table = self.severity if proven else _UNPROVEN
+        per_parameter = proven and self._in_loop_over_parameters(sync.subject)
+        if per_parameter:
+            table = _PER_PARAMETER
+        if self._in_env_call:
+            table = _design_read(table)
+        if function is not None:
+            table = deferred(functools.partial(_if_accelerated, function, table))
+        often = "once per parameter tensor {often}" if per_parameter else "{often}"
+        self.report(sync.node, f"`{sync.how}` of `{subject}` {{loop}} waits for the device {often}", severity=table)
+
+    def _in_loop_over_parameters(self, subject: cst.BaseExpression) -> bool:
+        """`for p in params: norm(p).item()`: the read runs once per parameter tensor."""
+        loop = self.context.heat.where().innermost_loop
+        node = loop.node if loop is not None else None
+        if type(node) is not cst.For or not _is_parameter_collection(node.iter):
+            return False
+        targets = {n.value for n in (node.target, *iter_descendants(node.target)) if type(n) is cst.Name}
+        return any(type(n) is cst.Name and n.value in targets for n in iter_descendants(subject))
 
     VALID = (
         """\

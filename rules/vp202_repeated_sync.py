@@ -43,6 +43,8 @@ if loss_value > best:
     fix = "Read the value once into a local (`value = loss.item()`) and reuse it."
     tokens = ("torch", ".item(", ".cpu(", ".numpy(", ".tolist(", "loss", "model(")
     references = ("https://pytorch.org/docs/stable/generated/torch.Tensor.item.html",)
+    # The repeated read is a sync too; naming it once, as a repeat, says what to do about it.
+    supersedes = ("VP201",)
 
     def __init__(self, context) -> None:
         super().__init__(context)

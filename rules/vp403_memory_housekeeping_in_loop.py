@@ -16,8 +16,9 @@ import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.deferred import DeferredSeverity, deferred
+from verifier.static.guards import GuardedRule
 from verifier.static.heat import Where
-from verifier.static.rule import Invalid, Rule
+from verifier.static.rule import Invalid
 
 _EMPTY_CACHE = frozenset(
     {"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache", "torch.mps.empty_cache",
@@ -44,7 +45,7 @@ class _Body:
     reads_peak: bool = False
 
 
-class MemoryHousekeepingInLoop(Rule):
+class MemoryHousekeepingInLoop(GuardedRule):
     code = "VP403"
     name = "memory-housekeeping-in-loop"
     category = Category.MEMORY
@@ -123,6 +124,9 @@ for x, y in loader:
         if qualified is None or not qualified.startswith("torch."):
             return
         if qualified in _EMPTY_CACHE:
+            # Under `if step % eval_every == 0:` it frees what a periodic eval or sample left.
+            if self.guarded:
+                return
             self.report(
                 node,
                 "`empty_cache()` every iteration returns cached blocks to the driver; the next "

@@ -21,6 +21,7 @@ SYNCS = (
     "    torch.cuda.synchronize()\n"
     "    print(loss.item())\n"
     "    print(loss.item())\n"
+    "    print(loss.mean().item())\n"
 )
 
 
@@ -47,7 +48,7 @@ def test_show_settings_prints_every_effective_setting_and_runs_nothing(project, 
     assert settings["config-file"] == str(project / "pyproject.toml")
     assert settings["project-root"] == str(project)
     assert settings["select"] == "VP2, VP501"
-    assert settings["rules"] == "VP201, VP202, VP203, VP204, VP501, VP900, VP901, VP902"
+    assert settings["rules"] == "VP201, VP202, VP203, VP204, VP205, VP206, VP501, VP900, VP901, VP902"
     assert settings["exclude"] == f"{project}/legacy/*, tmp"
     assert settings["per-file-ignores"] == f"{project}/bench/* = VP203"
     assert settings["severity"] == "VP201 = HIGH"
@@ -128,10 +129,13 @@ def test_rule_accepts_a_prefix(capsys):
     text = capsys.readouterr().out
     assert [line for line in text.splitlines() if line.startswith("# ")] == [
         "# sync-in-hot-loop (VP201)", "# repeated-item (VP202)", "# synchronize-in-loop (VP203)",
-        "# subprocess-in-loop (VP204)",
+        "# subprocess-in-loop (VP204)", "# data-dependent-shape-sync (VP205)",
+        "# device-value-into-host-container (VP206)", "# host-read-in-compiled-region (VP207)",
     ]
     assert main(["rule", "VP2", "--format", "json"]) == 0
-    assert [r["code"] for r in json.loads(capsys.readouterr().out)] == ["VP201", "VP202", "VP203", "VP204"]
+    assert [r["code"] for r in json.loads(capsys.readouterr().out)] == [
+        "VP201", "VP202", "VP203", "VP204", "VP205", "VP206", "VP207",
+    ]
     assert main(["rule", "repeated-item", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["code"] == "VP202"
     assert main(["rule", "VP7"]) == 2

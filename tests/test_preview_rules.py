@@ -78,3 +78,10 @@ def test_preview_must_be_a_boolean_in_the_config(project, capsys):
     (project / "pyproject.toml").write_text('[tool.verify-perf]\npreview = "yes"\n')
     assert main(["train.py", "--no-report"]) == 2
     assert "[tool.verify-perf] preview: expected true or false, got str 'yes'" in capsys.readouterr().err
+
+
+def test_a_bare_suppression_is_audited_when_every_rule_that_can_run_ran(project, capsys):
+    # Without preview, the preview rule cannot have produced what a bare directive silences.
+    (project / "train.py").write_text("import torch\n\nx = torch.zeros(3)  # verify-perf: ignore\n")
+    status, found = codes(capsys, "--isolated")
+    assert found == [("VP902", 3, "LOW")]

@@ -49,6 +49,7 @@ class Category(str, enum.Enum):
     ALGORITHMIC = "Algorithmic complexity"
     GPU = "GPU utilization"
     CONCURRENCY = "Concurrency"
+    DISTRIBUTED = "Distributed"
     ANALYSIS = "Analysis"
 
 

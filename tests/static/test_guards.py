@@ -26,13 +26,15 @@ def _imports() -> ImportTable:
         "should_log",
         "step_is_print_step(step)",
         "time.time() - last_log > 30",
+        "0 <= step <= 2",
+        "1 < num_shown < 5",
     ],
 )
 def test_rate_limits(test):
     assert is_rate_limit(cst.parse_expression(test), _imports())
 
 
-@pytest.mark.parametrize("test", ["verbose", "rank == 0", "logger is not None", "loss > best", "epoch > warmup"])
+@pytest.mark.parametrize("test", ["verbose", "rank == 0", "logger is not None", "loss > best", "epoch > warmup", "0 <= step < limit", "lo < loss < 2"])
 def test_not_rate_limits(test):
     assert not is_rate_limit(cst.parse_expression(test), _imports())
 
@@ -94,3 +96,22 @@ for step, (x, y) in enumerate(loader):
 """
     analysis = analyze_source("train.py", decode_source(code.encode()), rule_by_selector("VP201"), Settings())
     assert {f.line: f.heat for f in analysis.findings} == {8: Heat.STEP}
+
+
+def test_a_first_steps_chain_quiets_per_env_reads_in_a_rollout():
+    code = """\
+import torch
+device = "cuda"
+for update in range(num_updates):
+    for step in range(num_steps):
+        action = policy(obs.to(device)).sample()
+        obs, reward, done, info = envs.step(action)
+        if 0 <= step <= 2:
+            for idx, d in enumerate(done):
+                print(info["r"][idx].item())
+        loss = policy.loss(obs)
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+"""
+    assert _vp201_lines(code) == [13]

@@ -303,3 +303,63 @@ def test_memoised_functions_run_once_whatever_calls_them():
         """
     )
     assert heats == {"cached": Heat.ONCE}
+
+
+def test_framework_hooks_run_as_often_as_the_framework_calls_them():
+    heats = heat_of_marked_lines(
+        """
+        import lightning as L
+        from lightning.pytorch.callbacks import Callback
+        from transformers import Trainer, TrainerCallback
+        from ignite.engine import Events
+
+        class Classifier(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                mark("training_step")
+                self.helper()
+
+            def helper(self):
+                mark("called from training_step")
+
+            def validation_step(self, batch, batch_idx):
+                mark("validation_step")
+
+            def configure_optimizers(self):
+                mark("configure_optimizers")
+
+        class GradNorms(Callback):
+            def on_after_backward(self, trainer, module):
+                mark("lightning callback")
+
+        class Timing(TrainerCallback):
+            def on_step_end(self, args, state, control, **kwargs):
+                mark("on_step_end")
+
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                mark("on_log")
+
+        class WeightedTrainer(Trainer):
+            def compute_loss(self, model, inputs, return_outputs=False, **kwargs):
+                mark("compute_loss")
+
+        class Trainer2:  # not a framework class: its methods are not hooks
+            def training_step(self):
+                mark("own class")
+
+        def attach(trainer):
+            @trainer.on(Events.ITERATION_COMPLETED)
+            def every_iteration(engine):
+                mark("ignite iteration")
+
+            @trainer.on(Events.ITERATION_COMPLETED(every=50))
+            def every_fifty(engine):
+                mark("ignite every 50")
+        """
+    )
+    assert heats == {
+        "training_step": Heat.STEP, "called from training_step": Heat.STEP,
+        "validation_step": Heat.EVAL, "configure_optimizers": Heat.ONCE,
+        "lightning callback": Heat.STEP, "on_step_end": Heat.STEP, "on_log": Heat.EPOCH,
+        "compute_loss": Heat.STEP, "own class": Heat.ONCE,
+        "ignite iteration": Heat.STEP, "ignite every 50": Heat.EPOCH,
+    }

@@ -116,7 +116,7 @@ def test_a_loop_that_calls_a_training_function_and_a_guarded_call(tmp_path):
                     report(batch)
         """,
     })
-    loop = ("train.py", 10, "step loop: iterates loader, calls train_step(), which trains")
+    loop = ("train.py", 10, "step loop: iterates loader, calls train_step(), which steps the optimizer")
     assert traces(tmp_path) == [
         ("train.py", "VP203", 8, "MEDIUM", "epoch", [("train.py", 14, "calls report() under a rate-limit guard"), loop]),
         ("train.py", "VP203", 12, "HIGH", "step", [loop]),
@@ -172,7 +172,7 @@ def test_across_modules_the_chain_names_the_other_files(tmp_path):
         ("pkg/metrics.py", "VP201", 2, "LOW", "step", [
             ("pkg/steps.py", 7, "calls read_loss()"),
             ("pkg/train.py", 5, "calls train_step()"),
-            ("pkg/train.py", 4, "step loop: iterates loader, calls train_step(), which trains"),
+            ("pkg/train.py", 4, "step loop: iterates loader, calls train_step(), which steps the optimizer"),
         ]),
     ]
     assert traces(tmp_path) == expected
@@ -201,4 +201,48 @@ def test_findings_at_once_heat_carry_no_trace(tmp_path):
     assert [(f.line, f.heat.label, f.heat_trace) for f in result.findings] == [
         (3, "once", ()),
         (5, "step", (TraceStep(str(tmp_path / "script.py"), 4, "step loop: iterates loader, calls scaler.step()"),)),
+    ]
+
+
+def test_a_framework_hook_names_the_framework_that_calls_it(tmp_path):
+    write(tmp_path, {"model.py": """
+        import lightning as L
+        import torch
+        from transformers import TrainerCallback
+        from ignite.engine import Events
+
+        class Classifier(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self.net(batch).sum()
+                print(loss.item())
+                self.report(loss)
+                return loss
+
+            def report(self, loss):
+                print(loss.item())
+
+            def validation_step(self, batch, batch_idx):
+                print(self.net(batch).sum().item())
+
+        class Norms(TrainerCallback):
+            def on_step_end(self, args, state, control, model=None, **kwargs):
+                print(torch.cuda.max_memory_allocated())
+                torch.cuda.synchronize()
+
+        def attach(trainer):
+            @trainer.on(Events.ITERATION_COMPLETED)
+            def every_iteration(engine):
+                torch.cuda.synchronize()
+    """})
+    lightning = ("model.py", 7, "Lightning calls training_step() every step")
+    assert traces(tmp_path) == [
+        ("model.py", "VP201", 9, "MEDIUM", "step", [lightning]),
+        ("model.py", "VP201", 14, "LOW", "step", [("model.py", 10, "calls report()"), lightning]),
+        ("model.py", "VP201", 17, "LOW", "eval", [
+            ("model.py", 16, "Lightning calls validation_step() every evaluation batch"),
+        ]),
+        ("model.py", "VP203", 22, "HIGH", "step", [
+            ("model.py", 20, "the Hugging Face Trainer calls on_step_end() every step"),
+        ]),
+        ("model.py", "VP203", 27, "HIGH", "step", [("model.py", 26, "Ignite calls every_iteration() every step")]),
     ]

@@ -48,6 +48,8 @@ SCORE_CATEGORY_OF = {
     Category.SYNC: SYNC,
     Category.GPU: SYNC,
     Category.CONCURRENCY: SYNC,
+    # Collectives and barriers make the host (or every rank) wait like a sync does.
+    Category.DISTRIBUTED: SYNC,
     Category.DATA: DATA,
     Category.ALGORITHMIC: DATA,
     Category.AMP: AMP,

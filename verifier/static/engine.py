@@ -232,6 +232,8 @@ def analyze_source(
     heat = HeatModel(imports, module_name, import_root_for(path) if module_name else "", path=path)
     facts = NameFacts(imports)
     context = ModuleContext(path, source.text, module, imports, heat, facts)
+    # A module that never names a device runs on the host unless a caller's module does.
+    heat.accelerated = context.may_use_accelerator
     # A rule whose tokens the file never mentions cannot fire here: it does not join the walk.
     # Calls under rate-limit guards make their callees periodic, not per step (interprocedural).
     guards = context.tracker(Guards)
@@ -496,7 +498,7 @@ def _to_findings(
     positions = _positions(module)
     heat.number_lines(positions)
     lines = source.lines()
-    findings: set[Finding] = set()
+    built: list[tuple[type[Rule], Finding]] = []
     for candidate, where_heat, severity in kept:
         rule = candidate.rule
         span = positions[candidate.node]
@@ -518,9 +520,21 @@ def _to_findings(
                 fix=candidate.fix,
                 heat_trace=heat_trace(candidate.where) if where_heat is not Heat.ONCE else (),
             )
-        if not suppressions.suppresses(finding):
-            findings.add(finding)
-    return sorted(findings)
+        built.append((rule, finding))
+    return sorted(_one_finding_per_call(built, suppressions))
+
+
+def _one_finding_per_call(built: list[tuple[type[Rule], Finding]], suppressions: Suppressions) -> set[Finding]:
+    """The findings left after suppression comments, where a finding of a rule that names a more
+    precise cause (a repeated read, VP202) replaces a general one (a sync, VP201) at the same
+    position, even when a comment suppresses it: the comment speaks for the call."""
+    replaced = {
+        (code, finding.line, finding.column) for rule, finding in built for code in rule.supersedes
+    }
+    return {
+        finding for _, finding in built
+        if (finding.code, finding.line, finding.column) not in replaced and not suppressions.suppresses(finding)
+    }
 
 
 def audit_suppressions(path: str, suppressions: Suppressions, rules: Sequence[type[Rule]], settings: Settings) -> list[Finding]:
@@ -536,7 +550,8 @@ def audit_suppressions(path: str, suppressions: Suppressions, rules: Sequence[ty
 
     ignored_here = settings.ignored_in_file(path)
     active = {r.code for r in settings.selected_rules() if not _matches(r.code, r.name, ignored_here)}
-    every_rule = {r.code for r in all_rules() if not r.code.startswith("VP9")}
+    # Preview rules never run without preview: "every rule" is every rule that can run.
+    every_rule = {r.code for r in all_rules() if not r.code.startswith("VP9") and (settings.preview or not r.preview)}
 
     def rule_named(entry: str) -> str | None:
         exact = [r.code for r in rule_by_selector(entry) if entry in (r.code, r.name.upper())]

@@ -195,6 +195,8 @@ class NameFacts:
             if method in _TENSOR_METHODS and owner is not None and self.kind_of(owner) is Kind.TENSOR:
                 return Kind.TENSOR
         func_name = dotted_name(call.func)
+        if func_name == "sum" and not qualified:
+            return self._kind_of_sum(call)
         if func_name in _NUMBER_BUILTINS and not qualified:
             return Kind.NUMBER
         callee = terminal_name(call.func)
@@ -205,9 +207,28 @@ class NameFacts:
         return None
 
 
+    def _kind_of_sum(self, call: cst.Call) -> Kind | None:
+        """`sum(len(t) for t in ts)` is a number; `sum(losses.values())` of device losses is a
+        tensor: the kind of what is summed, unknown when that is unknown."""
+        first = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if first is None:
+            return None
+        if type(first) in (cst.GeneratorExp, cst.ListComp):
+            kind = self.kind_of(first.elt)
+        elif type(first) in (cst.List, cst.Tuple) and first.elements:
+            kinds = {self.kind_of(e.value) for e in first.elements}
+            kind = Kind.TENSOR if Kind.TENSOR in kinds else Kind.NUMBER if kinds == {Kind.NUMBER} else None
+        else:
+            kind = Kind.TENSOR if self.kind_of(first) is Kind.TENSOR else None
+        return kind if kind in (Kind.TENSOR, Kind.NUMBER) else None
+
+
 def _combine(left: Kind | None, right: Kind | None) -> Kind | None:
     if Kind.TENSOR in (left, right):
         return Kind.TENSOR
     if left is Kind.NUMBER and right is Kind.NUMBER:
         return Kind.NUMBER
+    # `1.0 / np.maximum(counts, 1)`: arithmetic with a NumPy array stays in NumPy.
+    if Kind.NUMPY in (left, right) and {left, right} <= {Kind.NUMPY, Kind.NUMBER}:
+        return Kind.NUMPY
     return None

@@ -43,6 +43,22 @@ def is_rate_limit(test: cst.BaseExpression, imports: ImportTable) -> bool:
     return False
 
 
+def is_lazy_init(node: cst.If) -> bool:
+    """`if self._weights is None or ...: self._weights = ...`: the body fills a cache the test
+    checks, so it runs once (or again only when the condition changes), not every time."""
+    checked = {
+        dotted_name(n.left) for n in (node.test, *iter_descendants(node.test))
+        if type(n) is cst.Comparison and any(type(c.operator) is cst.Is and type(c.comparator) is cst.Name
+                                             and c.comparator.value == "None" for c in n.comparisons)
+    }
+    checked.discard(None)
+    if not checked:
+        return False
+    return any(
+        type(n) is cst.AssignTarget and dotted_name(n.target) in checked for n in iter_descendants(node.body)
+    )
+
+
 def guarded_calls(node: cst.If, imports: ImportTable) -> frozenset[int]:
     """Ids of the calls that run only when a rate-limit `if` holds (its body, not its `else`)."""
     if not is_rate_limit(node.test, imports):
@@ -58,9 +74,16 @@ def _compares_index_for_equality(node: cst.Comparison) -> bool:
 
 
 def _first_few(node: cst.Comparison) -> bool:
-    """`if shown < 10:` / `if step <= 3:`: a counter kept below a literal bound."""
+    """`if shown < 10:` / `if step <= 3:` / `if 0 <= step <= 2:`: a counter kept below a literal bound."""
     if len(node.comparisons) != 1:
-        return False
+        # A chain: some link keeps a counter below a literal (`0 <= step <= 2`).
+        sides = [node.left, *(c.comparator for c in node.comparisons)]
+        return any(
+            _COUNTER.search(dotted_name(left) or "")
+            and type(c.operator) in (cst.LessThan, cst.LessThanEqual)
+            and type(c.comparator) is cst.Integer
+            for left, c in zip(sides, node.comparisons)
+        )
     comparison = node.comparisons[0]
     if not _COUNTER.search(dotted_name(node.left) or ""):
         return False
@@ -178,9 +201,9 @@ class Guards(Tracker):
     def _is_guard(self, node: cst.If) -> bool:
         verdict = self._verdicts.get(id(node))
         if verdict is None:
-            verdict = self._verdicts[id(node)] = is_rate_limit(node.test, self.context.imports) and not (
-                steps_an_optimizer(node.body)
-            )
+            verdict = self._verdicts[id(node)] = (
+                is_rate_limit(node.test, self.context.imports) and not steps_an_optimizer(node.body)
+            ) or is_lazy_init(node)
         return verdict
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from verifier.findings import Heat, TraceStep
+from verifier.static.framework_hooks import hook_reason, hooks_of_class, ignite_handler_heat
 from verifier.static.names import ImportTable, dotted_name, method_name, receiver, terminal_name
 from verifier.static.torch_api import returns_tensor
 from verifier.static.walk import iter_descendants
@@ -77,6 +78,9 @@ class CallSite:
     where: Where
     # Under a rate-limit or eval-interval guard (`if step % eval_every == 0: evaluate()`).
     guarded: bool = False
+    # Made in a module that names an accelerator; calling a function of another module.
+    accelerated: bool = True
+    foreign: bool = False
     # 1-based; 0 until the module's positions are computed (`HeatModel.number_lines`).
     line: int = 0
 
@@ -111,6 +115,8 @@ class LoopInfo:
     forward_call: str = ""
     because_loop: LoopInfo | None = None
     because_site: CallSite | None = None
+    # The update is in a function this loop calls once per iteration (`because_site`).
+    steps_in_call: bool = False
 
 
 @dataclass(eq=False)
@@ -121,13 +127,19 @@ class FunctionInfo:
     timing: bool = False
     trains: bool = False
     updates: bool = False
+    # Steps an optimizer outside its own loops (`def run_step(): ...; opt.step()`), directly
+    # or through calls: a loop that calls it once per iteration runs one update per iteration.
+    steps: bool = False
     forward: bool = False
     # Puts a model in eval mode (`model.eval()`) or runs it without gradients: an evaluation.
     evaluates: bool = False
     memoised: bool = False
+    # Its module names an accelerator, or a caller's does: its tensors may live on the device.
+    accelerated: bool = True
     loops: list[LoopInfo] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     trains_transitively: bool = False
+    steps_transitively: bool = False
     forwards_transitively: bool = False
     has_step_loop: bool = False
     heat: Heat = Heat.ONCE
@@ -135,6 +147,11 @@ class FunctionInfo:
     # The call site that first gave the function its heat, or the chain another pass found.
     heat_site: CallSite | None = None
     outer_trace: tuple[TraceStep, ...] = ()
+    # A framework hook: who calls it and how often (`Lightning calls training_step() every
+    # step`), the last step of its trace while no call site or other pass made it hotter.
+    hook: str = ""
+    # The `def` line, for the hook's trace step (0 until numbered).
+    line: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,6 +187,8 @@ class HeatModel:
         self._function_stack: list[FunctionInfo] = []
         self._loop_stack: list[list[LoopInfo]] = [[]]
         self._class_stack: list[str] = []
+        # Per open class: the framework hooks it overrides and how often the framework calls them.
+        self._hook_stack: list[dict[str, Heat]] = []
         self._dataloader_names: set[str] = set()
         # `self.metric = RunningAccuracy()` / `trainer = Trainer()`: the class behind a name.
         self._instances: dict[str, str] = {}
@@ -180,6 +199,8 @@ class HeatModel:
         # Asked at each call: is the walk under a rate-limit guard? (set by the engine)
         self.guard_probe: Callable[[], bool] = _never
         self._timing_module = bool(_TIMING_MODULE.search(module_name.rsplit(".", 1)[-1]))
+        # The module's own text names an accelerator (set by the engine before the walk).
+        self.accelerated = True
 
     # ----- recording, called by the engine in walk order -----
 
@@ -193,9 +214,11 @@ class HeatModel:
 
     def enter_class(self, node: cst.ClassDef) -> None:
         self._class_stack.append(node.name.value)
+        self._hook_stack.append(hooks_of_class(node, self._imports) if node.bases else {})
 
     def leave_class(self) -> None:
         self._class_stack.pop()
+        self._hook_stack.pop()
 
     def enter_function(self, node: cst.FunctionDef) -> None:
         name = node.name.value
@@ -209,10 +232,19 @@ class HeatModel:
             if annotation is not None and (dotted_name(annotation) or "").endswith("DataLoader"):
                 self._dataloader_names.add(param.name.value)
         info = FunctionInfo(
-            key, node, params, timing=self._timing_module or bool(_TIMING_FUNCTION.search(name)), path=self._path
+            key, node, params, timing=self._timing_module or bool(_TIMING_FUNCTION.search(name)),
+            accelerated=self.accelerated, path=self._path,
         )
         # `@functools.cache` bodies run once per distinct argument, not once per call.
         info.memoised = any(self._is_memoising(d.decorator) for d in node.decorators)
+        # The framework calls its hooks (`training_step`, `on_step_end`) as often as their names say.
+        hook = self._hook_stack[-1].get(name) if self._class_stack and not self._function_stack else None
+        if node.decorators:
+            hook = max(hook or Heat.ONCE, ignite_handler_heat(node) or Heat.ONCE)
+        if hook is not None:
+            info.heat = hook
+            if hook > Heat.ONCE:
+                info.hook = hook_reason(self._hook_stack[-1] if self._class_stack else {}, node, hook)
         self._functions.setdefault(key, []).append(info)
         self._all_functions.append(info)
         self._function_stack.append(info)
@@ -306,6 +338,8 @@ class HeatModel:
             if loops and self._is_update(call):
                 loops[-1].steps_here = True
                 loops[-1].update_call = loops[-1].update_call or shown
+            elif function is not None and self._is_update(call):
+                function.steps = True
             if function is not None:
                 function.trains = True
                 function.updates = function.updates or method_name(call) in _UPDATES
@@ -323,7 +357,8 @@ class HeatModel:
                 loop.tensor_work = True
         callee = self._callee_key(call)
         if callee is not None:
-            site = CallSite(callee, self.where(), self.guard_probe())
+            foreign = not callee.startswith(f"{self._module}.")
+            site = CallSite(callee, self.where(), self.guard_probe(), self.accelerated, foreign)
             self._site_nodes.append((site, call))
             if function is not None:
                 function.calls.append(site)
@@ -452,7 +487,7 @@ class HeatModel:
         """What this module's resolution concluded about each of its functions."""
         found: dict[str, FunctionFacts] = {}
         for fn in self._all_functions:
-            mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat)
+            mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat, fn.steps_transitively, fn.accelerated)
             found[fn.key] = found[fn.key].merge(mine) if fn.key in found else mine
         return found
 
@@ -463,14 +498,14 @@ class HeatModel:
         loops = tuple((loop.is_step, loop.is_epoch) for loop in where.loops)
         function = where.function
         if function is None or where.loops:
-            return loops, None, ()
+            return loops, None, (), function is None or function.accelerated
         beside: tuple = ()
         if function.heat is Heat.STEP:
             owner = function.key.rsplit(".", 1)[0] + "."
             beside = tuple(
                 (fn.has_step_loop, fn.trains_transitively) for fn in self._all_functions if fn.key.startswith(owner)
             )
-        return loops, function.heat, beside
+        return loops, function.heat, beside, function.accelerated
 
     def number_lines(self, positions: Mapping[cst.CSTNode, object]) -> None:
         """Give loops and call sites their lines, from the positions of this module's nodes."""
@@ -481,6 +516,9 @@ class HeatModel:
         for site, node in self._site_nodes:
             if node in positions:
                 site.line = positions[node].start.line
+        for fn in self._all_functions:
+            if fn.hook and fn.node is not None and fn.node in positions:
+                fn.line = positions[fn.node].start.line
 
     def copy_lines(self, other: HeatModel) -> bool:
         """Take the lines of `other`, a model of the same source built by the same walk."""
@@ -492,6 +530,9 @@ class HeatModel:
             mine.line = found.line
         for site, found in zip(sites, their_sites):
             site.line = found.line
+        if len(self._all_functions) == len(other._all_functions):
+            for fn, found in zip(self._all_functions, other._all_functions):
+                fn.line = found.line
         self.numbered = True
         return True
 
@@ -502,7 +543,9 @@ class HeatModel:
         """Will heat traces likely end in this module? Where a loop is a step, epoch or eval
         loop, its lines are worth computing with the analysis; a module a trace only passes
         through is numbered when a trace needs it (`engine.number_lines_again`)."""
-        return any(loop.is_step or loop.is_epoch or loop.is_eval for loop in self._loops())
+        return any(loop.is_step or loop.is_epoch or loop.is_eval for loop in self._loops()) or any(
+            fn.hook for fn in self._all_functions
+        )
 
     def release_tree(self) -> None:
         """Drop references to syntax nodes so a summary outlives its parsed module cheaply."""
@@ -558,6 +601,8 @@ def heat_trace(where: Where) -> tuple[TraceStep, ...]:
         seen.add(id(function))
         site = function.heat_site
         if site is None:
+            if function.hook and not function.outer_trace:
+                return (*steps, TraceStep(function.path, function.line, function.hook))
             return (*steps, *function.outer_trace)
         where = site.where
         caller = where.function.path if where.function is not None else where.loops[-1].path if where.loops else ""
@@ -588,6 +633,8 @@ def loop_reason(loop: LoopInfo) -> str:
     if loop.is_step:
         if loop.steps_here:
             reason = f"calls {loop.update_call}" + (f" around the inner step loop{at}" if nested is not None else "")
+        elif loop.steps_in_call:
+            reason = f"calls {called}, which steps the optimizer"
         elif loop.train_call:
             reason = f"calls {loop.train_call}"
         elif site is not None:
@@ -610,6 +657,16 @@ def _callee_name(site: CallSite) -> str:
     return site.callee.rpartition(":")[2].rsplit(".", 1)[-1]
 
 
+def _site_accelerated(site: CallSite) -> bool:
+    """Does this call lend an accelerator to its callee? A call from another module does when
+    its caller's code may hold device tensors; a call within a host-only module passes on what
+    its caller was lent (a same-named script elsewhere that names a device lends nothing)."""
+    caller = site.where.function
+    if caller is None:
+        return site.foreign and site.accelerated
+    return caller.accelerated and (site.foreign or not site.accelerated)
+
+
 def _site_heat(site: CallSite) -> Heat:
     """How often a call runs: a guarded call in a step loop runs every N steps, like an epoch."""
     heat = heat_of(site.where)
@@ -623,12 +680,18 @@ class FunctionFacts:
     trains: bool = False
     has_step_loop: bool = False
     heat: Heat = Heat.ONCE
+    steps: bool = False
+    accelerated: bool = True
     # Why the function is as hot as `heat`: call sites up to a loop (see `heat_trace`).
     trace: tuple[TraceStep, ...] = ()
 
     def merge(self, other: FunctionFacts) -> FunctionFacts:
         return FunctionFacts(
-            self.trains or other.trains, self.has_step_loop or other.has_step_loop, max(self.heat, other.heat),
+            self.trains or other.trains,
+            self.has_step_loop or other.has_step_loop,
+            max(self.heat, other.heat),
+            self.steps or other.steps,
+            self.accelerated or other.accelerated,
             other.trace if other.heat > self.heat else self.trace,
         )
 
@@ -642,22 +705,22 @@ class _Resolver:
         self.module_calls: list[CallSite] = module_calls
         self.external = external
         self.by_key: dict[str, list[FunctionInfo]] = {}
+        self._keys: dict[str, str] = {}
         for fn in functions:
             self.by_key.setdefault(fn.key, []).append(fn)
             known = external.get(fn.key)
             if known is not None:
                 fn.trains_transitively = fn.trains_transitively or known.trains
                 fn.has_step_loop = fn.has_step_loop or known.has_step_loop
+                fn.steps_transitively = fn.steps_transitively or known.steps
+                fn.accelerated = fn.accelerated or known.accelerated
                 if known.heat > fn.heat:
-                    fn.heat, fn.outer_trace, fn.heat_site = known.heat, known.trace, None
+                    fn.heat, fn.outer_trace, fn.heat_site, fn.hook = known.heat, known.trace, None, ""
         # A callee defined under no key of the caller's root, but known under another root's
         # (see `link_across_roots`), is that one.
         if external:
             for site in [*module_calls, *(site for fn in functions for site in fn.calls)]:
-                if site.callee not in self.by_key and site.callee not in external:
-                    elsewhere = ELSEWHERE + unrooted(site.callee)
-                    if elsewhere in external:
-                        site.callee = elsewhere
+                site.callee = resolve_key(site.callee, self.by_key, external)
 
     def run(self) -> None:
         functions = self.functions
@@ -673,6 +736,11 @@ class _Resolver:
                 )
                 if forwards != fn.forwards_transitively:
                     fn.forwards_transitively, changed = forwards, True
+                steps = fn.steps_transitively or fn.steps or any(
+                    self._callee_steps(s) for s in fn.calls if not s.where.loops
+                )
+                if steps != fn.steps_transitively:
+                    fn.steps_transitively, changed = steps, True
 
         all_loops = self.module_loops + [loop for fn in functions for loop in fn.loops]
         # A function that reads a clock to log while it updates weights is a training function.
@@ -692,15 +760,16 @@ class _Resolver:
 
         callers_by_key: dict[str, list[CallSite]] = {}
         for site in self.module_calls + [site for fn in functions for site in fn.calls]:
-            callers_by_key.setdefault(site.callee, []).append(site)
+            callers_by_key.setdefault(self._key(site.callee), []).append(site)
         changed = True
         while changed:
             changed = False
             for fn in functions:
                 if fn.memoised:
                     continue
+                callers = callers_by_key.get(fn.key, ())
                 heat, hottest = Heat.ONCE, None
-                for site in callers_by_key.get(fn.key, ()):
+                for site in callers:
                     site_heat = _site_heat(site)
                     if site_heat > heat:
                         heat, hottest = site_heat, site
@@ -708,6 +777,8 @@ class _Resolver:
                     heat = min(heat, Heat.EVAL)  # an evaluation function is as hot as an eval batch
                 if heat > fn.heat:
                     fn.heat, fn.heat_site, fn.outer_trace, changed = heat, hottest, (), True
+                if not fn.accelerated and any(_site_accelerated(site) for site in callers):
+                    fn.accelerated = changed = True
 
     def _classify(self, loop: LoopInfo, in_timing_function: bool) -> None:
         # The evidence is kept (first nested step loop, first call that decides) for the trace.
@@ -722,7 +793,13 @@ class _Resolver:
             loop.is_step = loop.is_epoch = loop.is_eval = False
             return
         timing_step = in_timing_function and loop.tensor_work and not loop.has_nested_loop
-        loop.is_step = loop.steps_here or timing_step or (trains and not contains_step)
+        # `while True: batch = next(data); run_step(batch)`: the update happens in a callee, once
+        # per iteration of this loop, even when a micro-batch loop inside the callee trains too.
+        step_call = None if loop.steps_here else next(
+            (site for site in loop.calls if site.where.innermost_loop is loop and self._callee_steps(site)), None
+        )
+        steps_here = loop.steps_here or step_call is not None
+        loop.is_step = steps_here or timing_step or (trains and not contains_step)
         loop.is_epoch = not loop.is_step and contains_step
         forward_site = None if loop.forward else next(
             (site for site in loop.calls if self._callee_forwards(site)), None
@@ -732,29 +809,45 @@ class _Resolver:
             runs_model or (loop.data_source and loop.tensor_work)
         )
         loop.because_loop = nested_step if contains_step else None
+        loop.steps_in_call = step_call is not None
         if loop.is_step:
-            loop.because_site = None if loop.steps_here or timing_step else train_site
+            loop.because_site = step_call if step_call is not None else (
+                None if loop.steps_here or timing_step else train_site
+            )
         elif loop.is_epoch:
             loop.because_site = step_site
         else:
             loop.because_site = forward_site if loop.is_eval else None
 
     def _callee_trains(self, site: CallSite) -> bool:
-        local = self.by_key.get(site.callee)
+        local = self.by_key.get(self._key(site.callee))
         if local:
             return any(fn.trains_transitively for fn in local)
-        known = self.external.get(site.callee)
+        known = self.external.get(self._key(site.callee))
         return known is not None and known.trains
 
+    def _key(self, callee: str) -> str:
+        found = self._keys.get(callee)
+        if found is None:
+            found = self._keys[callee] = resolve_key(callee, self.by_key, self.external)
+        return found
+
+    def _callee_steps(self, site: CallSite) -> bool:
+        local = self.by_key.get(self._key(site.callee))
+        if local:
+            return any(fn.steps_transitively for fn in local)
+        known = self.external.get(self._key(site.callee))
+        return known is not None and known.steps
+
     def _callee_forwards(self, site: CallSite) -> bool:
-        local = self.by_key.get(site.callee)
+        local = self.by_key.get(self._key(site.callee))
         return bool(local) and any(fn.forwards_transitively for fn in local)
 
     def _callee_has_step_loop(self, site: CallSite) -> bool:
-        local = self.by_key.get(site.callee)
+        local = self.by_key.get(self._key(site.callee))
         if local:
             return any(fn.has_step_loop for fn in local)
-        known = self.external.get(site.callee)
+        known = self.external.get(self._key(site.callee))
         return known is not None and known.has_step_loop
 
 
@@ -773,7 +866,10 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     functions = [fn for model in models for fn in model.functions]
     facts: dict[str, FunctionFacts] = {}
     for fn in functions:
-        mine = FunctionFacts(fn.trains_transitively, fn.has_step_loop, fn.heat, function_trace(fn))
+        mine = FunctionFacts(
+            fn.trains_transitively, fn.has_step_loop, fn.heat, fn.steps_transitively, fn.accelerated,
+            function_trace(fn),
+        )
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.
     facts.update((ELSEWHERE + dotted, facts[key]) for dotted, key in defined_once(functions).items())
@@ -782,6 +878,7 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
 
 # Key prefix of a function known under exactly one import root, for callers under another root.
 ELSEWHERE = "*:"
+_LIBRARY_ROOTS = frozenset({"torch", "numpy", "np", "os", "sys", "math", "time"})
 
 
 def root_token(import_root: str) -> str:
@@ -801,20 +898,42 @@ def defined_once(functions: list[FunctionInfo]) -> dict[str, str]:
     return {dotted: next(iter(keys)) for dotted, keys in roots_of.items() if len(keys) == 1}
 
 
+def _spellings(callee: str) -> list[str]:
+    """The dotted names a callee may be known by elsewhere: its own, then (for `util.misc.f`
+    imported through a folder without `__init__.py`, a namespace package keyed `misc`) each
+    shorter `module.function` suffix. Library names are only ever themselves."""
+    dotted = unrooted(callee)
+    parts = dotted.split(".")
+    if parts[0] in _LIBRARY_ROOTS:
+        return [dotted]
+    return [dotted, *(".".join(parts[start:]) for start in range(1, len(parts) - 1))]
+
+
 def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> dict[str, str]:
     """`from pkg.engine import step` in scripts/train.py, a script folder of its own, names the
     package module beside it: a call to a key defined under no root's that name is pointed at the
-    one function defined with that dotted name under another root. Two candidates (two `main.py`
-    in two script folders): no link, since guessing would share heat between unrelated scripts.
-    Returns the dotted names defined under exactly one root."""
+    one function defined with that dotted name (or the longest suffix of it) under another root.
+    Two candidates (two `main.py` in two script folders): no link, since guessing would share heat
+    between unrelated scripts. Returns the dotted names defined under exactly one root."""
     unique = defined_once(functions)
     defined = {fn.key for fn in functions}
     for site in sites:
         if site.callee not in defined:
-            key = unique.get(unrooted(site.callee))
+            key = next((unique[name] for name in _spellings(site.callee) if name in unique), None)
             if key is not None:
                 site.callee = key
     return unique
+
+
+def resolve_key(callee: str, *known: Mapping[str, object]) -> str:
+    """The key under which `callee` is known in `known`: itself, else the project's link to
+    another root (`ELSEWHERE` entries, see `link_across_roots`)."""
+    if any(callee in table for table in known):
+        return callee
+    for name in _spellings(callee):
+        if any(ELSEWHERE + name in table for table in known):
+            return ELSEWHERE + name
+    return callee
 
 
 def absolute_name(name: str, module: str) -> str:

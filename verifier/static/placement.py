@@ -37,6 +37,9 @@ class Origin(enum.Enum):
     BATCH = "a batch from a data source"
     FACTORY = "created on the host by a torch factory"
     HOST = "built in host memory"
+    # `torch.tensor(rewards)`: a host copy of data that arrived on the host. Moving it as a whole
+    # is unavoidable (neither VP102 nor VP104); slices and stacks of it are host batches.
+    DATA = "host data put in a tensor"
 
 
 # Factories that allocate on the CPU unless given `device=`; `*_like` follow their input instead.
@@ -49,6 +52,8 @@ HOST_FACTORIES = frozenset(
 )
 # Always host memory; `torch.as_tensor(t)` is left out: it keeps a CUDA tensor where it is.
 _FROM_HOST = frozenset({"torch.from_numpy", "torch.frombuffer"})
+# Factories that copy the data they are given rather than making it from a shape.
+_FROM_DATA = frozenset({"torch.tensor"})
 _JOINS = frozenset(
     {"torch.stack", "torch.cat", "torch.concat", "torch.concatenate", "torch.vstack", "torch.hstack",
      "torch.nn.utils.rnn.pad_sequence"}
@@ -62,6 +67,16 @@ _SAME_PLACE_METHODS = frozenset(
 _TO_HOST_METHODS = frozenset({"pin_memory", "cpu"})
 _NEXT_BATCH_METHODS = frozenset({"next_batch", "get_batch", "next"})
 _DATA_ITERATOR = re.compile(r"loader|batches|iter", re.IGNORECASE)
+
+
+def _is_literal(node: cst.BaseExpression) -> bool:
+    if type(node) in (cst.Integer, cst.Float):
+        return True
+    if type(node) is cst.UnaryOperation:
+        return _is_literal(node.expression)
+    if type(node) in (cst.List, cst.Tuple):
+        return all(_is_literal(e.value) for e in node.elements)
+    return False
 
 
 class HostData(Tracker):
@@ -117,7 +132,7 @@ class HostData(Tracker):
             return Origin.BATCH if self.origin_of(node.value) is Origin.BATCH else None
         if type(node) is cst.Subscript:
             inner = self.origin_of(node.value)
-            return Origin.HOST if inner is Origin.FACTORY else inner
+            return Origin.HOST if inner in (Origin.FACTORY, Origin.DATA) else inner
         if type(node) is cst.Call:
             return self._origin_of_call(node)
         return None
@@ -132,6 +147,10 @@ class HostData(Tracker):
     def _origin_of_call(self, call: cst.Call) -> Origin | None:
         qualified = self._imports.call_name(call) or ""
         if qualified in HOST_FACTORIES:
+            if qualified in _FROM_DATA and not self._is_made_here(call):
+                # `torch.tensor(reward)`: data of unknown origin (an environment's output, a
+                # parameter) arrives on the host and must be copied; the device could not make it.
+                return Origin.DATA if self._made_on_host(call) else None
             return Origin.FACTORY if self._made_on_host(call) else None
         if qualified in _FROM_HOST:
             return Origin.HOST if self._made_on_host(call) else None
@@ -149,6 +168,14 @@ class HostData(Tracker):
         if method in _SAME_PLACE_METHODS:
             return self.origin_of(receiver(call))
         return None
+
+    def _is_made_here(self, call: cst.Call) -> bool:
+        """`torch.tensor([1, 2])`, `torch.tensor(float(n))`, `torch.tensor(np.ones(k))`: literals,
+        Python numbers or NumPy values computed in this code, which the device could make itself."""
+        first = positional_arg(call, 0)
+        if first is None:
+            return False
+        return _is_literal(first.value) or self._facts.kind_of(first.value) in (Kind.NUMBER, Kind.NUMPY)
 
     def _made_on_host(self, call: cst.Call) -> bool:
         if has_star_args(call):

@@ -55,6 +55,8 @@ class Rule:
     # A preview rule has not yet reached lenient precision 0.95 on real code: it runs only when
     # preview is enabled (`--preview`, `preview = true`), as ruff's preview rules do.
     preview: ClassVar[bool] = False
+    # Codes whose finding at the same node this rule's finding replaces (one call, one finding).
+    supersedes: ClassVar[tuple[str, ...]] = ()
     # Text without any of these cannot produce this rule's finding: the rule skips the file, and
     # a file that mentions no rule's tokens is not even parsed. Every rule states its own.
     tokens: ClassVar[tuple[str, ...]]

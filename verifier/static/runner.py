@@ -16,7 +16,7 @@ from verifier.static.discovery import discover
 from verifier.static.engine import (
     FileResult, ModuleAnalysis, number_lines_again, timeout_message, unanalysable_result,
 )
-from verifier.static.heat import FunctionFacts, project_facts, resolve_project
+from verifier.static.heat import FunctionFacts, project_facts, resolve_key, resolve_project
 from verifier.static.parallel import AnalysisPool, shared_pool
 
 
@@ -235,6 +235,6 @@ def _number_traced_files(
 
 def _facts_digest(analysis: ModuleAnalysis, project: dict[str, FunctionFacts]) -> str:
     """What this file's re-analysis depends on: the project's facts about the functions it touches."""
-    touched = set(analysis.local_facts) | {site.callee for site in analysis.heat.call_sites}
+    touched = set(analysis.local_facts) | {resolve_key(site.callee, project) for site in analysis.heat.call_sites}
     relevant = sorted((key, project[key]) for key in touched if key in project)
     return hashlib.sha256(repr(relevant).encode()).hexdigest()[:16]

@@ -80,7 +80,10 @@ def destination(node: cst.BaseExpression, imports: ImportTable) -> bool | None:
         if qualified == "torch.device":
             first = positional_arg(node, 0) or keyword_arg(node, "type")
             return destination(first.value, imports) if first is not None else None
-        return True if qualified.startswith("torch.cuda.") else None
+        if qualified.startswith("torch.cuda."):
+            return True
+        # `dist_util.dev()`, `get_device()`: a helper whose name says it returns a device.
+        return True if _names_a_device(terminal_name(node.func)) and not node.args else None
     if type(node) in (cst.Name, cst.Attribute):
         if (imports.qualified_name(node) or "").startswith("torch."):
             return False  # torch.float16, torch.long: a dtype cast, not a copy
@@ -90,6 +93,13 @@ def destination(node: cst.BaseExpression, imports: ImportTable) -> bool | None:
         if name in _DEVICE_NAMES or any(word in name for word in _DEVICE_WORDS):
             return True
     return None
+
+
+def _names_a_device(name: str | None) -> bool:
+    lowered = (name or "").lower()
+    if not lowered or "cpu" in lowered:
+        return False
+    return lowered in _DEVICE_NAMES or any(word in lowered for word in _DEVICE_WORDS)
 
 
 def is_module(node: cst.BaseExpression, facts: NameFacts) -> bool:

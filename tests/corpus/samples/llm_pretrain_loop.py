@@ -72,7 +72,7 @@ def train(model, optimizer, data_dir, max_steps, grad_accum_steps=8, eval_interv
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         lossf = loss.item() * grad_accum_steps  # expect: VP201[MEDIUM]
-        smoothed = 0.9 * smoothed + 0.1 * loss.item() * grad_accum_steps  # expect: VP201[MEDIUM], VP202[LOW]
+        smoothed = 0.9 * smoothed + 0.1 * loss.item() * grad_accum_steps  # expect: VP202[LOW]
         synchronize()  # expect: VP203[LOW]
         dt = time.time() - t0
         print(f"step {step} | loss {lossf:.4f} | norm {norm:.3f} | {dt * 1000:.1f} ms")  # expect: VP201[MEDIUM]

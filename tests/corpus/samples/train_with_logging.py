@@ -33,7 +33,7 @@ def fit(model, loader, optimizer, criterion, epochs, device, log_every=50):
             writer.add_scalar("train/loss", loss, global_step)  # expect: VP501[LOW]
             wandb.log({"train/loss": loss, "epoch": epoch}, step=global_step)  # expect: VP501[LOW]
             progress.set_postfix(loss=loss.item())  # expect: VP201[MEDIUM]
-            step_losses.append(loss.item())  # expect: VP201[MEDIUM], VP202[LOW], VP402[LOW]
+            step_losses.append(loss.item())  # expect: VP202[LOW], VP402[LOW]
             acc = batch_accuracy(outputs, targets)
             if global_step % log_every == 0:
                 logger.info("step %d loss %s acc %.3f", global_step, loss, acc)

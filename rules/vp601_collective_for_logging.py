@@ -1,0 +1,381 @@
+"""VP601 collective-for-logging: a collective every step for a number that is only logged."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.distributed import OBJECT_COLLECTIVES, collective_name, collective_output
+from verifier.static.guards import GuardedRule
+from verifier.static.heat import Where
+from verifier.static.names import ImportTable, method_name, receiver, terminal_name
+from verifier.static.rule import Invalid
+
+# Calls that only record or show a value: printing, loggers, writers, meters, histories.
+_RECORDS = re.compile(
+    r"^print|^log$|^log_(?!softmax|prob|sigmoid|det|sum|cosh|normal)|_log$|logger|^write|add_scalar|^update$|"
+    r"^append$|^extend$|set_postfix|set_description|^info$|^debug$|^warn|^format$|^str$|^repr$|record|^track",
+    re.IGNORECASE,
+)
+_READS = frozenset({"item", "tolist", "numpy", "cpu"})
+_PYTHON_NUMBERS = frozenset({"float", "int", "bool", "round", "abs", "min", "max", "sum", "len"})
+_TENSOR_MATHS = frozenset({"torch", "torch.nn.functional", "torch.linalg", "math"})
+_HOST_READ_USES = frozenset({"read", "log", "control", "return-host"})
+# How a use passes its value on: reading into Python keeps the purpose of the outer use.
+_AFTER_READ = {"derive": "read", "log": "log", "control": "control", "return": "return-host", "read": "read"}
+
+
+@dataclass(eq=False)
+class _Collective:
+    call: cst.Call
+    where: Where
+    guarded: bool
+    how: str
+    uses: set[str] = field(default_factory=set)
+
+
+@dataclass(eq=False)
+class _Scope:
+    collectives: list[_Collective] = field(default_factory=list)
+    # Names holding a collective's result: (collective, whether the value is on the host).
+    tracked: dict[str, tuple[_Collective, bool]] = field(default_factory=dict)
+    by_call: dict[int, _Collective] = field(default_factory=dict)
+
+
+class CollectiveForLogging(GuardedRule):
+    code = "VP601"
+    name = "collective-for-logging"
+    category = Category.DISTRIBUTED
+    severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None, eval=None)
+    summary = (
+        "Finds a collective (`dist.all_reduce`, `all_gather`, `all_gather_object`, `accelerator.gather`) "
+        "that runs every step on a value that is then only read on the host: logged, printed, or used "
+        "as a flag."
+    )
+    why = (
+        "A collective is a rendezvous: every rank waits for the slowest, and reading the result back "
+        "(`.item()`, `print`) also waits for all the work queued before it. For a metric that is only "
+        "logged this buys a number nobody needs on every step; for a \"stop now?\" flag it turns every "
+        "step into a cross-rank sync. Outside a log interval the cost is paid on every step."
+    )
+    example = """\
+for step, (x, y) in enumerate(loader):
+    loss = criterion(ddp_model(x), y)
+    loss.backward()
+    optimizer.step()
+    dist.all_reduce(loss, op=dist.ReduceOp.AVG)
+    print(f"step {step}: loss {loss.item():.4f}")
+"""
+    use_instead = """\
+for step, (x, y) in enumerate(loader):
+    loss = criterion(ddp_model(x), y)
+    loss.backward()
+    optimizer.step()
+    if step % log_every == 0:
+        logged = loss.detach().clone()
+        dist.all_reduce(logged, op=dist.ReduceOp.AVG)
+        print(f"step {step}: loss {logged.item():.4f}")
+"""
+    fix = (
+        "Reduce only under the log interval (`if step % log_every == 0:`), or log the local value of "
+        "rank 0; decide stop flags without a per-step collective (a step budget known to every rank)."
+    )
+    tokens = ("all_reduce", "all_gather", "gather(", "reduce(", "gather_object", "gather_for_metrics")
+    references = (
+        "https://pytorch.org/docs/stable/distributed.html#collective-functions",
+        "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._scopes: list[_Scope] = [_Scope()]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.append(_Scope())
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._flush(self._scopes.pop())
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._flush(self._scopes[-1])
+
+    def visit_Call(self, node: cst.Call) -> None:
+        how = collective_name(node, self.context.imports)
+        if how is None:
+            return
+        scope = self._scopes[-1]
+        collective = _Collective(node, self.context.heat.where(), self.guarded, how)
+        scope.collectives.append(collective)
+        scope.by_call[id(node)] = collective
+        output = collective_output(node, how)
+        if type(output) is cst.Name:
+            scope.tracked[output.value] = (collective, how in OBJECT_COLLECTIVES)
+
+    def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        scope = self._scopes[-1]
+        if scope.collectives:
+            for statement in node.body:
+                self._statement(statement, scope)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._test(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._test(node.test)
+
+    def visit_For(self, node: cst.For) -> None:
+        scope = self._scopes[-1]
+        if scope.tracked:
+            _Uses(scope, self.context.imports).classify(node.iter, "other")
+
+    def _test(self, test: cst.BaseExpression) -> None:
+        scope = self._scopes[-1]
+        if scope.tracked:
+            _Uses(scope, self.context.imports).classify(test, "control")
+
+    def _statement(self, statement: cst.BaseSmallStatement, scope: _Scope) -> None:
+        uses = _Uses(scope, self.context.imports)
+        kind = type(statement)
+        if kind is cst.Assign or kind is cst.AnnAssign:
+            if statement.value is None:
+                return
+            flows = uses.classify(statement.value, "derive")
+            targets = [t.target for t in statement.targets] if kind is cst.Assign else [statement.target]
+            for target in targets:
+                if type(target) is cst.Name:
+                    _bind(scope, target.value, flows)
+                elif type(target) in (cst.Tuple, cst.List):
+                    for element in target.elements:
+                        if type(element.value) is cst.Name:
+                            scope.tracked.pop(element.value.value, None)
+        elif kind is cst.AugAssign:
+            flows = uses.classify(statement.value, "derive")
+            target = statement.target
+            if type(target) is cst.Name and target.value not in scope.tracked:
+                _bind(scope, target.value, flows)
+        elif kind is cst.Return:
+            if statement.value is not None:
+                uses.classify(statement.value, "return")
+        elif kind is cst.Expr:
+            uses.classify(statement.value, "other")
+        elif kind is cst.Assert:
+            uses.classify(statement.test, "control")
+
+    def _flush(self, scope: _Scope) -> None:
+        for collective in scope.collectives:
+            uses = collective.uses
+            if collective.guarded or "other" in uses or "return" in uses or not uses & _HOST_READ_USES:
+                continue
+            call = self.context.code_for(collective.call.func)
+            if "control" in uses:
+                message = f"`{call}(...)` {{often}} reduces a flag that the host then reads: a cross-rank sync every step"
+            else:
+                then = ", then the host reads it back" if uses & {"read", "return-host"} else ""
+                message = f"`{call}(...)` {{often}} for a value that is only logged: every rank waits for the slowest{then}"
+            self.report(collective.call, message, where=collective.where)
+
+    VALID = (
+        """\
+import torch.distributed as dist
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    if step % log_every == 0:
+        dist.all_reduce(loss, op=dist.ReduceOp.AVG)
+        print(f"step {step}: loss {loss.item():.4f}")
+""",
+        """\
+import torch.distributed as dist
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+        p.grad /= world_size
+    optimizer.step()
+""",
+        """\
+import torch.distributed as dist
+for epoch in range(epochs):
+    total = torch.zeros((), device="cuda")
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.detach()
+    dist.all_reduce(total)
+    print(f"epoch {epoch}: {total.item() / len(loader):.4f}")
+""",
+        """\
+import torch
+import torch.distributed as dist
+for x, y in loader:
+    outputs = model(x)
+    num_boxes = torch.as_tensor([float(len(y))], device="cuda")
+    dist.all_reduce(num_boxes)
+    num_boxes = torch.clamp(num_boxes / world_size, min=1).item()
+    loss = criterion(outputs, y, num_boxes)
+    loss.backward()
+    optimizer.step()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+import torch.distributed as dist
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    dist.all_reduce(loss, op=dist.ReduceOp.AVG)
+    print(f"step {step}: loss {loss.item():.4f}")
+""",
+            line=6,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+import torch
+import torch.distributed as dist
+done = False
+for step in range(max_steps):
+    loss = model(*next_batch()).mean()
+    loss.backward()
+    optimizer.step()
+    done = done or out_of_data()
+    flag = torch.tensor(int(done), device="cuda")
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    if flag.item():
+        break
+""",
+            line=10,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+from torch import distributed as dist
+for step, batch in enumerate(loader):
+    loss = model(batch).loss
+    loss.backward()
+    optimizer.step()
+    gathered = [None] * world_size
+    dist.all_gather_object(gathered, {"loss": loss.item()})
+    logger.info("losses %s", gathered)
+""",
+            line=7,
+            severity=Severity.MEDIUM,
+        ),
+    )
+
+
+def _bind(scope: _Scope, name: str, flows: list[tuple[_Collective, bool]]) -> None:
+    if flows:
+        collective, host = flows[0]
+        scope.tracked[name] = (collective, any(h for _, h in flows) or host)
+    else:
+        scope.tracked.pop(name, None)
+
+
+class _Uses:
+    """Classifies how one statement uses the tracked values: `log` (printed or recorded),
+    `read` (into Python), `control` (a branch), `return`, `derive` (flows into another name),
+    or `other` (fed to computation that may need it). Only run in scopes with a collective."""
+
+    def __init__(self, scope: _Scope, imports: ImportTable) -> None:
+        self.scope = scope
+        self.imports = imports
+        self.flows: list[tuple[_Collective, bool]] = []
+
+    def classify(self, node: cst.CSTNode, context: str) -> list[tuple[_Collective, bool]]:
+        self._visit(node, context)
+        return self.flows
+
+    def _use(self, collective: _Collective, context: str, host: bool) -> None:
+        if context == "return" and host:
+            context = "return-host"
+        collective.uses.add(context)
+        if context in ("derive", "read"):
+            self.flows.append((collective, host or context == "read"))
+
+    def _visit(self, node: cst.CSTNode, context: str) -> None:
+        kind = type(node)
+        if kind is cst.Name:
+            found = self.scope.tracked.get(node.value)
+            if found is not None:
+                self._use(found[0], context, found[1])
+            return
+        if kind is cst.Attribute:
+            self._visit(node.value, context)
+            return
+        if kind is cst.Call:
+            self._call(node, context)
+            return
+        if kind is cst.FormattedString:
+            for part in node.parts:
+                if type(part) is cst.FormattedStringExpression:
+                    self._visit(part.expression, "log")
+            return
+        if kind in (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp) and context not in (
+            "log", "derive"
+        ):
+            context = "other"
+        if kind is cst.BinaryOperation and type(node.operator) is cst.Modulo and type(node.left) in (
+            cst.SimpleString, cst.ConcatenatedString
+        ):
+            context = "log"
+        for child in node.children:
+            self._visit(child, context)
+
+    def _call(self, call: cst.Call, context: str) -> None:
+        collective = self.scope.by_call.get(id(call))
+        if collective is not None:
+            # A collective that returns its result (`accelerator.gather(t)`) is a tracked value
+            # here; one that writes into its argument is the collective itself.
+            if collective_output(call, collective.how) is None:
+                self._use(collective, context, collective.how in OBJECT_COLLECTIVES)
+            return
+        method = method_name(call)
+        owner = receiver(call)
+        func = terminal_name(call.func) or ""
+        if method in _READS and owner is not None and not call.args:
+            self._visit(owner, _AFTER_READ.get(context, "other"))
+            return
+        if type(call.func) is cst.Name and func in _PYTHON_NUMBERS:
+            inner = _AFTER_READ.get(context, "other") if func in ("float", "int", "bool") else context
+            for arg in call.args:
+                self._visit(arg.value, inner)
+            return
+        namespace = (self.imports.call_name(call) or "").rpartition(".")[0]
+        if namespace not in _TENSOR_MATHS and _RECORDS.search(func):
+            self._visit(call.func, "other")
+            for arg in call.args:
+                self._visit(arg.value, "log")
+            return
+        if owner is not None and type(owner) is not cst.Call and method and method.endswith("_"):
+            # `t.div_(world_size)`: the tracked tensor is updated in place, not used.
+            for arg in call.args:
+                self._visit(arg.value, context)
+            return
+        if namespace in _TENSOR_MATHS or (method is not None and context != "other" and _is_value_method(method)):
+            self._visit(call.func, context)
+            for arg in call.args:
+                self._visit(arg.value, context)
+            return
+        self._visit(call.func, "other")
+        for arg in call.args:
+            self._visit(arg.value, "other")
+
+
+_VALUE_METHODS = frozenset(
+    {"mean", "sum", "max", "min", "detach", "float", "double", "clone", "div", "mul", "sqrt", "exp",
+     "log", "abs", "clamp", "squeeze", "flatten", "view", "reshape", "to", "tolist", "item", "cpu",
+     "numpy", "values", "keys", "items", "get", "join", "format"}
+)
+
+
+def _is_value_method(method: str) -> bool:
+    return method in _VALUE_METHODS

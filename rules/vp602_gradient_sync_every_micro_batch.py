@@ -1,0 +1,296 @@
+"""VP602 gradient-sync-every-micro-batch: DDP/FSDP all-reduce gradients on every accumulation step."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.distributed import wrapper_kind
+from verifier.static.guards import steps_an_optimizer
+from verifier.static.heat import Where
+from verifier.static.names import method_name
+from verifier.static.rule import Invalid, Rule
+from verifier.static.walk import iter_descendants
+
+_COMMENT = re.compile(r"#[^\n]*")
+# Any of these in the function's code is one of the correct forms (or a wrapper around them):
+# `model.no_sync()`, `model.require_backward_grad_sync = ...`, `fabric.no_backward_sync(model)`,
+# `accelerator.accumulate(model)`, FSDP2's `model.set_requires_gradient_sync(False)`.
+_SKIPS_SYNC = ("no_sync", "require_backward_grad_sync", "no_backward_sync", ".accumulate(", "set_requires_gradient_sync")
+# DeepSpeed runs its own accumulation boundary behind `accelerator.backward` / `engine.backward`.
+_OWN_ACCUMULATION = ("deepspeed",)
+_FIX = {
+    "DDP": "Wrap the micro-batches before the last in `with model.no_sync():` (or set `model.require_backward_grad_sync`).",
+    "FSDP": "Wrap the micro-batches before the last in `with model.no_sync():`.",
+    "FSDP2": "Call `model.set_requires_gradient_sync(False)` before the micro-batches and `True` before the last one.",
+    "Accelerate": "Run each micro-batch under `with accelerator.accumulate(model):` and step unconditionally inside it.",
+}
+
+
+class GradientSyncEveryMicroBatch(Rule):
+    code = "VP602"
+    name = "gradient-sync-every-micro-batch"
+    category = Category.DISTRIBUTED
+    severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None, eval=None)
+    summary = (
+        "Finds gradient accumulation (backward on every micro-batch, an optimizer step only every N) on a "
+        "model wrapped in DistributedDataParallel, FSDP or by Accelerate, without `no_sync()` / "
+        "`require_backward_grad_sync` / `set_requires_gradient_sync(False)` / `accelerator.accumulate()`."
+    )
+    why = (
+        "DDP all-reduces (FSDP reduce-scatters) the gradients during every backward. Under gradient "
+        "accumulation only the sum after the last micro-batch is used, so with N micro-batches per step "
+        "N-1 of the gradient collectives move the whole model's gradients over the interconnect for "
+        "nothing. DDP overlaps them with the backward only in part: every micro-batch's backward ends "
+        "waiting for its last gradient buckets."
+    )
+    example = """\
+model = DDP(model, device_ids=[local_rank])
+for step in range(max_steps):
+    for micro_step in range(accum_steps):
+        loss = model(*next_batch()) / accum_steps
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+"""
+    use_instead = """\
+model = DDP(model, device_ids=[local_rank])
+for step in range(max_steps):
+    for micro_step in range(accum_steps):
+        last = micro_step == accum_steps - 1
+        with contextlib.nullcontext() if last else model.no_sync():
+            loss = model(*next_batch()) / accum_steps
+            loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+"""
+    fix = _FIX["DDP"]
+    tokens = ("DistributedDataParallel", "DDP", "FullyShardedDataParallel", "fully_shard", "prepare(")
+    references = (
+        "https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#torch.nn.parallel.DistributedDataParallel.no_sync",
+        "https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html",
+        "https://huggingface.co/docs/accelerate/usage_guides/gradient_accumulation",
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # Where a model is wrapped: function key ("" at module level) -> the wrapper's kind.
+        self._wrappers: dict[str, str] = {}
+        self._backwards: list[tuple[cst.Call, Where, bool]] = []
+        # Loops with an `if (i + 1) % accum == 0: optimizer.step()`: the flat accumulation form.
+        self._cadence_loops: set[int] = set()
+        self._cadence_ifs = 0
+        self._cadences: dict[int, bool] = {}
+
+    def _is_cadence(self, node: cst.If) -> bool:
+        known = self._cadences.get(id(node))
+        if known is None:
+            known = self._cadences[id(node)] = _is_update_cadence(node)
+        return known
+
+    def visit_If(self, node: cst.If) -> None:
+        cadence = self._is_cadence(node)
+        self._cadence_ifs += cadence
+        if cadence:
+            loop = self.context.heat.where().innermost_loop
+            if loop is not None:
+                self._cadence_loops.add(id(loop))
+
+    def leave_If(self, node: cst.If) -> None:
+        self._cadence_ifs -= self._is_cadence(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        kind = wrapper_kind(node, self.context.imports)
+        if kind is not None:
+            function = self.context.heat.where().function
+            self._wrappers.setdefault(function.key if function is not None else "", kind)
+        if method_name(node) == "backward" or self.context.imports.call_name(node) == "torch.autograd.backward":
+            where = self.context.heat.where()
+            if where.loops:
+                self._backwards.append((node, where, self._cadence_ifs > 0))
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if not self._wrappers or not self._backwards or self.context.mentions_in_code(*_OWN_ACCUMULATION):
+            return
+        for call, where, in_cadence in self._backwards:
+            wrapper = self._wrapper_for(where)
+            if wrapper is not None and not in_cadence and self._accumulates(where) and not self._skips_sync(where):
+                self.report(
+                    call,
+                    f"under gradient accumulation this backward synchronises the {wrapper} gradients on every "
+                    "micro-batch; only the last one before the optimizer step needs to",
+                    where=where,
+                    fix=_FIX[wrapper],
+                )
+
+    def _wrapper_for(self, where: Where) -> str | None:
+        """The model is wrapped in the backward's own function, in a method of the same class
+        (`self.ddp_model = DDP(...)` in `__init__`), or at module level."""
+        if where.function is None:
+            return self._wrappers.get("")
+        key = where.function.key
+        found = self._wrappers.get(key)
+        if found is None and "self" in where.function.params:
+            owner = key.rsplit(".", 1)[0] + "."
+            found = next((kind for where_key, kind in self._wrappers.items() if where_key.startswith(owner)), None)
+        return found or self._wrappers.get("")
+
+    def _skips_sync(self, where: Where) -> bool:
+        """One of the correct forms in the backward's own function (or module, outside functions)."""
+        function = where.function
+        if function is None or function.node is None:
+            return self.context.mentions_in_code(*_SKIPS_SYNC)
+        code = _COMMENT.sub("", self.context.code_for(function.node))
+        return any(token in code for token in _SKIPS_SYNC)
+
+    def _accumulates(self, where: Where) -> bool:
+        """The optimizer steps in a loop around the backward's loop (a micro-batch loop), or on
+        an `i % accum` cadence inside the same loop."""
+        inner = where.loops[-1]
+        if inner.steps_here:
+            return id(inner) in self._cadence_loops
+        return any(loop.steps_here for loop in where.loops[:-1])
+
+    VALID = (
+        """\
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+model = DDP(model, device_ids=[local_rank])
+for step in range(max_steps):
+    for micro_step in range(accum_steps):
+        model.require_backward_grad_sync = micro_step == accum_steps - 1
+        loss = model(*get_batch()) / accum_steps
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+""",
+        """\
+import contextlib
+from torch.nn.parallel import DistributedDataParallel
+
+model = DistributedDataParallel(model, device_ids=[rank])
+for i, (x, y) in enumerate(loader):
+    context = model.no_sync() if (i + 1) % accum_steps else contextlib.nullcontext()
+    with context:
+        (criterion(model(x), y) / accum_steps).backward()
+    if (i + 1) % accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """\
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(model(**batch).loss)
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """\
+from torch.distributed.fsdp import fully_shard
+
+fully_shard(model)
+for step in range(max_steps):
+    for micro_step in range(accum_steps):
+        model.set_requires_gradient_sync(micro_step == accum_steps - 1)
+        model(next_batch()).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+        """\
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+model = DDP(model, device_ids=[local_rank])
+for x, y in loader:
+    criterion(model(x), y).backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+        """\
+for step in range(max_steps):
+    for micro_step in range(accum_steps):
+        (model(*get_batch()) / accum_steps).backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+        """\
+model = fabric.setup(model)
+for i, batch in enumerate(loader):
+    with fabric.no_backward_sync(model, enabled=(i + 1) % accum != 0):
+        fabric.backward(model(batch).sum())
+    if (i + 1) % accum == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """\
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+model = DDP(model, device_ids=[local_rank])
+for step in range(max_steps):
+    for micro_step in range(accum_steps):
+        loss = model(*get_batch()) / accum_steps
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+""",
+            line=7,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+import torch
+
+model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
+for i, (x, y) in enumerate(loader):
+    loss = criterion(model(x.cuda()), y.cuda()) / accum_steps
+    scaler.scale(loss).backward()
+    if (i + 1) % accum_steps == 0:
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+""",
+            line=6,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+from torch.distributed.fsdp import fully_shard
+
+for layer in model.layers:
+    fully_shard(layer)
+fully_shard(model)
+for step in range(max_steps):
+    for micro_step in range(accum_steps):
+        model(next_batch()).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+            line=8,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for step, batch in enumerate(loader):
+    loss = model(**batch).loss / accum_steps
+    accelerator.backward(loss)
+    if step % accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+            line=4,
+            severity=Severity.MEDIUM,
+        ),
+    )
+
+
+def _is_update_cadence(node: cst.If) -> bool:
+    """`if (i + 1) % accum == 0: optimizer.step()`: the update every N micro-batches."""
+    if not any(type(n) is cst.BinaryOperation and type(n.operator) is cst.Modulo for n in (node.test, *iter_descendants(node.test))):
+        return False
+    return steps_an_optimizer(node.body)
