@@ -34,6 +34,7 @@ from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of, heat_
 from verifier.static.names import ImportTable
 from verifier.static.notebook import in_cell, is_notebook, read_notebook
 from verifier.static.rule import Candidate, Rule
+from verifier.static.trace_lines import source_lines
 from verifier.static.source import Source, UnreadableSource, read_source
 from verifier.static.suppression import INVALID_SUPPRESSION, UNUSED_SUPPRESSION, Suppressions, mentions_a_directive
 from verifier.static.tracker import Tracker
@@ -157,12 +158,15 @@ def analyze_file(
 
 def number_lines_again(path: str, heat: HeatModel, settings: Settings) -> bool:
     """Give a stored heat summary its lines when a trace in another file passes through it but
-    its own analysis did not compute them (nothing there looked hot on its own). Parses the
-    file once more; False (lines stay 0) when it cannot be read or no longer matches."""
+    its own analysis did not compute them (nothing there looked hot on its own): from Python's
+    line table of the file, else by analysing it once more. False (lines stay 0) when it cannot
+    be read or no longer matches."""
     try:
         source = read_notebook(path, settings.max_file_size)[0] if is_notebook(path) else read_source(
             path, settings.max_file_size
         )
+        if heat.number_lines_from(source_lines(source.text)):
+            return True
         with _TimeLimit(settings.file_timeout):
             fresh = analyze_source(path, source, (), settings, module_name_for(path), lines=True).heat
     except Exception:  # unreadable, changed or too slow now: the trace keeps line 0 there
@@ -248,8 +252,10 @@ def analyze_source(
         suppressions = Suppressions(source.text, source.lines())
         findings = _to_findings(path, source, module, judged, settings, suppressions, heat) if judged else []
         if (lines or heat.lends_trace()) and not heat.numbered:
-            # Another module's trace may pass through this one's calls and loops: they need lines.
-            heat.number_lines(_positions(module))
+            # Another module's trace may pass through this one's calls and loops: they need lines,
+            # from Python's line table where it agrees with the walk (far cheaper than positions).
+            if not heat.number_lines_from(source_lines(source.text)):
+                heat.number_lines(_positions(module))
     except RecursionError:
         # Python accepts a few expression shapes (e.g. `a + a + ... + a`) deeper than code can recurse.
         raise UnreadableSource("code nested too deeply to analyse", unanalysable=True) from None

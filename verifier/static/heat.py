@@ -35,6 +35,7 @@ from verifier.findings import Heat, TraceStep
 from verifier.static.framework_hooks import hook_reason, hooks_of_class, ignite_handler_heat
 from verifier.static.names import ImportTable, dotted_name, method_name, receiver, terminal_name
 from verifier.static.torch_api import returns_tensor
+from verifier.static.trace_lines import SourceLines
 from verifier.static.walk import iter_descendants
 
 _MODEL_NAMES = frozenset(
@@ -179,6 +180,11 @@ class HeatModel:
         self._path = path
         # Call sites with their nodes, until `number_lines` gives each its line.
         self._site_nodes: list[tuple[CallSite, cst.Call]] = []
+        # Walk order of loops and of every call (sites keep their call's ordinal): with Python's
+        # own line table (`trace_lines`) they number a summary without libcst positions.
+        self._loop_order: list[LoopInfo] = []
+        self._calls_seen = 0
+        self._site_ordinals: list[tuple[CallSite, int]] = []
         self.numbered = False
         self._functions: dict[str, list[FunctionInfo]] = {}
         self._all_functions: list[FunctionInfo] = []
@@ -264,6 +270,7 @@ class HeatModel:
             node, parent, data_source=bool(header) and header != "while True", retry=_is_retry_loop(node),
             path=self._path, header=header,
         )
+        self._loop_order.append(info)
         if parent is not None:
             parent.nested.append(info)
             for outer in loops:
@@ -327,6 +334,8 @@ class HeatModel:
                     self._dataloader_names.add(name)
 
     def on_call(self, call: cst.Call) -> None:
+        ordinal = self._calls_seen
+        self._calls_seen = ordinal + 1
         qualified = self._imports.call_name(call)
         function = self._function_stack[-1] if self._function_stack else None
         loops = self._loop_stack[-1]
@@ -360,6 +369,7 @@ class HeatModel:
             foreign = not callee.startswith(f"{self._module}.")
             site = CallSite(callee, self.where(), self.guard_probe(), self.accelerated, foreign)
             self._site_nodes.append((site, call))
+            self._site_ordinals.append((site, ordinal))
             if function is not None:
                 function.calls.append(site)
             else:
@@ -519,6 +529,22 @@ class HeatModel:
         for fn in self._all_functions:
             if fn.hook and fn.node is not None and fn.node in positions:
                 fn.line = positions[fn.node].start.line
+
+    def number_lines_from(self, lines: SourceLines | None) -> bool:
+        """Give loops, call sites and hooks their lines from Python's line table of the same
+        source; False (nothing changed) when its loops, calls or definitions do not match the walk."""
+        if lines is None or (len(lines.loops), len(lines.calls), len(lines.defs)) != (
+            len(self._loop_order), self._calls_seen, len(self._all_functions)
+        ):
+            return False
+        for loop, line in zip(self._loop_order, lines.loops):
+            loop.line = line
+        for site, ordinal in self._site_ordinals:
+            site.line = lines.calls[ordinal]
+        for fn, line in zip(self._all_functions, lines.defs):
+            fn.line = line
+        self.numbered = True
+        return True
 
     def copy_lines(self, other: HeatModel) -> bool:
         """Take the lines of `other`, a model of the same source built by the same walk."""
