@@ -251,9 +251,10 @@ def analyze_source(
         judged = [_judge(candidate, heat) for rule in active for candidate in rule.candidates]
         suppressions = Suppressions(source.text, source.lines())
         findings = _to_findings(path, source, module, judged, settings, suppressions, heat) if judged else []
-        if (lines or heat.lends_trace()) and not heat.numbered:
-            # Another module's trace may pass through this one's calls and loops: they need lines,
+        if lines and not heat.numbered:
+            # Another module's trace passes through this one's calls and loops: they need lines,
             # from Python's line table where it agrees with the walk (far cheaper than positions).
+            # Without `lines` they wait until a trace needs them (`number_lines_again`).
             if not heat.number_lines_from(source_lines(source.text)):
                 heat.number_lines(_positions(module))
     except RecursionError:

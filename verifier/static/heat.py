@@ -565,14 +565,6 @@ class HeatModel:
     def _loops(self) -> list[LoopInfo]:
         return self._module_loops + [loop for fn in self._all_functions for loop in fn.loops]
 
-    def lends_trace(self) -> bool:
-        """Will heat traces likely end in this module? Where a loop is a step, epoch or eval
-        loop, its lines are worth computing with the analysis; a module a trace only passes
-        through is numbered when a trace needs it (`engine.number_lines_again`)."""
-        return any(loop.is_step or loop.is_epoch or loop.is_eval for loop in self._loops()) or any(
-            fn.hook for fn in self._all_functions
-        )
-
     def release_tree(self) -> None:
         """Drop references to syntax nodes so a summary outlives its parsed module cheaply."""
         # The probe is code, not data: a stored summary never carries it.
