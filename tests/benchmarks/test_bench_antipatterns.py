@@ -9,20 +9,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="the host-device stall needs a CUDA device")
 
 ROWS, WIDTH, BATCH = 10_000, 128, 256
 STEPS = 50
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One CPU thread: steadier timings on a shared machine, and the same setting every run."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")

@@ -14,19 +14,10 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 SAMPLES, BATCH = 4096, 64
 ROW = 256
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One CPU thread: steadier timings on a shared machine, and the same setting every run."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 class SmallImages(Dataset):

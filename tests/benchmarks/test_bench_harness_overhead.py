@@ -12,16 +12,7 @@ from verifier.dynamic.sync_counter import SyncCounter
 from verifier.reference_impl.presets import get_preset
 from verifier.reference_impl.session import build_session
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One CPU thread: steadier timings on a shared machine, and the same setting every run."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 
 @pytest.fixture(scope="module")

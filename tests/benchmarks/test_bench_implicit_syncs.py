@@ -12,19 +12,10 @@ import logging
 import pytest
 import torch
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 ELEMENTS = 1 << 20
 SCALARS = 16
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One CPU thread: steadier timings on a shared machine, and the same setting every run."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")
