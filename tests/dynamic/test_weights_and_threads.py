@@ -6,7 +6,7 @@ import pytest
 
 from verifier.dynamic.harness import HarnessOptions, HarnessUsageError, run_harness
 
-FAST = {"device": "cpu", "modes": ("fp32", "bf16"), "warmup": 1, "steps": 2, "repeats": 2, "max_repeats": 2, "sync_steps": 1}
+FAST = {"device": "cpu", "modes": ("fp32", "bf16"), "warmup": 1, "steps": 2, "repeats": 2, "max_repeats": 2, "sync_steps": 1, "accuracy_seeds": 0}
 
 
 def test_components_with_fresh_weights_are_verified(entry_fixtures):
