@@ -38,7 +38,8 @@ def add_harness_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGr
     parser.add_argument("--warmup", type=int, help="untimed warm-up steps per mode (default: the preset's)")
     parser.add_argument("--repeats", type=int, help="timed repeats per mode, at least (default: the preset's)")
     parser.add_argument(
-        "--max-repeats", type=int, help="more repeats while a speedup interval is wide, up to this (default: 4 x --repeats)"
+        "--max-repeats", type=int,
+        help="more repeats while a speedup interval is wide, up to this (default: 4 x --repeats on CUDA; on CPU, where the speedup is not judged, --repeats)"
     )
     parser.add_argument(
         "--time-budget", type=float, default=60.0, metavar="SECONDS",

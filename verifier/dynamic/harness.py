@@ -170,7 +170,10 @@ def run_harness(options: HarnessOptions, progress: ProgressCallback | None = Non
                 error=str(error),
             )
         handle = nvml.handle_for(device) if nvml is not None and device.type == "cuda" else None
-        budget = Budget(max_rounds=options.max_repeats or 4 * plan.counts.repeats, seconds=options.time_budget_s)
+        # Extra rounds buy a speedup verdict its power; on CPU the speedup is never judged, so
+        # there they are added only when --max-repeats asks for them.
+        default_rounds = 4 * plan.counts.repeats if device.type == "cuda" else plan.counts.repeats
+        budget = Budget(max_rounds=options.max_repeats or default_rounds, seconds=options.time_budget_s)
         if budget.max_rounds < plan.counts.repeats:
             raise HarnessUsageError("--max-repeats must be at least --repeats")
         with _cpu_threads(plan.cpu_threads):
