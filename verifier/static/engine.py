@@ -249,7 +249,7 @@ def analyze_source(
         walk(module, visitors, leavers)
         heat.resolve(external)
         judged = [_judge(candidate, heat) for rule in active for candidate in rule.candidates]
-        suppressions = Suppressions(source.text, source.lines())
+        suppressions = Suppressions(source.text, source.lines(), parsed=True)
         findings = _to_findings(path, source, module, judged, settings, suppressions, heat) if judged else []
         if lines and not heat.numbered:
             # Another module's trace passes through this one's calls and loops: they need lines,
