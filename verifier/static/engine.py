@@ -33,6 +33,7 @@ from verifier.static.facts import NameFacts
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of, heat_trace
 from verifier.static.names import ImportTable
 from verifier.static.notebook import in_cell, is_notebook, read_notebook
+from verifier.static.parse import parse_module
 from verifier.static.rule import Candidate, Rule
 from verifier.static.trace_lines import source_lines
 from verifier.static.source import Source, UnreadableSource, read_source
@@ -231,7 +232,7 @@ def analyze_source(
         if rejected is not None:
             raise rejected
     try:
-        module = cst.parse_module(source.text)
+        module = parse_module(source.text)
     except cst.ParserSyntaxError as error:
         raise _syntax_error(source.text, error) from None
     except RecursionError:
