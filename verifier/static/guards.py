@@ -144,29 +144,41 @@ class Guards(Tracker):
         self._frames: list[_Frame] = [_Frame()]
         self._if_of_body: dict[int, cst.If] = {}
         self._verdicts: dict[int, bool] = {}
+        # The answer for the current frame, asked at every call: kept until a function, loop
+        # or guarded body opens or closes (each `if`'s verdict never changes once known).
+        self._answer: bool | None = None
 
     @property
     def guarded(self) -> bool:
-        frame = self._frames[-1]
-        return any(frame.loops) or any(self._is_guard(node) for node in frame.open_ifs)
+        answer = self._answer
+        if answer is None:
+            frame = self._frames[-1]
+            answer = self._answer = any(frame.loops) or any(self._is_guard(node) for node in frame.open_ifs)
+        return answer
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._frames.append(_Frame())
+        self._answer = None
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._frames.pop()
+        self._answer = None
 
     def visit_For(self, node: cst.For) -> None:
         self._frames[-1].loops.append(False)
+        self._answer = None
 
     def leave_For(self, node: cst.For) -> None:
         self._frames[-1].loops.pop()
+        self._answer = None
 
     def visit_While(self, node: cst.While) -> None:
         self._frames[-1].loops.append(False)
+        self._answer = None
 
     def leave_While(self, node: cst.While) -> None:
         self._frames[-1].loops.pop()
+        self._answer = None
 
     def visit_If(self, node: cst.If) -> None:
         self._if_of_body[id(node.body)] = node
@@ -176,6 +188,7 @@ class Guards(Tracker):
         frame = self._frames[-1]
         if frame.loops and node.orelse is None and _leaves_iteration(node.body) and self._is_guard(node):
             frame.loops[-1] = True
+            self._answer = None
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._open_body(node)
@@ -193,10 +206,12 @@ class Guards(Tracker):
         owner = self._if_of_body.get(id(body))
         if owner is not None:
             self._frames[-1].open_ifs.append(owner)
+            self._answer = None
 
     def _close_body(self, body: cst.BaseSuite) -> None:
         if id(body) in self._if_of_body:
             self._frames[-1].open_ifs.pop()
+            self._answer = None
 
     def _is_guard(self, node: cst.If) -> bool:
         verdict = self._verdicts.get(id(node))
