@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from verifier.config import Settings
 from verifier.findings import Category, Finding, Heat, Severity, SeverityByHeat
@@ -34,6 +33,7 @@ from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of, heat_
 from verifier.static.names import ImportTable
 from verifier.static.notebook import in_cell, is_notebook, read_notebook
 from verifier.static.parse import parse_module
+from verifier.static.positions import positions as positions_of
 from verifier.static.rule import Candidate, Rule
 from verifier.static.trace_lines import source_lines
 from verifier.static.source import Source, UnreadableSource, read_source
@@ -262,7 +262,7 @@ def analyze_source(
             # from Python's line table where it agrees with the walk (far cheaper than positions).
             # Without `lines` they wait until a trace needs them (`number_lines_again`).
             if not heat.number_lines_from(source_lines(source.text)):
-                heat.number_lines(_positions(module))
+                heat.number_lines(positions_of(module))
     except RecursionError:
         # Python accepts a few expression shapes (e.g. `a + a + ... + a`) deeper than code can recurse.
         raise UnreadableSource("code nested too deeply to analyse", unanalysable=True) from None
@@ -508,7 +508,7 @@ def _to_findings(
     if not kept:
         return []
 
-    positions = _positions(module)
+    positions = positions_of(module)
     heat.number_lines(positions)
     lines = source.lines()
     built: list[tuple[type[Rule], Finding]] = []
@@ -572,21 +572,6 @@ def audit_suppressions(path: str, suppressions: Suppressions, rules: Sequence[ty
 
     found = suppressions.audit(path, rule_named, active, every_rule <= active)
     return [f for f in found if f.code in wanted and not _matches(f.code, f.name, ignored_here)]
-
-
-def _positions(module: cst.Module):
-    """Line and column of every node, from one code generation pass.
-
-    `MetadataWrapper.resolve(PositionProvider)` first runs a batched visit of the whole tree
-    for the (here, no) batchable providers, which costs as much again; the provider is asked
-    directly, and through the wrapper only if libcst ever changes that interface.
-    """
-    provider = PositionProvider()
-    try:
-        provider._gen_impl(module)
-        return provider._computed
-    except AttributeError:
-        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 def _matches(code: str, name: str, selectors: set[str]) -> bool:
