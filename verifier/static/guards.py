@@ -132,6 +132,9 @@ class _Frame:
     # The `if`s whose body the walk is in; whether each is a guard is asked only when needed.
     open_ifs: list[cst.If] = field(default_factory=list)
     loops: list[bool] = field(default_factory=list)
+    # Entry i, once asked: whether any of open_ifs[:i + 1] is a guard (the outer ones are not
+    # asked again for each call in an inner body).
+    guarded_ifs: list[bool] = field(default_factory=list)
 
 
 class Guards(Tracker):
@@ -153,7 +156,17 @@ class Guards(Tracker):
         answer = self._answer
         if answer is None:
             frame = self._frames[-1]
-            answer = self._answer = any(frame.loops) or any(self._is_guard(node) for node in frame.open_ifs)
+            answer = self._answer = any(frame.loops) or self._in_guarded_if(frame)
+        return answer
+
+    def _in_guarded_if(self, frame: _Frame) -> bool:
+        """`any(self._is_guard(node) for node in frame.open_ifs)`, resuming where the last ask
+        stopped: the same verdicts are asked, in the same order, each only once."""
+        known, ifs = frame.guarded_ifs, frame.open_ifs
+        answer = known[-1] if known else False
+        for node in ifs[len(known):]:
+            answer = answer or self._is_guard(node)
+            known.append(answer)
         return answer
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -210,7 +223,9 @@ class Guards(Tracker):
 
     def _close_body(self, body: cst.BaseSuite) -> None:
         if id(body) in self._if_of_body:
-            self._frames[-1].open_ifs.pop()
+            frame = self._frames[-1]
+            frame.open_ifs.pop()
+            del frame.guarded_ifs[len(frame.open_ifs):]
             self._answer = None
 
     def _is_guard(self, node: cst.If) -> bool:
