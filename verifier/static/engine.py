@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from verifier.config import Settings
 from verifier.findings import Category, Finding, Heat, Severity, SeverityByHeat
@@ -33,6 +32,8 @@ from verifier.static.facts import NameFacts
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of, heat_trace
 from verifier.static.names import ImportTable
 from verifier.static.notebook import in_cell, is_notebook, read_notebook
+from verifier.static.parse import parse_module
+from verifier.static.positions import positions as positions_of
 from verifier.static.rule import Candidate, Rule
 from verifier.static.trace_lines import source_lines
 from verifier.static.source import Source, UnreadableSource, read_source
@@ -101,8 +102,13 @@ class FileResult:
 
 @functools.cache
 def needed_tokens(rules: tuple[type[Rule], ...]) -> tuple[str, ...]:
-    """Any of these in a file's text means it must be parsed; none means nothing can be found."""
-    return tuple(sorted({t for rule in rules for t in rule.tokens} | set(HEAT_TOKENS)))
+    """Any of these in a file's text means it must be parsed; none means nothing can be found.
+
+    Ordered so that a file that must be parsed usually says so at the first test: `torch`, then
+    shorter tokens (more often present) first; each absent token costs a scan of the whole text.
+    """
+    tokens = {t for rule in rules for t in rule.tokens} | set(HEAT_TOKENS)
+    return tuple(sorted(tokens, key=lambda token: (token != "torch", len(token), token)))
 
 
 def _mentions_any(text: str, tokens: tuple[str, ...]) -> bool:
@@ -226,7 +232,7 @@ def analyze_source(
         if rejected is not None:
             raise rejected
     try:
-        module = cst.parse_module(source.text)
+        module = parse_module(source.text)
     except cst.ParserSyntaxError as error:
         raise _syntax_error(source.text, error) from None
     except RecursionError:
@@ -249,14 +255,14 @@ def analyze_source(
         walk(module, visitors, leavers)
         heat.resolve(external)
         judged = [_judge(candidate, heat) for rule in active for candidate in rule.candidates]
-        suppressions = Suppressions(source.text, source.lines())
+        suppressions = Suppressions(source.text, source.lines(), parsed=True)
         findings = _to_findings(path, source, module, judged, settings, suppressions, heat) if judged else []
         if lines and not heat.numbered:
             # Another module's trace passes through this one's calls and loops: they need lines,
             # from Python's line table where it agrees with the walk (far cheaper than positions).
             # Without `lines` they wait until a trace needs them (`number_lines_again`).
             if not heat.number_lines_from(source_lines(source.text)):
-                heat.number_lines(_positions(module))
+                heat.number_lines(positions_of(module))
     except RecursionError:
         # Python accepts a few expression shapes (e.g. `a + a + ... + a`) deeper than code can recurse.
         raise UnreadableSource("code nested too deeply to analyse", unanalysable=True) from None
@@ -497,7 +503,7 @@ def _to_findings(
     if not kept:
         return []
 
-    positions = _positions(module)
+    positions = positions_of(module)
     heat.number_lines(positions)
     lines = source.lines()
     built: list[tuple[type[Rule], Finding]] = []
@@ -561,21 +567,6 @@ def audit_suppressions(path: str, suppressions: Suppressions, rules: Sequence[ty
 
     found = suppressions.audit(path, rule_named, active, every_rule <= active)
     return [f for f in found if f.code in wanted and not _matches(f.code, f.name, ignored_here)]
-
-
-def _positions(module: cst.Module):
-    """Line and column of every node, from one code generation pass.
-
-    `MetadataWrapper.resolve(PositionProvider)` first runs a batched visit of the whole tree
-    for the (here, no) batchable providers, which costs as much again; the provider is asked
-    directly, and through the wrapper only if libcst ever changes that interface.
-    """
-    provider = PositionProvider()
-    try:
-        provider._gen_impl(module)
-        return provider._computed
-    except AttributeError:
-        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 def _matches(code: str, name: str, selectors: set[str]) -> bool:

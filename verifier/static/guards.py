@@ -132,6 +132,9 @@ class _Frame:
     # The `if`s whose body the walk is in; whether each is a guard is asked only when needed.
     open_ifs: list[cst.If] = field(default_factory=list)
     loops: list[bool] = field(default_factory=list)
+    # Entry i, once asked: whether any of open_ifs[:i + 1] is a guard (the outer ones are not
+    # asked again for each call in an inner body).
+    guarded_ifs: list[bool] = field(default_factory=list)
 
 
 class Guards(Tracker):
@@ -144,29 +147,51 @@ class Guards(Tracker):
         self._frames: list[_Frame] = [_Frame()]
         self._if_of_body: dict[int, cst.If] = {}
         self._verdicts: dict[int, bool] = {}
+        # The answer for the current frame, asked at every call: kept until a function, loop
+        # or guarded body opens or closes (each `if`'s verdict never changes once known).
+        self._answer: bool | None = None
 
     @property
     def guarded(self) -> bool:
-        frame = self._frames[-1]
-        return any(frame.loops) or any(self._is_guard(node) for node in frame.open_ifs)
+        answer = self._answer
+        if answer is None:
+            frame = self._frames[-1]
+            answer = self._answer = any(frame.loops) or self._in_guarded_if(frame)
+        return answer
+
+    def _in_guarded_if(self, frame: _Frame) -> bool:
+        """`any(self._is_guard(node) for node in frame.open_ifs)`, resuming where the last ask
+        stopped: the same verdicts are asked, in the same order, each only once."""
+        known, ifs = frame.guarded_ifs, frame.open_ifs
+        answer = known[-1] if known else False
+        for node in ifs[len(known):]:
+            answer = answer or self._is_guard(node)
+            known.append(answer)
+        return answer
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._frames.append(_Frame())
+        self._answer = None
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._frames.pop()
+        self._answer = None
 
     def visit_For(self, node: cst.For) -> None:
         self._frames[-1].loops.append(False)
+        self._answer = None
 
     def leave_For(self, node: cst.For) -> None:
         self._frames[-1].loops.pop()
+        self._answer = None
 
     def visit_While(self, node: cst.While) -> None:
         self._frames[-1].loops.append(False)
+        self._answer = None
 
     def leave_While(self, node: cst.While) -> None:
         self._frames[-1].loops.pop()
+        self._answer = None
 
     def visit_If(self, node: cst.If) -> None:
         self._if_of_body[id(node.body)] = node
@@ -176,6 +201,7 @@ class Guards(Tracker):
         frame = self._frames[-1]
         if frame.loops and node.orelse is None and _leaves_iteration(node.body) and self._is_guard(node):
             frame.loops[-1] = True
+            self._answer = None
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._open_body(node)
@@ -193,10 +219,14 @@ class Guards(Tracker):
         owner = self._if_of_body.get(id(body))
         if owner is not None:
             self._frames[-1].open_ifs.append(owner)
+            self._answer = None
 
     def _close_body(self, body: cst.BaseSuite) -> None:
         if id(body) in self._if_of_body:
-            self._frames[-1].open_ifs.pop()
+            frame = self._frames[-1]
+            frame.open_ifs.pop()
+            del frame.guarded_ifs[len(frame.open_ifs):]
+            self._answer = None
 
     def _is_guard(self, node: cst.If) -> bool:
         verdict = self._verdicts.get(id(node))

@@ -44,7 +44,9 @@ class Source:
 
     def lines(self) -> list[str]:
         """Lines as Python counts them (form feeds and other separators do not break lines)."""
-        return _LINE_BREAK.split(self.text)
+        text = self.text
+        # Without a carriage return the three line breaks are one: a plain split, at C speed.
+        return text.split("\n") if "\r" not in text else _LINE_BREAK.split(text)
 
 
 def read_bytes(path: str, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> bytes:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from verifier.findings import Category, Finding, Heat, Severity
+from verifier.static.comments import comments
 
 _DIRECTIVE = re.compile(
     r"#\s*(?:(?P<ours>verify-perf\s*:\s*ignore)(?:\[(?P<bracket>[^\]]*)\])?|noqa(?::\s*(?P<noqa>[\w\-, ]+))?)",
@@ -69,10 +70,11 @@ class Directive:
 class Suppressions:
     """The suppression comments of one file, consulted for every finding, then audited."""
 
-    def __init__(self, text: str, lines: list[str]) -> None:
+    def __init__(self, text: str, lines: list[str], parsed: bool = False) -> None:
+        """`parsed`: libcst accepted the text (its comments can then be found without the tokenizer)."""
         self.lines = lines
         self.by_line: dict[int, list[Directive]] = {}
-        for directive in _directives(text):
+        for directive in _directives(text, parsed):
             self.by_line.setdefault(directive.line, []).append(directive)
         self.suppressed: list[Finding] = []
         self._text = text
@@ -191,11 +193,11 @@ def mentions_a_directive(text: str) -> bool:
     return "noqa" in lowered or "verify-perf" in lowered
 
 
-def _directives(text: str) -> list[Directive]:
+def _directives(text: str, parsed: bool) -> list[Directive]:
     if not mentions_a_directive(text):
         return []
     found = []
-    for line, column, comment in _comments(text):
+    for line, column, comment in comments(text, parsed):
         for match in _DIRECTIVE.finditer(comment):
             listed = match.group("bracket") if match.group("bracket") is not None else match.group("noqa")
             entries = tuple(dict.fromkeys(c.strip().upper() for c in re.split(r"[,\s]+", listed or "") if c.strip()))
@@ -207,19 +209,6 @@ def _directives(text: str) -> list[Directive]:
                 entries=entries,
             ))
     return found
-
-
-def _comments(text: str) -> list[tuple[int, int, str]]:
-    """(line, 0-based column, text) of every comment; a `#` inside a string is not one."""
-    try:
-        return [
-            (token.start[0], token.start[1], token.string)
-            for token in tokenize.generate_tokens(io.StringIO(text).readline)
-            if token.type == tokenize.COMMENT
-        ]
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        # Text the tokenizer refuses was not analysed either; only a VP900 comes from it.
-        return []
 
 
 def _unknown(entry: str, rule_named: Callable[[str], str | None]) -> str:
