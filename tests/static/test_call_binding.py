@@ -315,3 +315,47 @@ def test_relative_imports_in_a_package_init_name_the_package(tmp_path):
         """,
     })
     assert findings(tmp_path, ("VP201",)) == [("heads.py", "VP201", 2, "LOW", "step")]
+
+
+def test_a_static_method_called_through_an_instance_binds_from_its_first_parameter(tmp_path):
+    write(tmp_path, {
+        "helpers.py": """
+            import torch
+
+
+            class Reducer:
+                @staticmethod
+                def scaled(count, value):
+                    return torch.tensor(value).cuda() / count
+        """,
+        "train.py": """
+            from helpers import Reducer
+
+
+            def train(reducer, loader):
+                for x in loader:
+                    loss = model(x.cuda(non_blocking=True))
+                    loss.backward()
+                    optimizer.step()
+                    reducer.scaled(4, loss.detach())
+
+
+            train(Reducer(), loader)
+        """,
+    })
+    # `count` gets the number, `value` a tensor (unknown to binding): nothing to report.
+    assert findings(tmp_path, ("VP104",)) == []
+
+
+def test_the_trace_names_the_called_instance_as_the_caller_calls_it(tmp_path):
+    write(tmp_path, {
+        "models/__init__.py": "from .matching import build\n\n\ndef build_model(args):\n    return build(args)\n",
+        "models/matching.py": CRITERION,
+        "engine.py": ENGINE,
+        "main.py": MAIN,
+    })
+    result = analyze_paths([str(tmp_path)], Settings(select=("VP201",)))
+    assert [(s.path.rsplit("/", 1)[-1], s.line, s.what) for f in result.findings for s in f.heat_trace] == [
+        ("engine.py", 5, "calls criterion()"),
+        ("engine.py", 3, "step loop: iterates loader, calls optimizer.step()"),
+    ]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from verifier.static.facts import Kind, NameFacts
+from verifier.static.facts import _TENSOR_METHODS, Kind, NameFacts
 from verifier.static.heat import (
     CallSite, ClassSummary, FunctionInfo, HeatModel, defined_once, unrooted,
 )
@@ -48,6 +48,17 @@ _LIBRARIES = frozenset(
      "transformers", "datasets", "wandb", "tqdm", "PIL", "scipy", "sklearn", "pandas", "jax", "gym",
      "gymnasium", "torchvision", "timm", "accelerate", "lightning", "pytorch_lightning", "dataclasses"}
 )
+
+
+# Methods of tensors, containers, strings and loggers: a receiver's call of one of these is not
+# bound to a project class (it would be a tensor's `.size()` far more often than anything else).
+_COMMON_METHODS = frozenset(
+    {"size", "numel", "dim", "stride", "item", "tolist", "numpy", "cpu", "chunk", "split", "narrow",
+     "items", "keys", "values", "get", "append", "extend", "pop", "clear", "add", "set", "update",
+     "insert", "remove", "copy", "sort", "index", "count", "join", "format", "lower", "upper", "strip",
+     "startswith", "endswith", "replace", "encode", "decode",
+     "info", "debug", "warning", "warn", "error", "exception", "critical", "log", "add_argument"}
+) | _TENSOR_METHODS
 
 
 class Bindings:
@@ -120,8 +131,8 @@ class Bindings:
         func = call.func
         if type(func) is cst.Attribute:
             owner = func.value
-            if type(owner) is cst.Name and owner.value == "self":
-                return None  # `self.method()`: the heat model names it already
+            if (type(owner) is cst.Name and owner.value == "self") or func.attr.value in _COMMON_METHODS:
+                return None  # `self.method()` the heat model names; a `.size()` is no project method
             term = self._symbolic(owner)
             return (term, func.attr.value) if term is not None else None
         if type(func) is cst.Name:
@@ -273,6 +284,8 @@ class _Project:
         self._class_keys: dict[str, str | None] = {}
         # Sites whose target does not depend on any value (no receiver to read), found once.
         self._fixed: list[tuple[CallSite, tuple[str, int]]] | None = None
+        self._fixed_calls: dict[str, list[tuple[CallSite, int]]] = {}
+        self._received: list[CallSite] = []
         self.targets: list[tuple[CallSite, tuple[str, int]]] = []
 
     # --- keys ---
@@ -320,23 +333,27 @@ class _Project:
             found = self.method_of(receiver[1], method)
             if found is None and method == "__call__":
                 found = self.method_of(receiver[1], "forward")  # an nn.Module's call runs forward
-            return (found, 1) if found is not None else None
+            return (found, self._skipped(found, True)) if found is not None else None
         key = self.function_key(site.callee)
         if key is not None:
-            return key, 1 if site.through_instance and any(f.method for f in self.functions[key]) else 0
+            return key, self._skipped(key, site.through_instance)
         class_key = self.class_key(site.callee)
         if class_key is not None:
             init = self.method_of(class_key, "__init__")
             return (init, -1) if init is not None else None  # -1: a construction, not a call to run
         owner, _, method = site.callee.rpartition(".")
         inherited = self.method_of(owner, method) if owner and self.class_key(owner) is not None else None
-        return (inherited, 1 if site.through_instance else 0) if inherited is not None else None
+        return (inherited, self._skipped(inherited, site.through_instance)) if inherited is not None else None
+
+    def _skipped(self, key: str, through_instance: bool) -> int:
+        """A method called through an instance gets `self` from it; a static method does not."""
+        return 1 if through_instance and all(f.method for f in self.functions[key]) else 0
 
     def index_calls(self) -> bool:
         """Index the call sites by the function they run, reading receivers with the previous
-        index (memo cleared); True when the index changed."""
+        index (memo cleared); True when the sites bound through receivers changed."""
         if self._fixed is None:
-            # Without a receiver to read, a target depends only on the callee's name.
+            # Without a receiver to read, a target depends only on the callee's name: found once.
             by_name: dict[tuple[str, bool], tuple[str, int] | None] = {}
             self._fixed = []
             for site in self.sites:
@@ -346,14 +363,14 @@ class _Project:
                         by_name[name] = self.target_of(site)
                     if by_name[name] is not None:
                         self._fixed.append((site, by_name[name]))
-        found = self._fixed + [
-            (site, target) for site in self.sites if site.via is not None and (target := self.target_of(site)) is not None
-        ]
-        calls: dict[str, list[tuple[CallSite, int]]] = {}
-        for site, target in found:
-            calls.setdefault(target[0], []).append((site, target[1] if target[1] >= 0 else 1))
-        changed = {k: len(v) for k, v in calls.items()} != {k: len(v) for k, v in self.calls.items()}
-        self.calls, self._memo, self.targets = calls, {}, found
+            self._received = [site for site in self.sites if site.via is not None]
+            self._fixed_calls = self.calls = _by_target(self._fixed)
+            self.targets, self._memo = self._fixed, {}
+        bound = [(site, target) for site in self._received if (target := self.target_of(site)) is not None]
+        changed = [t for _, t in bound] != [t for _, t in self.targets[len(self._fixed):]]
+        self.targets = self._fixed + bound
+        calls = _by_target(bound, {key: list(sites) for key, sites in self._fixed_calls.items()} if bound else self._fixed_calls)
+        self.calls, self._memo = calls, {}
         return changed
 
     # --- values ---
@@ -443,6 +460,13 @@ class _Project:
                 return self.value(summary.attrs[name])
             queue.extend(summary.bases)
         return None
+
+
+def _by_target(found, calls=None) -> dict[str, list[tuple[CallSite, int]]]:
+    calls = {} if calls is None else calls
+    for site, target in found:
+        calls.setdefault(target[0], []).append((site, target[1] if target[1] >= 0 else 1))
+    return calls
 
 
 def _holds_a_batch(fact: tuple | None) -> bool:

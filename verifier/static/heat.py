@@ -94,6 +94,8 @@ class CallSite:
     via: tuple | None = None
     # Called through an instance (`self.m()`, `obj.m()`): a method's first parameter is bound.
     through_instance: bool = False
+    # The name the caller calls when the callee is its `__call__`/`forward` (`loss_scaler`).
+    shown: str = ""
 
 
 @dataclass(eq=False)
@@ -425,6 +427,8 @@ class HeatModel:
         if callee is not None:
             foreign = not callee.startswith(f"{self._module}.")
             site = CallSite(callee, self.where(), self.guard_probe(), self.accelerated, foreign, via=via)
+            if via is not None and via[1] == "__call__":
+                site.shown = terminal_name(call.func) or ""
             self._site_nodes.append((site, call))
             self._site_ordinals.append((site, ordinal))
             if function is not None:
@@ -743,8 +747,9 @@ def loop_reason(loop: LoopInfo) -> str:
 
 
 def _callee_name(site: CallSite) -> str:
-    """`log_metrics` for the key `<root>:train.log_metrics` (a method: its own name)."""
-    return site.callee.rpartition(":")[2].rsplit(".", 1)[-1]
+    """`log_metrics` for the key `<root>:train.log_metrics` (a method: its own name; a called
+    instance: the caller's name for it)."""
+    return site.shown or site.callee.rpartition(":")[2].rsplit(".", 1)[-1]
 
 
 def _site_accelerated(site: CallSite) -> bool:
