@@ -37,8 +37,6 @@ SOURCE = ("source",)
 BATCH = ("batch",)
 # The facts a re-analysis starts parameters with; instances only steer calls (heat).
 SEEDED = frozenset({NUMBER, SOURCE, BATCH})
-# Facts so common that a file is analysed again for them only where a rule asked (`number_deps`).
-_ASKED_ONLY = frozenset({NUMBER})
 
 _BUILTINS = frozenset(dir(builtins))
 # Calls into these packages never reach project code: their arguments are not recorded.
@@ -518,10 +516,10 @@ def bind_project(models: list[HeatModel]) -> None:
 
 
 def needs_reanalysis(model: HeatModel) -> bool:
-    """Did the project pass bind a fact that this module's rules could use? Numbers count only
-    where a rule asked about the parameter; batches and batch sources always do."""
-    for function in model.functions:
-        for name, fact in function.bound:
-            if fact not in _ASKED_ONLY or (function.key, name) in model.number_deps:
-                return True
-    return False
+    """Did the project pass bind a fact to a parameter whose unknown value the walk asked about
+    (`HeatModel.asked`): a number where a rule asked for one, a batch or batch source where the
+    host-data tracker did? Only then can the file's findings change."""
+    return any(
+        (function.key, name, "number" if fact == NUMBER else "origin") in model.asked
+        for function in model.functions for name, fact in function.bound
+    )

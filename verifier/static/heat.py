@@ -230,11 +230,12 @@ class HeatModel:
         self._dataloader_names: set[str] = set()
         # `self.metric = RunningAccuracy()` / `trainer = Trainer()`: the class behind a name.
         self._instances: dict[str, str] = {}
-        # For call binding (`bindings.py`): classes by key, the parameters whose unknown value
-        # decided a rule (a number would have changed it), and the facts the project pass bound
-        # to parameters (given to a re-analysis).
+        # For call binding (`bindings.py`): classes by key, the parameters (function key, name,
+        # what was asked) whose unknown value a rule or the host-data tracker asked about (a bound fact could
+        # change a finding there), and the facts the project pass bound to parameters (given to
+        # a re-analysis).
         self.classes: dict[str, ClassSummary] = {}
-        self.number_deps: set = set()
+        self.asked: set = set()
         self.seeds: dict = {}
         # The current `Where`, shared by every ask until a function or loop opens or closes.
         self._where: Where | None = None
@@ -379,13 +380,13 @@ class HeatModel:
                 if name:
                     self._dataloader_names.add(name)
 
-    def note_dependency(self, name: str) -> None:
-        """A rule's decision hung on the unknown value of `name`; if it is a parameter of the
-        function being walked, the project pass re-analyses the file when call sites bind a
-        number to it."""
+    def note_dependency(self, name: str, what: str) -> None:
+        """The walk asked about the unknown value of `name` (`what`: "number" or "origin"); if it
+        is a parameter of the function being walked, the project pass analyses the file again
+        when call sites bind such a fact to it."""
         function = self._function_stack[-1] if self._function_stack else None
         if function is not None and name in function.params:
-            self.number_deps.add((function.key, name))
+            self.asked.add((function.key, name, what))
 
     def on_call(self, call: cst.Call, via: tuple | None = None) -> CallSite | None:
         """Record a call; returns its call site (None when the callee cannot be named and no

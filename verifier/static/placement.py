@@ -190,8 +190,7 @@ class HostData(Tracker):
         if _is_literal(first.value) or self._facts.kind_of(first.value) in (Kind.NUMBER, Kind.NUMPY):
             return True
         if type(first.value) is cst.Name:
-            # A parameter: the project pass binds what its call sites pass (a number decides).
-            self.context.heat.note_dependency(first.value.value)
+            self.context.heat.note_dependency(first.value.value, "number")  # a number passed in decides
         return False
 
     def _made_on_host(self, call: cst.Call) -> bool:
@@ -221,6 +220,10 @@ class HostData(Tracker):
         for scope in reversed(self._scopes):
             if name in scope:
                 return scope[name]
+        # A parameter: the project pass binds what its call sites pass (a host batch or a batch
+        # source decides; a name that reads as a loader is one already).
+        if not _DATA_ITERATOR.search(name):
+            self.context.heat.note_dependency(name, "origin")
         return None
 
     # Scopes follow the walk: functions, classes, and comprehensions (their targets are their own).
