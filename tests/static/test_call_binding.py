@@ -259,6 +259,14 @@ def test_one_caller_passing_a_tensor_leaves_the_value_unknown(tmp_path):
     assert findings(tmp_path, ("VP104",)) == []
 
 
+def test_a_caller_unpacking_its_arguments_leaves_the_value_unknown(tmp_path):
+    finetune = PRETRAIN.replace("pretrain_epoch", "finetune_epoch").replace(
+        "distributed.mean_over_ranks(loss_value)", "distributed.mean_over_ranks(*[loss_value])"
+    )
+    write(tmp_path, {"distributed.py": DISTRIBUTED, "pretrain.py": PRETRAIN, "finetune.py": finetune})
+    assert findings(tmp_path, ("VP104",)) == []
+
+
 # --- what binding must not change ---
 
 
