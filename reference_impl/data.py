@@ -1,10 +1,12 @@
 """A synthetic, learnable language-modelling task generated in code, and its DataLoader.
 
 Each sequence repeats a random block of `period` tokens. The first `period - 1` next-token
-targets are unpredictable (ignored); every later target equals the token `period - 1`
-positions back, so a causal transformer can reach 100 % accuracy by learning one
-position-offset attention pattern. That makes accuracy a meaningful figure to compare
-between precisions.
+targets are unpredictable (ignored); every later target is the block's token at that
+position, so a causal transformer can learn it with one position-offset attention pattern.
+With `noise`, each token after the first block is replaced, with that probability, by a
+uniformly random one: those targets cannot be predicted, so no model exceeds
+`ceiling_accuracy` (1 - noise + noise / vocab). A ceiling well below 1 keeps the accuracy
+from saturating, which is what lets it tell precisions apart.
 """
 
 from __future__ import annotations
@@ -26,16 +28,30 @@ class PeriodicCopyTask:
     vocab_size: int
     seq_len: int
     period: int
+    noise: float = 0.0
 
     def __post_init__(self) -> None:
         if not 1 < self.period <= self.seq_len:
             raise ValueError(f"period must be in 2..seq_len, got {self.period}")
+        if not 0.0 <= self.noise < 1.0:
+            raise ValueError(f"noise must be in 0..1, got {self.noise}")
+
+    @property
+    def ceiling_accuracy(self) -> float:
+        """The best expected accuracy of any model: a replaced token is a uniform guess."""
+        return 1.0 - self.noise + self.noise / self.vocab_size
 
     def batch(self, size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """(inputs, targets), both int64 of shape (size, seq_len)."""
         blocks = torch.randint(0, self.vocab_size, (size, self.period), generator=generator)
         repeats = (self.seq_len + 1) // self.period + 1
         sequences = blocks.repeat(1, repeats)[:, : self.seq_len + 1]
+        if self.noise:
+            # The first block stays clean: it is the reference the repeats are predicted from.
+            replaced = torch.rand(sequences.shape, generator=generator) < self.noise
+            replaced[:, : self.period] = False
+            random_tokens = torch.randint(0, self.vocab_size, sequences.shape, generator=generator)
+            sequences = torch.where(replaced, random_tokens, sequences)
         inputs = sequences[:, :-1].contiguous()
         targets = sequences[:, 1:].clone()
         targets[:, : self.period - 1] = IGNORE_INDEX

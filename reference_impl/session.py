@@ -65,7 +65,10 @@ def build_session(
     seed: int = 0,
     compile_model: bool = False,
     distributed: DistributedContext | None = None,
+    num_workers: int | None = None,
 ) -> TrainingSession:
+    """`num_workers` overrides the preset's DataLoader workers (0: batches made in this process,
+    as the untimed accuracy runs do, which need no worker start-up per run)."""
     torch.manual_seed(seed)
     core_model = DecoderLM(
         vocab_size=preset.vocab_size,
@@ -79,7 +82,8 @@ def build_session(
     if compile_model:
         model = torch.compile(model)
     rank, world_size = (distributed.rank, distributed.world_size) if distributed else (0, 1)
-    task = PeriodicCopyTask(preset.vocab_size, preset.seq_len, preset.period)
+    task = PeriodicCopyTask(preset.vocab_size, preset.seq_len, preset.period, preset.noise)
+    workers = preset.num_workers if num_workers is None else num_workers
     train_data = SyntheticBatches(task, preset.batch_size, preset.train_batches, seed, "train")
     eval_data = SyntheticBatches(task, preset.batch_size, preset.eval_batches, seed, "eval")
     precision = Precision(mode, device.type)
@@ -91,7 +95,7 @@ def build_session(
         core_model=core_model,
         optimizer=make_optimizer(model, preset.learning_rate, preset.weight_decay),
         scaler=precision.grad_scaler(),
-        eval_loader=make_loader(eval_data, device, preset.num_workers, rank, world_size),
-        batches=endless(make_loader(train_data, device, preset.num_workers, rank, world_size)),
+        eval_loader=make_loader(eval_data, device, workers, rank, world_size),
+        batches=endless(make_loader(train_data, device, workers, rank, world_size)),
         compiled=compile_model,
     )

@@ -16,13 +16,13 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.guards import Guards
+from verifier.static.guards import GuardedRule
 from verifier.static.placement import HostDataRule, Origin
 from verifier.static.rule import Invalid
 from verifier.static.transfers import device_move
 
 
-class HostTensorMovedEachStep(HostDataRule):
+class HostTensorMovedEachStep(GuardedRule, HostDataRule):
     code = "VP104"
     name = "host-tensor-moved-each-step"
     category = Category.GPU
@@ -59,15 +59,11 @@ for x, y in loader:
         "https://pytorch.org/docs/stable/tensor_attributes.html#torch-device",
     )
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._guards = context.tracker(Guards)
-
     def visit_Call(self, node: cst.Call) -> None:
         move = device_move(node, self.context.imports, self.context.facts)
         if move is None or self.host.origin_of(move.source) is not Origin.FACTORY:
             return
-        if self._guards.guarded:
+        if self.guarded:
             return  # every N steps, or a device copy cached on first use
         source = self.context.code_for(move.source)
         self.report(

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.guards import Guards
+from verifier.static.guards import GuardedRule
 from verifier.static.heat import Where
 from verifier.static.names import dotted_name, keyword_arg, method_name, positional_arg, receiver
-from verifier.static.rule import Invalid, Rule
+from verifier.static.rule import Invalid
 from verifier.static.transfers import destination, is_module
 
 _MODULE_READS = frozenset({"parameters", "named_parameters", "state_dict", "buffers", "modules", "children"})
@@ -41,7 +41,7 @@ class _Scope:
     to_device: set[str] = field(default_factory=set)
 
 
-class ModelDeviceRoundTrip(Rule):
+class ModelDeviceRoundTrip(GuardedRule):
     code = "VP407"
     name = "model-device-round-trip"
     category = Category.GPU
@@ -87,7 +87,6 @@ for inputs, labels in loader:
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._guards = context.tracker(Guards)
         # Per function (the module first): the function's own scope, then one per open loop.
         self._scopes: list[list[_Scope]] = [[_Scope()]]
         self._reported: set[int] = set()
@@ -127,7 +126,7 @@ for inputs, labels in loader:
         direction = _direction(node, self.context.imports)
         owner = receiver(node)
         name = dotted_name(owner) if owner is not None and direction is not None else None
-        if name is None or self._guards.guarded:
+        if name is None or self.guarded:
             return
         if direction == "host":
             # Paired only with moves back in the same loop body (or the function, outside loops).
@@ -138,7 +137,7 @@ for inputs, labels in loader:
     def leave_Assign(self, node: cst.Assign) -> None:
         # `model = fetch_weights().cuda()`: a model brought back onto the device under its name.
         value = node.value
-        if type(value) is not cst.Call or _direction(value, self.context.imports) != "device" or self._guards.guarded:
+        if type(value) is not cst.Call or _direction(value, self.context.imports) != "device" or self.guarded:
             return
         for target in node.targets:
             name = dotted_name(target.target)

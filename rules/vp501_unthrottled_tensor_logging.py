@@ -21,18 +21,11 @@ import libcst as cst
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.deferred import deferred
 from verifier.static.guards import GuardedRule
-from verifier.static.names import dotted_name, method_name, receiver, terminal_name
+from verifier.static.logcalls import is_logging_call
+from verifier.static.names import dotted_name, method_name, receiver
 from verifier.static.rule import Invalid
 from verifier.static.syncs import sync_of_call, sync_of_fstring
 from verifier.static.walk import iter_descendants
-
-_LOGGING_FUNCTIONS = frozenset(
-    {"wandb.log", "mlflow.log_metric", "mlflow.log_metrics", "logging.info", "logging.debug",
-     "logging.warning", "logging.error", "logging.critical", "logging.log", "logging.exception"}
-)
-_LOGGER_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "exception"})
-_METRIC_METHODS = frozenset({"add_scalar", "add_scalars", "add_histogram", "log_metrics", "log_metric", "set_postfix"})
-
 
 class UnthrottledTensorLogging(GuardedRule):
     code = "VP501"
@@ -73,7 +66,7 @@ for step, (x, y) in enumerate(loader):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._is_logging_call(node) or self.guarded:
+        if not is_logging_call(node, self.context.imports) or self.guarded:
             return
         values = [value for arg in node.args for value in _logged_values(arg.value)]
         tensors = [value for value in values if self.context.facts.is_tensor(value)]
@@ -90,18 +83,6 @@ for step, (x, y) in enumerate(loader):
             "every step: the logger converts it on the host (a hidden sync) with no `step % N` guard",
             severity=deferred(decide),
         )
-
-    def _is_logging_call(self, call: cst.Call) -> bool:
-        qualified = self.context.imports.call_name(call)
-        if qualified in _LOGGING_FUNCTIONS:
-            return True
-        method = method_name(call)
-        if method in _METRIC_METHODS:
-            return True
-        if method in _LOGGER_METHODS and qualified is None:
-            owner = (terminal_name(receiver(call)) or "").lower()
-            return "logger" in owner or owner in {"log", "logging"}
-        return False
 
     def _reads_explicitly(self, call: cst.Call) -> bool:
         """A sync VP201 already reports on this line (`.item()`, `float(t)`, f-string of a tensor)."""

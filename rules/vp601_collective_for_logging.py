@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -11,15 +10,10 @@ from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.distributed import OBJECT_COLLECTIVES, collective_name, collective_output
 from verifier.static.guards import GuardedRule
 from verifier.static.heat import Where
+from verifier.static.logcalls import records_only
 from verifier.static.names import ImportTable, method_name, receiver, terminal_name
 from verifier.static.rule import Invalid
 
-# Calls that only record or show a value: printing, loggers, writers, meters, histories.
-_RECORDS = re.compile(
-    r"^print|^log$|^log_(?!softmax|prob|sigmoid|det|sum|cosh|normal)|_log$|logger|^write|add_scalar|^update$|"
-    r"^append$|^extend$|set_postfix|set_description|^info$|^debug$|^warn|^format$|^str$|^repr$|record|^track",
-    re.IGNORECASE,
-)
 _READS = frozenset({"item", "tolist", "numpy", "cpu"})
 _PYTHON_NUMBERS = frozenset({"float", "int", "bool", "round", "abs", "min", "max", "sum", "len"})
 _TENSOR_MATHS = frozenset({"torch", "torch.nn.functional", "torch.linalg", "math"})
@@ -350,7 +344,7 @@ class _Uses:
                 self._visit(arg.value, inner)
             return
         namespace = (self.imports.call_name(call) or "").rpartition(".")[0]
-        if namespace not in _TENSOR_MATHS and _RECORDS.search(func):
+        if namespace not in _TENSOR_MATHS and records_only(func):
             self._visit(call.func, "other")
             for arg in call.args:
                 self._visit(arg.value, "log")

@@ -38,6 +38,23 @@ class Heat(enum.IntEnum):
     def label(self) -> str:
         return self.name.lower()
 
+    @property
+    def often(self) -> str:
+        """How often the line runs, in the words every output uses: `every step`, `once`."""
+        return _OFTEN[self]
+
+    @property
+    def where(self) -> str:
+        """Where the line runs, for messages that name the loop: `in the per-step loop`."""
+        return _WHERE[self]
+
+
+_OFTEN = {Heat.STEP: "every step", Heat.EVAL: "every evaluation batch", Heat.EPOCH: "every epoch", Heat.ONCE: "once"}
+_WHERE = {
+    Heat.STEP: "in the per-step loop", Heat.EVAL: "in an evaluation loop", Heat.EPOCH: "in the per-epoch code",
+    Heat.ONCE: "here",
+}
+
 
 class Category(str, enum.Enum):
     """Report sections; the value is the heading users read."""

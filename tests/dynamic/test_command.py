@@ -21,7 +21,7 @@ from verifier.dynamic.verdicts import CPU_REASON
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-FAST = ["--preset", "tiny", "--modes", "fp32,bf16", "--device", "cpu", "--warmup", "2", "--steps", "2", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "1"]
+FAST = ["--preset", "tiny", "--modes", "fp32,bf16", "--device", "cpu", "--warmup", "2", "--steps", "2", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "1", "--accuracy-steps", "3", "--accuracy-seeds", "2"]
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -98,3 +98,15 @@ def test_terminal_progress_accepts_updates():
 def test_counts_below_one_are_refused(flag, capsys):
     assert run_bench(parse("--device", "cpu", flag, "0")) == 2
     assert "must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--accuracy-seeds", "-1"), ("--accuracy-steps", "0")])
+def test_accuracy_counts_out_of_range_are_refused(flag, value, capsys):
+    assert run_bench(parse("--device", "cpu", flag, value)) == 2
+    assert "--accuracy-seeds must be at least 0 and --accuracy-steps at least 1" in capsys.readouterr().err
+
+
+def test_accuracy_options_reach_the_harness():
+    options = options_from_args(parse("--accuracy-seeds", "5", "--accuracy-steps", "40"))
+    assert (options.accuracy_seeds, options.accuracy_steps) == (5, 40)
+    assert (options_from_args(parse()).accuracy_seeds, options_from_args(parse()).accuracy_steps) == (3, None)

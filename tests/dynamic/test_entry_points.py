@@ -11,7 +11,7 @@ from verifier.dynamic.harness import HarnessOptions, run_harness
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-FAST = {"warmup": 3, "steps": 2, "repeats": 2, "max_repeats": 2, "sync_steps": 2, "device": "cpu", "modes": ("fp32", "bf16")}
+FAST = {"warmup": 3, "steps": 2, "repeats": 2, "max_repeats": 2, "sync_steps": 2, "accuracy_steps": 3, "accuracy_seeds": 2, "device": "cpu", "modes": ("fp32", "bf16")}
 
 
 def test_components_form_is_stepped_like_the_reference(entry_fixtures):

@@ -14,7 +14,7 @@ from verifier.dynamic.workload import PresetRun
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-FAST = {"warmup": 2, "steps": 2, "repeats": 2, "max_repeats": 2, "sync_steps": 1, "device": "cpu", "modes": ("fp32", "bf16")}
+FAST = {"warmup": 2, "steps": 2, "repeats": 2, "max_repeats": 2, "sync_steps": 1, "accuracy_steps": 2, "accuracy_seeds": 2, "device": "cpu", "modes": ("fp32", "bf16")}
 
 
 def line_of(path: Path, text: str) -> int:

@@ -47,6 +47,27 @@ def test_to_dict_is_json_ready_and_round_trips():
     assert DynamicResult.from_dict(data) == result
 
 
+def test_seeded_accuracy_runs_and_a_memory_split_round_trip():
+    from verifier.dynamic.results import AccuracyRun, MemorySplit
+
+    split = MemorySplit(100, 10, 10, 20, 60, estimated=True, method="FakeTensorMode")
+    result = dataclasses.replace(
+        sample_result(),
+        method=dataclasses.replace(sample_result().method, accuracy_steps=60, accuracy_seeds=(0, 1, 2)),
+        modes=(
+            dataclasses.replace(
+                sample_result().modes[0], memory_split=split, accuracy=0.8,
+                accuracy_runs=(AccuracyRun(0, 0.8, 1.5, 3.4, 1.5), AccuracyRun(1, error="boom")),
+            ),
+        ),
+        verdicts=(dataclasses.replace(sample_result().verdicts[0], band=(-0.01, 0.02)),),
+    )
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["schema_version"] == 2
+    assert DynamicResult.from_dict(data) == result
+    assert result.fingerprint["accuracy_steps"] == 60 and result.fingerprint["accuracy_seeds"] == 3
+
+
 def test_top_level_keys_are_stable():
     assert list(sample_result().to_dict()) == [
         "workload",

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifier.dynamic.results import MemorySplit, ModeResult, StepTiming, Thresholds, VerdictStatus
+from verifier.dynamic.intervals import seed_band
+from verifier.dynamic.results import AccuracyRun, MemorySplit, ModeResult, StepTiming, Thresholds, VerdictStatus
 from verifier.dynamic.timing import summarize
-from verifier.dynamic.verdicts import ACTIVATIONS_BASIS, CPU_REASON, SPEEDUP_BASES, judge
+from verifier.dynamic.verdicts import ACTIVATIONS_BASIS, CPU_REASON, SPEEDUP_BASES, judge, paired_differences
 
 
 def mode(name: str, ms: float | None = 10.0, peak: int | None = 1000, accuracy: float | None = 0.9, error: str | None = None) -> ModeResult:
     timing = StepTiming(ms, ms, ms, ms, ms) if ms is not None else None
     return ModeResult(name, name, step_time=timing, peak_memory_bytes=peak, accuracy=accuracy, error=error)
+
+
+def seeded(name: str, accuracies: list[float], ms: float = 10.0, peak: int = 1000, **figures) -> ModeResult:
+    """A mode whose accuracy is the mean of seeded runs (seeds 0, 1, ...), as the harness makes it."""
+    runs = tuple(AccuracyRun(seed, accuracy, 1.0, 3.4, 1.5) for seed, accuracy in enumerate(accuracies))
+    return ModeResult(
+        name, name, step_time=StepTiming(ms, ms, ms, ms, ms), peak_memory_bytes=peak,
+        accuracy=sum(accuracies) / len(accuracies), accuracy_runs=runs, chance_accuracy=1 / 32, **figures,
+    )
 
 
 def by_name(verdicts):
@@ -27,18 +38,20 @@ def test_on_cpu_speed_and_memory_are_not_evaluated_with_the_reason():
     assert verdicts["memory_reduction"].status is VerdictStatus.NOT_EVALUATED
     assert verdicts["memory_reduction"].reason == CPU_REASON
     assert verdicts["memory_reduction"].measured is None
-    assert verdicts["accuracy_degradation"].status is VerdictStatus.PASS
+    # Single runs: the accuracy difference is shown, never judged.
+    assert verdicts["accuracy_degradation"].status is VerdictStatus.NOT_EVALUATED
+    assert verdicts["accuracy_degradation"].reason.startswith("not judged: one run, no band (FP32 0.9000 - bf16 0.9000 = +0.0000)")
     assert CPU_REASON == "not evaluated on CPU: speed and memory targets are judged on a CUDA device"
 
 
 def test_cuda_targets_pass_and_miss_on_measured_values():
-    passing = by_name(judge((mode("fp32", 30.0, 1000, 0.90), mode("bf16", 10.0, 500, 0.895)), Thresholds(), "cuda", False, "GPU busy 95% of the FP32 step"))
+    passing = by_name(judge((seeded("fp32", [0.90, 0.91], 30.0, 1000), seeded("bf16", [0.895, 0.905], 10.0, 500)), Thresholds(), "cuda", False, "GPU busy 95% of the FP32 step"))
     assert [passing[n].status for n in ("speedup", "memory_reduction", "accuracy_degradation")] == [VerdictStatus.PASS] * 3
     assert passing["speedup"].measured == 3.0
     assert passing["memory_reduction"].measured == 0.5
     assert passing["speedup"].reason == "3.00x >= 1.5x"
 
-    missing = by_name(judge((mode("fp32", 12.0, 1000, 0.90), mode("fp16", 10.0, 900, 0.85)), Thresholds(), "cuda", False, "GPU busy 95% of the FP32 step"))
+    missing = by_name(judge((seeded("fp32", [0.90, 0.91], 12.0, 1000), seeded("fp16", [0.85, 0.86], 10.0, 900)), Thresholds(), "cuda", False, "GPU busy 95% of the FP32 step"))
     assert [missing[n].status for n in ("speedup", "memory_reduction", "accuracy_degradation")] == [VerdictStatus.MISS] * 3
     assert missing["speedup"].reason == "1.20x < 1.5x; GPU busy 95% of the FP32 step"
 
@@ -158,3 +171,113 @@ def test_against_tf32_the_labels_say_so_and_the_basis_names_it():
     assert verdicts["speedup"].basis == SPEEDUP_BASES["tf32"]
     assert verdicts["memory_reduction"].label == "Peak-memory reduction vs TF32 (bf16)"
     assert [v.mode for v in judge(modes, Thresholds(), "cuda", False, "", baseline_mode="tf32")] == ["bf16"] * 3
+
+
+def test_the_seed_band_is_the_lowest_and_highest_value():
+    assert seed_band([0.02, -0.01, 0.005]) == (-0.01, 0.02)
+    assert seed_band([0.3]) is None and seed_band([]) is None
+    fp32 = seeded("fp32", [0.80, 0.82, 0.81])
+    assert fp32.accuracy_band == (0.80, 0.82)
+    assert ModeResult("fp32", "float32", accuracy=0.8).accuracy_band is None
+
+
+def test_differences_are_paired_by_seed_and_skip_seeds_one_side_lacks():
+    fp32 = ModeResult("fp32", "float32", accuracy_runs=(AccuracyRun(0, 0.80), AccuracyRun(1, 0.75), AccuracyRun(2, None, error="x")))
+    bf16 = ModeResult("bf16", "bfloat16", accuracy_runs=(AccuracyRun(1, 0.70), AccuracyRun(0, 0.78), AccuracyRun(2, 0.5)))
+    assert paired_differences(fp32, bf16) == pytest.approx([0.02, 0.05])
+
+
+def accuracy_verdict(fp32: ModeResult, amp: ModeResult, target: float = 0.01):
+    return by_name(judge((fp32, amp), Thresholds(max_accuracy_degradation=target), "cpu", None, ""))["accuracy_degradation"]
+
+
+def test_every_seed_within_the_target_passes_with_its_band():
+    verdict = accuracy_verdict(seeded("fp32", [0.81, 0.80, 0.82]), seeded("bf16", [0.805, 0.80, 0.815]))
+    assert verdict.status is VerdictStatus.PASS
+    assert verdict.measured == pytest.approx(0.01 / 3)
+    assert verdict.band == pytest.approx((0.0, 0.005))
+    assert verdict.reason == (
+        "FP32 0.8100 - bf16 0.8067 = +0.0033 <= 0.01; per-seed differences +0.0000..+0.0050 over 3 seeds, "
+        "every one within the target"
+    )
+
+
+def test_every_seed_beyond_the_target_misses():
+    verdict = accuracy_verdict(seeded("fp32", [0.81, 0.80, 0.82]), seeded("fp16", [0.78, 0.77, 0.79]))
+    assert verdict.status is VerdictStatus.MISS
+    assert verdict.measured == pytest.approx(0.03)
+    assert verdict.reason == (
+        "FP32 0.8100 - fp16 0.7800 = +0.0300 > 0.01; per-seed differences +0.0300..+0.0300 over 3 seeds, "
+        "every one beyond the target"
+    )
+
+
+def test_a_band_that_straddles_the_target_is_unstable_never_pass_or_miss():
+    # Mean difference +0.0033 would pass, but one seed lost 0.02: the spread exceeds the effect.
+    verdict = accuracy_verdict(seeded("fp32", [0.81, 0.80, 0.82]), seeded("bf16", [0.83, 0.78, 0.81]))
+    assert verdict.status is VerdictStatus.UNSTABLE
+    assert verdict.band == pytest.approx((-0.02, 0.02))
+    assert verdict.reason == (
+        "unstable: the per-seed differences -0.0200..+0.0200 over 3 seeds straddle the target 0.01 (mean +0.0033): "
+        "the seed-to-seed spread exceeds the effect; re-run with more --accuracy-seeds, or a longer "
+        "--accuracy-steps so both modes converge"
+    )
+
+
+def test_a_mean_beyond_the_target_with_one_seed_within_is_unstable_not_miss():
+    verdict = accuracy_verdict(seeded("fp32", [0.81, 0.80, 0.82]), seeded("bf16", [0.75, 0.795, 0.76]))
+    assert (verdict.status, verdict.measured, verdict.band) == (VerdictStatus.UNSTABLE, pytest.approx(0.125 / 3), pytest.approx((0.005, 0.06)))
+
+
+def test_seeded_saturated_and_untrained_runs_are_not_judged():
+    saturated = accuracy_verdict(seeded("fp32", [1.0, 0.995, 1.0]), seeded("bf16", [1.0, 1.0, 1.0]))
+    assert (saturated.status, saturated.reason) == (
+        VerdictStatus.NOT_EVALUATED,
+        "not judged: fp32 is saturated (accuracy 0.9983 >= 0.99), so a precision loss cannot show",
+    )
+    at_chance = accuracy_verdict(seeded("fp32", [0.04, 0.05, 0.03]), seeded("bf16", [0.04, 0.05, 0.03]))
+    assert at_chance.reason == (
+        "not judged: FP32 is untrained (accuracy 0.0400 is below twice chance, 0.0625), so its accuracy is no reference"
+    )
+    stalled = seeded("fp32", [0.5, 0.6, 0.55])
+    stalled = ModeResult(**{**stalled.__dict__, "accuracy_runs": (*stalled.accuracy_runs[:2], AccuracyRun(2, 0.55, 1.0, 3.4, 3.5))})
+    verdict = accuracy_verdict(stalled, seeded("bf16", [0.5, 0.6, 0.55]))
+    assert (verdict.status, verdict.reason) == (
+        VerdictStatus.NOT_EVALUATED,
+        "not judged: FP32 did not train (seed 2: loss 3.4000 -> 3.5000), so its accuracy is no reference",
+    )
+
+
+def test_one_run_has_no_band_and_is_never_judged():
+    # The step form: the timed run's own accuracy, a large drop included.
+    fp32 = ModeResult("fp32", "float32", accuracy=0.80, chance_accuracy=0.25, train_loss_first=1.4, train_loss_last=0.6)
+    for amp_accuracy in (0.80, 0.40):
+        verdict = accuracy_verdict(fp32, ModeResult("bf16", "bfloat16", accuracy=amp_accuracy))
+        assert verdict.status is VerdictStatus.NOT_EVALUATED
+        assert verdict.band is None
+        assert verdict.measured == pytest.approx(0.80 - amp_accuracy)
+    assert verdict.reason == (
+        "not judged: one run, no band (FP32 0.8000 - bf16 0.4000 = +0.4000): without several seeds the run-to-run "
+        "spread is unknown, so the difference cannot be told from noise (seeded runs need the components form or "
+        "the reference, and --accuracy-seeds 2 or more)"
+    )
+    one_seed = accuracy_verdict(seeded("fp32", [0.8]), seeded("bf16", [0.8]))
+    assert one_seed.status is VerdictStatus.NOT_EVALUATED and one_seed.reason.startswith("not judged: one run, no band")
+
+
+def test_a_failed_seed_leaves_the_accuracy_unjudged_with_the_failure():
+    bf16 = seeded("bf16", [0.8, 0.8])
+    bf16 = ModeResult(**{**bf16.__dict__, "accuracy_runs": (bf16.accuracy_runs[0], AccuracyRun(1, error="loss became NaN or infinite during the accuracy run"))})
+    verdict = accuracy_verdict(seeded("fp32", [0.8, 0.8]), bf16)
+    assert (verdict.status, verdict.reason) == (
+        VerdictStatus.NOT_EVALUATED,
+        "accuracy not measured for every seed: bf16 seed 1 failed: loss became NaN or infinite during the accuracy run",
+    )
+
+
+def test_every_seed_failing_says_so_rather_than_no_accuracy():
+    nan = "loss became NaN or infinite during the accuracy run"
+    bf16 = ModeResult("bf16", "bfloat16", accuracy=None, accuracy_runs=(AccuracyRun(0, error=nan), AccuracyRun(1, error=nan)))
+    verdict = accuracy_verdict(seeded("fp32", [0.8, 0.8]), bf16)
+    assert (verdict.status, verdict.measured) == (VerdictStatus.NOT_EVALUATED, None)
+    assert verdict.reason == f"accuracy not measured for every seed: bf16 seed 0 failed: {nan}"

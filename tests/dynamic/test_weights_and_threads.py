@@ -6,7 +6,7 @@ import pytest
 
 from verifier.dynamic.harness import HarnessOptions, HarnessUsageError, run_harness
 
-FAST = {"device": "cpu", "modes": ("fp32", "bf16"), "warmup": 1, "steps": 2, "repeats": 2, "max_repeats": 2, "sync_steps": 1}
+FAST = {"device": "cpu", "modes": ("fp32", "bf16"), "warmup": 1, "steps": 2, "repeats": 2, "max_repeats": 2, "sync_steps": 1, "accuracy_seeds": 0}
 
 
 def test_components_with_fresh_weights_are_verified(entry_fixtures):
@@ -65,6 +65,19 @@ def test_noisy_timing_adds_rounds_up_to_the_limit(entry_fixtures, monkeypatch):
     result = run_harness(HarnessOptions(entry="entry_points:components", threads=1, **{**FAST, "repeats": 2, "max_repeats": 5}))
     assert [len(m.step_time.samples_ms) for m in result.modes] == [5, 5]
     assert result.method.repeats == 5
+
+
+def test_on_cpu_no_rounds_are_added_unless_max_repeats_asks(entry_fixtures, monkeypatch):
+    import verifier.dynamic.measure as measure
+
+    # The noisy times that add rounds up to --max-repeats above: on CPU the speedup is never
+    # judged, so by default the harness stops at --repeats.
+    times = iter([1.0, 9.0, 9.0, 1.0] * 10)
+    monkeypatch.setattr(measure, "time_span", lambda run, device: (run(), next(times) * 2)[1])
+    options = {key: value for key, value in FAST.items() if key != "max_repeats"}
+    result = run_harness(HarnessOptions(entry="entry_points:components", threads=1, **{**options, "repeats": 2}))
+    assert [len(m.step_time.samples_ms) for m in result.modes] == [2, 2]
+    assert result.method.repeats == 2
 
 
 def test_steady_timing_stops_at_the_minimum(entry_fixtures, monkeypatch):

@@ -79,6 +79,35 @@ def test_json_validates_against_its_schema_without_and_with_dynamic(tmp_path):
     assert measured["baseline"]["new"] == 2
 
 
+def test_json_schema_covers_seeded_accuracy_runs_and_unstable_verdicts():
+    from dataclasses import replace
+
+    from verifier.dynamic.results import AccuracyRun, Verdict, VerdictStatus
+
+    base = make_dynamic()
+    runs = (AccuracyRun(0, 0.81, 1.5, 3.4, 1.5), AccuracyRun(1, None, error="loss became NaN"))
+    unstable = Verdict("accuracy_degradation", "fp16", "Accuracy degradation vs FP32 (fp16)", "<=", 0.01, "fraction",
+                       0.005, VerdictStatus.UNSTABLE, "unstable: ...", band=(-0.01, 0.02))
+    dynamic = replace(
+        base, method=replace(base.method, accuracy_steps=60, accuracy_seeds=(0, 1)),
+        modes=(replace(base.modes[0], accuracy_runs=runs, accuracy_note="mean of 2 seeded runs"), *base.modes[1:]),
+        verdicts=(*base.verdicts[:2], unstable),
+    )
+    document = json.loads(render_json(make_report([], dynamic=dynamic)))
+    validator = jsonschema.Draft202012Validator(FINDINGS_SCHEMA)
+    validator.validate(document)
+    result = document["dynamic"]["result"]
+    assert result["modes"][0]["accuracy_runs"][1] == {
+        "seed": 1, "accuracy": None, "eval_loss": None, "train_loss_first": None, "train_loss_last": None,
+        "error": "loss became NaN",
+    }
+    assert (result["method"]["accuracy_steps"], result["method"]["accuracy_seeds"]) == (60, [0, 1])
+    assert (result["verdicts"][2]["status"], result["verdicts"][2]["band"]) == ("UNSTABLE", [-0.01, 0.02])
+    result["verdicts"][2]["band"] = [0.1]
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate(document)
+
+
 def test_json_schema_rejects_a_passed_verdict_without_a_measurement():
     document = json.loads(render_json(make_report([], dynamic=make_dynamic())))
     document["dynamic"]["result"]["verdicts"][0]["measured"] = None

@@ -130,3 +130,37 @@ def test_blocking_fixes_come_first_in_recommendations_and_decision():
 def test_rendering_is_deterministic():
     findings = [make_finding(line=n) for n in (30, 10, 20)]
     assert render_markdown(make_report(findings)) == render_markdown(make_report(list(reversed(findings))))
+
+
+def test_seeded_accuracy_shows_its_seeds_length_band_and_the_verdicts_per_seed_band():
+    from verifier.dynamic.results import AccuracyRun, Verdict, VerdictStatus
+
+    def seeded(mode: ModeResult, accuracies: tuple[float, ...]) -> ModeResult:
+        runs = tuple(AccuracyRun(seed, accuracy, 1.5, 3.4, 1.5) for seed, accuracy in enumerate(accuracies))
+        return replace(mode, accuracy=sum(accuracies) / len(accuracies), accuracy_runs=runs)
+
+    base = make_dynamic()
+    fp32, fp16, bf16 = base.modes
+    unstable = Verdict(
+        "accuracy_degradation", "fp16", "Accuracy degradation vs FP32 (fp16)", "<=", 0.01, "fraction", 0.005,
+        VerdictStatus.UNSTABLE, "unstable: the per-seed differences -0.0100..+0.0200 over 3 seeds straddle the target 0.01",
+        band=(-0.01, 0.02),
+    )
+    dynamic = replace(
+        base,
+        method=replace(base.method, accuracy_steps=60, accuracy_seeds=(0, 1, 2)),
+        modes=(seeded(fp32, (0.80, 0.81, 0.82)), seeded(fp16, (0.81, 0.80, 0.80)), bf16),
+        verdicts=(*base.verdicts[:2], unstable),
+    )
+    text = render_markdown(make_report([], dynamic=dynamic))
+    assert "| Eval loss, mean of 3 seeds × 60 steps | 1.2345 | 1.2401 | not measured |" in text
+    assert "| Accuracy, mean of 3 seeds × 60 steps (min–max) | 0.8100 (0.8000–0.8200) | 0.8033 (0.8000–0.8100) | not measured |" in text
+    assert (
+        "| Accuracy degradation vs FP32 (fp16) | 0.50% (per seed -1.00% to 2.00%) | <= 1.00% | "
+        "unstable: the per-seed differences -0.0100..+0.0200 over 3 seeds straddle the target 0.01 |"
+    ) in text
+
+
+def test_a_single_run_accuracy_says_it_has_no_band():
+    text = render_markdown(make_report([], dynamic=make_dynamic()))
+    assert "| Accuracy | 0.8100 (one run, no band) | 0.8050 (one run, no band) | not measured |" in text

@@ -43,3 +43,27 @@ def test_logging_helpers_and_per_epoch_logging_are_not_reported(analyse):
         writer.add_scalar("epoch_loss", loss, epoch)
     """
     assert analyse(code, select=("VP501",)) == []
+
+
+def test_loggers_are_the_ones_vp502_knows(analyse):
+    """VP501 and VP502 share one recogniser: a private `_log` owner and `logger.log(level, ...)` too."""
+    code = """\
+    import torch
+    import logging
+    device = "cuda"
+
+    class Trainer:
+        def fit(self, loader):
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                loss = self.criterion(self.model(x), y)
+                loss.backward()
+                self.optimizer.step()
+                self._log.warning("loss %s", loss)
+                self.logger.log(logging.INFO, "loss %s", loss)
+                self.catalog.info("loss %s", loss)
+    """
+    assert analyse(code, select=("VP501",)) == [
+        ("VP501", 12, "LOW"),
+        ("VP501", 13, "LOW"),
+    ]

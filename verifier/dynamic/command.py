@@ -38,13 +38,22 @@ def add_harness_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGr
     parser.add_argument("--warmup", type=int, help="untimed warm-up steps per mode (default: the preset's)")
     parser.add_argument("--repeats", type=int, help="timed repeats per mode, at least (default: the preset's)")
     parser.add_argument(
-        "--max-repeats", type=int, help="more repeats while a speedup interval is wide, up to this (default: 4 x --repeats)"
+        "--max-repeats", type=int,
+        help="more repeats while a speedup interval is wide, up to this (default: 4 x --repeats on CUDA; on CPU, where the speedup is not judged, --repeats)"
     )
     parser.add_argument(
         "--time-budget", type=float, default=60.0, metavar="SECONDS",
         help="stop adding repeats after this much timing (default: 60)",
     )
     parser.add_argument("--sync-steps", type=int, help="steps in the untimed sync-counting pass (default: the preset's)")
+    parser.add_argument(
+        "--accuracy-seeds", type=int, default=3, metavar="N",
+        help="seeded accuracy runs per mode, seeds --seed .. --seed + N - 1 (default: 3; 0: none)",
+    )
+    parser.add_argument(
+        "--accuracy-steps", type=int, metavar="N",
+        help="fixed training length of each accuracy run (default: the preset's, or the entry's accuracy_steps, or 100)",
+    )
     parser.add_argument(
         "--entry",
         metavar="MODULE:FUNCTION",
@@ -102,6 +111,8 @@ def options_from_args(args: argparse.Namespace, thresholds: Thresholds | None = 
         threads=getattr(args, "threads", None),
         time_budget_s=getattr(args, "time_budget", 60.0),
         max_repeats=getattr(args, "max_repeats", None),
+        accuracy_seeds=getattr(args, "accuracy_seeds", 3),
+        accuracy_steps=getattr(args, "accuracy_steps", None),
     )
 
 
@@ -131,7 +142,7 @@ def terminal_progress(enabled: bool) -> Iterator[ProgressCallback | None]:
         def update(mode: str, phase: str, done: int, total: int) -> None:
             if mode not in tasks:
                 tasks[mode] = bar.add_task(mode, total=total)
-            bar.update(tasks[mode], completed=done, description=f"{mode}: {phase}")
+            bar.update(tasks[mode], total=total, completed=done, description=f"{mode}: {phase}")
 
         yield update
 

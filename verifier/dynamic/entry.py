@@ -18,7 +18,13 @@ optimizer and loss:
     optional:    eval_batches (iterable of (inputs, targets)), accuracy_fn
                  (`(outputs, targets) -> fraction correct`), max_grad_norm (None: no clipping),
                  tokens_per_step, flops_per_step, chance_accuracy (accuracy of guessing: an
-                 accuracy near it is "not judged")
+                 accuracy near it is "not judged"), accuracy_steps (the fixed length of the
+                 seeded accuracy runs; default 100, --accuracy-steps overrides it)
+
+The components form is also the one whose accuracy is judged: with `eval_batches` and
+`accuracy_fn`, the harness calls the function again after `torch.manual_seed(s)` for each
+accuracy seed s (--seed, --seed + 1, ...) and mode, trains that fresh model `accuracy_steps`
+steps untimed, and evaluates it; the band over seeds says whether an AMP difference is real.
 
 Step form: the harness times the user's step exactly as written, syncs and all:
 
@@ -28,6 +34,10 @@ Step form: the harness times the user's step exactly as written, syncs and all:
     optional:    evaluate (callable `mode -> (loss, accuracy)` or a dict with those keys),
                  tokens_per_step, flops_per_step, chance_accuracy, model and optimizer
                  (named, they give the peak-memory split)
+
+The step form cannot be re-created per seed (its state lives in the user's closure), so its
+accuracy is the timed run's own, one run with no band, and its accuracy target is reported
+but never judged (a single run cannot tell a difference from run-to-run noise).
 
 Every failure becomes text in the result, never a traceback: loading problems and a
 malformed return value are `EntryError`s; an exception from the user's code is described
@@ -99,17 +109,34 @@ def describe_exception(error: BaseException) -> str:
     return text
 
 
+ENTRY_ACCURACY_STEPS = 100
+"""The accuracy runs' length for an entry that names no `accuracy_steps`."""
+
+
 class EntryWorkload:
     def __init__(self, spec: str, function: Callable[..., Any]) -> None:
         self.spec = spec
         self.function = function
         self.info = Workload(source="entry", name=spec, description=_first_doc_line(function))
+        self.form: str | None = None  # "components" or "step", known once opened
+        self._accuracy_steps: int | None = None
+
+    @property
+    def accuracy_steps(self) -> int:
+        return self._accuracy_steps or ENTRY_ACCURACY_STEPS
 
     def open(self, mode: str, device: torch.device, seed: int) -> ComponentsRun | StepRun:
         torch.manual_seed(seed)
         parts = _call_entry(self.function, device)
         if _part(parts, "train_step") is not None:
+            self.form = "step"
             return StepRun(parts, mode)
+        self.form = "components"
+        steps = _part(parts, "accuracy_steps")
+        if steps is not None:
+            if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+                raise EntryError(f"entry {self.spec!r}: accuracy_steps must be a positive int, got {steps!r}")
+            self._accuracy_steps = steps
         missing = [name for name in ("model", "optimizer", "loss_fn") if _part(parts, name) is None]
         if _part(parts, "make_batch") is None and _part(parts, "batches") is None:
             missing.append("make_batch or batches")
@@ -120,6 +147,14 @@ class EntryWorkload:
             )
         return ComponentsRun(parts, mode, device)
 
+    def accuracy_run(self, mode: str, device: torch.device, seed: int) -> ComponentsRun | None:
+        """The components form rebuilt from `seed`; None for the step form."""
+        if self.form != "components":
+            return None
+        run = self.open(mode, device, seed)
+        if not isinstance(run, ComponentsRun):
+            raise EntryError(f"entry {self.spec!r} returned the step form on a later call: the accuracy runs need one form")
+        return run
 
     def estimate_memory(self, mode: str) -> MemorySplit | str:
         """The components form's peak split, estimated on fake tensors (CPU runs)."""

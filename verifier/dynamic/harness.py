@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from verifier.dynamic import overhead
+from verifier.dynamic.accuracy import AccuracyPlan, measure_accuracy, with_accuracy_runs
 from verifier.dynamic.entry import EntryError, EntryWorkload, load_entry
 from verifier.dynamic.measure import Budget, ProgressCallback, StepCounts, measure_modes
 from verifier.dynamic.nvml import Nvml, UtilizationSampler, describe_device, summarize_samples
@@ -39,7 +40,9 @@ class HarnessOptions:
     """What to run and how. None means "the preset's default" (or the device's, for modes).
 
     preset "auto" picks `gpu` on CUDA and `tiny` on CPU; device "auto" picks CUDA when present;
-    modes None means fp32, fp16, bf16 on CUDA and fp32, bf16 on CPU.
+    modes None means fp32, fp16, bf16 on CUDA and fp32, bf16 on CPU. accuracy_seeds is how many
+    seeded accuracy runs each mode gets (seed, seed + 1, ...; 0: none, the timed run's accuracy
+    is shown as one run), accuracy_steps their fixed length (None: the preset's or the entry's).
     """
 
     preset: str = "auto"
@@ -57,6 +60,8 @@ class HarnessOptions:
     threads: int | None = None
     time_budget_s: float = 60.0
     max_repeats: int | None = None
+    accuracy_seeds: int = 3
+    accuracy_steps: int | None = None
 
 
 def resolve_device(name: str) -> torch.device:
@@ -124,6 +129,8 @@ def _plan(options: HarnessOptions, device: torch.device) -> _Plan:
     """What to run; raises EntryError when a named entry point cannot be loaded."""
     if options.threads is not None and options.threads < 1:
         raise HarnessUsageError("--threads must be at least 1")
+    if options.accuracy_seeds < 0 or (options.accuracy_steps is not None and options.accuracy_steps < 1):
+        raise HarnessUsageError("--accuracy-seeds must be at least 0 and --accuracy-steps at least 1")
     threads = options.threads if device.type == "cpu" else None
     if options.entry:
         workload = EntryWorkload(options.entry, load_entry(options.entry))
@@ -163,7 +170,10 @@ def run_harness(options: HarnessOptions, progress: ProgressCallback | None = Non
                 error=str(error),
             )
         handle = nvml.handle_for(device) if nvml is not None and device.type == "cuda" else None
-        budget = Budget(max_rounds=options.max_repeats or 4 * plan.counts.repeats, seconds=options.time_budget_s)
+        # Extra rounds buy a speedup verdict its power; on CPU the speedup is never judged, so
+        # there they are added only when --max-repeats asks for them.
+        default_rounds = 4 * plan.counts.repeats if device.type == "cuda" else plan.counts.repeats
+        budget = Budget(max_rounds=options.max_repeats or default_rounds, seconds=options.time_budget_s)
         if budget.max_rounds < plan.counts.repeats:
             raise HarnessUsageError("--max-repeats must be at least --repeats")
         with _cpu_threads(plan.cpu_threads):
@@ -172,9 +182,10 @@ def run_harness(options: HarnessOptions, progress: ProgressCallback | None = Non
                 plan.workload, modes, device, facts, plan.counts, options.seed,
                 lambda: UtilizationSampler(nvml, handle), report, budget,
             )
+            results, accuracy = _accuracy_runs(plan.workload, results, device, options, report)
             method = _method(
                 device, dataclasses.replace(plan.counts, repeats=rounds), plan.eval_batches, options, budget,
-                plan.counts.repeats,
+                plan.counts.repeats, accuracy,
             )
     finally:
         if nvml is not None:
@@ -200,6 +211,25 @@ def run_harness(options: HarnessOptions, progress: ProgressCallback | None = Non
 
         result = write_chart(result, options.chart_path)
     return result
+
+
+def _accuracy_runs(
+    workload: WorkloadSource, results: list[ModeResult], device: torch.device, options: HarnessOptions,
+    report: ProgressCallback,
+) -> tuple[list[ModeResult], AccuracyPlan | None]:
+    """Seeded, fixed-length accuracy runs of every mode that measured an accuracy; the modes
+    without them keep the timed run's accuracy, labelled as one run."""
+    steps = options.accuracy_steps or getattr(workload, "accuracy_steps", None)
+    plan = AccuracyPlan(steps, tuple(options.seed + i for i in range(options.accuracy_seeds))) if steps else None
+    wanted = tuple(r.mode for r in results if r.ok and r.accuracy is not None)
+    runs = measure_accuracy(workload, wanted, device, plan, report) if plan is not None else None
+    if not runs:
+        why = "--accuracy-seeds 0" if options.accuracy_seeds == 0 else "the workload cannot be re-created per seed"
+        if getattr(workload, "form", None) == "step":
+            why = "the step form cannot be re-created per seed"
+        note = f"one run, no band: the timed run's own evaluation ({why})"
+        return [dataclasses.replace(r, accuracy_note=note) if r.accuracy is not None else r for r in results], None
+    return [with_accuracy_runs(r, runs[r.mode], plan) if r.mode in runs else r for r in results], plan
 
 
 def _weights_note(results: list[ModeResult]) -> str:
@@ -238,7 +268,7 @@ def _cpu_threads(count: int | None) -> Iterator[None]:
 
 def _method(
     device: torch.device, counts: StepCounts, eval_batches: int | None, options: HarnessOptions, budget: Budget,
-    minimum: int | None = None,
+    minimum: int | None = None, accuracy: AccuracyPlan | None = None,
 ) -> Method:
     minimum = counts.repeats if minimum is None else minimum
     notes = [
@@ -262,6 +292,8 @@ def _method(
         notes.append("step time includes fetching the batch from the DataLoader, as in training")
         if options.compile:
             notes.append("model wrapped in torch.compile; compilation happens during warm-up")
+    if accuracy is not None:
+        notes.append(accuracy.describe() + (" (eager, without DataLoader workers)" if not options.entry else ""))
     return Method(
         timer=timer_kind(device),
         warmup_steps=counts.warmup,
@@ -272,6 +304,8 @@ def _method(
         seed=options.seed,
         overhead_probe=overhead.METHOD if device.type == "cuda" else "not probed on CPU",
         notes=tuple(notes),
+        accuracy_steps=accuracy.steps if accuracy is not None else None,
+        accuracy_seeds=accuracy.seeds if accuracy is not None else (),
     )
 
 

@@ -1,4 +1,5 @@
-"""Bootstrap intervals for step times (pure Python: the report reads them without torch)."""
+"""Bootstrap intervals for step times and seed bands for accuracies (pure Python: the report
+reads them without torch)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,8 @@ def median_interval(samples_ms: tuple[float, ...], rounds: int = 2000) -> tuple[
     draw = random.Random(0)
     medians = sorted(statistics.median(draw.choices(samples_ms, k=len(samples_ms))) for _ in range(rounds))
     return medians[int(0.025 * rounds)], medians[int(0.975 * rounds) - 1]
+
+
+def seed_band(values: list[float]) -> tuple[float, float] | None:
+    """(lowest, highest) of per-seed values; None below two, where there is no spread to see."""
+    return (min(values), max(values)) if len(values) >= 2 else None

@@ -295,9 +295,9 @@ class ModeSession:
 
     def close(self) -> None:
         if self.run is not None:
-            _close_quietly(self.run)
+            close_quietly(self.run)
             self.run = None
-            _release_memory(self.device)
+            release_memory(self.device)
 
 
 def measure_modes(
@@ -389,14 +389,14 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def _close_quietly(run: ModeRun) -> None:
+def close_quietly(run: ModeRun) -> None:
     try:
         run.close()
     except Exception:  # noqa: BLE001, S110 - closing a failed run must not hide its error
         pass
 
 
-def _release_memory(device: torch.device) -> None:
+def release_memory(device: torch.device) -> None:
     """Once per mode: each mode starts with only its own tensors alive and an empty cache,
     so NVML's memory-used samples and a later OOM belong to that mode alone."""
     gc.collect()

@@ -12,7 +12,8 @@ import enum
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: `accuracy` and `eval_loss` are the mean over the seeded accuracy runs when there are any."""
 
 MODES = ("fp32", "tf32", "fp16", "bf16")
 """Precision modes in display order: the FP32 baselines first (strict, then with TF32 tensor-core
@@ -145,6 +146,23 @@ class MemorySplit:
 
 
 @dataclass(frozen=True)
+class AccuracyRun:
+    """One seeded accuracy run of a mode: a fresh run (new weights from `seed`) trained for the
+    fixed `Method.accuracy_steps`, untimed, then evaluated on held-out batches.
+
+    train_loss_first / train_loss_last: mean training loss over the first and the last tenth
+    of the steps (did the run train?). error: why this run failed; its figures are then None.
+    """
+
+    seed: int
+    accuracy: float | None = None
+    eval_loss: float | None = None
+    train_loss_first: float | None = None
+    train_loss_last: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class ModeResult:
     """One precision mode's figures. A figure is None when it was not measured.
 
@@ -157,8 +175,12 @@ class ModeResult:
     process_rss_peak_bytes: process resident-set high-water mark (CPU runs), reset per mode
         where the kernel allows; not a tensor peak: it includes the interpreter, libraries and
         memory the allocator kept from earlier modes.
-    eval_loss: mean cross-entropy on held-out batches after training, in the mode's precision.
-    accuracy: next-token accuracy on the same held-out batches (0..1).
+    eval_loss: mean cross-entropy on held-out batches after training, in the mode's precision:
+        the mean over `accuracy_runs` when there are any, else the timed run's own evaluation.
+    accuracy: accuracy on the same held-out batches (0..1), the same way: the mean over the
+        seeded accuracy runs, else the timed run's (one run, no band; accuracy_note says which).
+    accuracy_runs: the seeded, fixed-length, untimed runs the accuracy comes from, one per seed.
+    accuracy_note: where `accuracy` comes from, in words.
     user_syncs_per_step: host-device syncs per step attributed to user code (untimed pass).
     library_syncs_per_step: syncs issued inside torch itself (not the user's to fix).
     sync_sites: where the user syncs came from.
@@ -213,11 +235,19 @@ class ModeResult:
     memory_split_note: str = ""
     chance_accuracy: float | None = None
     weights_fingerprint: str | None = None
+    accuracy_runs: tuple[AccuracyRun, ...] = ()
+    accuracy_note: str = ""
     error: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def accuracy_band(self) -> tuple[float, float] | None:
+        """(lowest, highest) accuracy over the seeded runs; None below two measured runs."""
+        values = [run.accuracy for run in self.accuracy_runs if run.accuracy is not None]
+        return (min(values), max(values)) if len(values) >= 2 else None
 
 
 @dataclass(frozen=True)
@@ -235,6 +265,9 @@ class Verdict:
     status: PASS/MISS only with a measured value; NOT_EVALUATED always has a reason.
     reason: one sentence: why it passed/missed, or why it was not evaluated.
     interval: 95 % bootstrap interval of a ratio (speedup), None where not computed.
+    band: (lowest, highest) of the per-seed values behind `measured` (accuracy: the per-seed
+        differences FP32 - AMP, each seed's runs starting from the same weights and batches),
+        None with fewer than two seeds.
     basis: what exactly was compared (e.g. which part of the peak memory), "" if obvious.
     """
 
@@ -249,6 +282,7 @@ class Verdict:
     reason: str
     interval: tuple[float, float] | None = None
     basis: str = ""
+    band: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -270,7 +304,9 @@ class Method:
     (None when a user entry decides);
     seed: the seed every mode starts from (same weights, same data order);
     overhead_probe: how the harness decided whether the workload is overhead-bound;
-    notes: anything else a reader needs (e.g. torch.compile on, threads used).
+    notes: anything else a reader needs (e.g. torch.compile on, threads used);
+    accuracy_steps: training steps of each seeded accuracy run (None: no such runs);
+    accuracy_seeds: the seeds of those runs, one fresh run per mode and seed.
     """
 
     timer: str
@@ -282,6 +318,8 @@ class Method:
     seed: int
     overhead_probe: str = ""
     notes: tuple[str, ...] = ()
+    accuracy_steps: int | None = None
+    accuracy_seeds: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -357,6 +395,8 @@ class DynamicResult:
             "compiled": self.workload.compiled,
             "steps": self.method.steps,
             "threads": self.device.cpu_threads,
+            "accuracy_steps": self.method.accuracy_steps,
+            "accuracy_seeds": len(self.method.accuracy_seeds),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -393,7 +433,7 @@ _NESTED = {
     "step_time": StepTiming,
     "memory_split": MemorySplit,
 }
-_SEQUENCES = {"modes": ModeResult, "verdicts": Verdict, "sync_sites": SyncSite}
+_SEQUENCES = {"modes": ModeResult, "verdicts": Verdict, "sync_sites": SyncSite, "accuracy_runs": AccuracyRun}
 
 
 def _build(cls: type, data: dict[str, Any]) -> Any:
@@ -402,7 +442,7 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
     for key, value in data.items():
         if key not in known:
             continue
-        if value is not None and key in _NESTED:
+        if isinstance(value, dict) and key in _NESTED:  # MemorySplit.method is a string, not a Method
             value = _build(_NESTED[key], value)
         elif key in _SEQUENCES:
             value = tuple(_build(_SEQUENCES[key], item) for item in value)
@@ -415,6 +455,7 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
 
 
 __all__ = [
+    "AccuracyRun",
     "FP32_MODES",
     "MODES",
     "SCHEMA_VERSION",

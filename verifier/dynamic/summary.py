@@ -21,6 +21,7 @@ def format_summary(result: DynamicResult) -> str:
         sites = [f"  {m.mode}: {s.location} {s.kind} x{s.count}" for m in result.modes for s in m.sync_sites]
         if sites:
             lines += ["user sync sites (sync-counting pass):", *sites]
+    lines += _accuracy_lines(result)
     if result.verdicts:
         lines += ["", "targets:"]
         lines += [_verdict_line(v) for v in result.verdicts]
@@ -63,6 +64,22 @@ def _method_line(result: DynamicResult) -> str:
         f"method: {method.timer}; {method.warmup_steps} warm-up, {method.repeats} x {method.steps} timed, "
         f"{method.sync_steps} sync-counting steps per mode; seed {method.seed}"
     )
+
+
+def _accuracy_lines(result: DynamicResult) -> list[str]:
+    """Where each mode's accuracy comes from: the seeds and their figures, or one run."""
+    lines = []
+    for mode in result.modes:
+        if mode.accuracy_runs:
+            seeds = ", ".join(
+                f"seed {run.seed} {_number(run.accuracy, '{:.4f}')}" + (f" (failed: {run.error})" if run.error else "")
+                for run in mode.accuracy_runs
+            )
+            lines.append(f"accuracy {mode.mode}: mean {_number(mode.accuracy, '{:.4f}')} of {seeds}, "
+                         f"fresh runs of {result.method.accuracy_steps} steps each")
+        elif mode.accuracy_note:
+            lines.append(f"accuracy {mode.mode}: {mode.accuracy_note}")
+    return lines
 
 
 def _mode_table(modes: tuple[ModeResult, ...]) -> list[str]:

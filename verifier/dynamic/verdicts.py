@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from verifier.dynamic.results import FP32_MODES, ModeResult, Thresholds, Verdict, VerdictStatus
-from verifier.dynamic.intervals import ratio_interval
+from verifier.dynamic.intervals import ratio_interval, seed_band
 
 SPEEDUP_BASES = {
     "fp32": "median step time against FP32 strict (TF32 off), the configuration the measured code uses",
@@ -67,14 +67,14 @@ def _labels(mode: str) -> dict[str, str]:
 
 def _verdict(
     name: str, mode: str, thresholds: Thresholds, measured: float | None, status: VerdictStatus, reason: str,
-    interval: tuple[float, float] | None = None, basis: str = "",
+    interval: tuple[float, float] | None = None, basis: str = "", band: tuple[float, float] | None = None,
 ) -> Verdict:
     comparison, target, unit = {
         "speedup": (">=", thresholds.min_speedup, "x"),
         "memory_reduction": (">=", thresholds.min_memory_reduction, "fraction"),
         "accuracy_degradation": ("<=", thresholds.max_accuracy_degradation, "fraction"),
     }[name]
-    return Verdict(name, mode, _labels(mode)[name], comparison, target, unit, measured, status, reason, interval, basis)
+    return Verdict(name, mode, _labels(mode)[name], comparison, target, unit, measured, status, reason, interval, basis, band)
 
 
 def not_evaluated(modes: tuple[str, ...], thresholds: Thresholds, reason: str) -> tuple[Verdict, ...]:
@@ -176,26 +176,61 @@ def _memory(baseline: ModeResult, amp: ModeResult, thresholds: Thresholds, backe
 
 
 def _accuracy(baseline: ModeResult, amp: ModeResult, thresholds: Thresholds) -> Verdict:
+    """Judged on the seeded runs: each seed's FP32 and AMP runs start from the same weights and
+    batches, so the per-seed differences isolate the precision and their band is the noise.
+    PASS when every seed is within the target, MISS when every seed is beyond it, UNSTABLE when
+    the band straddles it; one run has no band and is never judged."""
+    failed = [(m.mode, run) for m in (baseline, amp) for run in m.accuracy_runs if run.error]
+    if failed:
+        mode, run = failed[0]
+        reason = f"accuracy not measured for every seed: {mode} seed {run.seed} failed: {run.error}"
+        both = baseline.accuracy is not None and amp.accuracy is not None
+        measured = baseline.accuracy - amp.accuracy if both else None
+        return _verdict("accuracy_degradation", amp.mode, thresholds, measured, VerdictStatus.NOT_EVALUATED, reason)
     if baseline.accuracy is None or amp.accuracy is None:
         reason = _missing("accuracy", baseline, amp)
         if not (baseline.error or amp.error):
             reason += ": the workload reports no accuracy"
         return _verdict("accuracy_degradation", amp.mode, thresholds, None, VerdictStatus.NOT_EVALUATED, reason)
     measured = baseline.accuracy - amp.accuracy
+    target = thresholds.max_accuracy_degradation
     not_judged = _without_power(baseline, amp)
     if not_judged:
         return _verdict("accuracy_degradation", amp.mode, thresholds, measured, VerdictStatus.NOT_EVALUATED, not_judged)
-    target = thresholds.max_accuracy_degradation
-    status = VerdictStatus.PASS if measured <= target else VerdictStatus.MISS
-    sign = "<=" if status is VerdictStatus.PASS else ">"
+    differences = paired_differences(baseline, amp)
+    band = seed_band(differences)
+    shown = f"{baseline.mode.upper()} {baseline.accuracy:.4f} - {amp.mode} {amp.accuracy:.4f} = {measured:+.4f}"
+    if band is None:
+        return _verdict(
+            "accuracy_degradation", amp.mode, thresholds, measured, VerdictStatus.NOT_EVALUATED,
+            f"not judged: one run, no band ({shown}): without several seeds the run-to-run spread is unknown, "
+            "so the difference cannot be told from noise (seeded runs need the components form or the "
+            "reference, and --accuracy-seeds 2 or more)",
+        )
+    low, high = band
+    seeds = f"per-seed differences {low:+.4f}..{high:+.4f} over {len(differences)} seeds"
+    if high <= target:
+        return _verdict("accuracy_degradation", amp.mode, thresholds, measured, VerdictStatus.PASS,
+                        f"{shown} <= {target:g}; {seeds}, every one within the target", band=band)
+    if low > target:
+        return _verdict("accuracy_degradation", amp.mode, thresholds, measured, VerdictStatus.MISS,
+                        f"{shown} > {target:g}; {seeds}, every one beyond the target", band=band)
     return _verdict(
-        "accuracy_degradation",
-        amp.mode,
-        thresholds,
-        measured,
-        status,
-        f"FP32 {baseline.accuracy:.4f} - {amp.mode} {amp.accuracy:.4f} = {measured:+.4f} {sign} {target:g}",
+        "accuracy_degradation", amp.mode, thresholds, measured, VerdictStatus.UNSTABLE,
+        f"unstable: the {seeds} straddle the target {target:g} (mean {measured:+.4f}): the seed-to-seed spread "
+        "exceeds the effect; re-run with more --accuracy-seeds, or a longer --accuracy-steps so both modes converge",
+        band=band,
     )
+
+
+def paired_differences(baseline: ModeResult, amp: ModeResult) -> list[float]:
+    """FP32 - AMP accuracy seed by seed, for the seeds both measured."""
+    amp_by_seed = {run.seed: run.accuracy for run in amp.accuracy_runs if run.accuracy is not None}
+    return [
+        run.accuracy - amp_by_seed[run.seed]
+        for run in baseline.accuracy_runs
+        if run.accuracy is not None and run.seed in amp_by_seed
+    ]
 
 
 def _without_power(baseline: ModeResult, amp: ModeResult) -> str:
@@ -212,7 +247,8 @@ def _without_power(baseline: ModeResult, amp: ModeResult) -> str:
             f"not judged: FP32 is untrained (accuracy {baseline.accuracy:.4f} is below twice chance, {2 * chance:.4f}), "
             "so its accuracy is no reference"
         )
-    first, last = baseline.train_loss_first, baseline.train_loss_last
-    if first is not None and last is not None and last >= first:
-        return f"not judged: FP32 did not train (loss {first:.4f} -> {last:.4f}), so its accuracy is no reference"
+    runs = [(f"seed {r.seed}: ", r.train_loss_first, r.train_loss_last) for r in baseline.accuracy_runs]
+    for label, first, last in runs or [("", baseline.train_loss_first, baseline.train_loss_last)]:
+        if first is not None and last is not None and last >= first:
+            return f"not judged: FP32 did not train ({label}loss {first:.4f} -> {last:.4f}), so its accuracy is no reference"
     return ""

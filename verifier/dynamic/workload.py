@@ -36,6 +36,14 @@ class WorkloadSource(Protocol):
 
     def open(self, mode: str, device: torch.device, seed: int) -> ModeRun: ...
 
+    def accuracy_run(self, mode: str, device: torch.device, seed: int) -> ModeRun | None:
+        """A fresh, untimed run from `seed` for the accuracy measurement; None when the workload
+        cannot be re-created per seed."""
+
+    @property
+    def accuracy_steps(self) -> int | None:
+        """The fixed training length of the accuracy runs the workload asks for, if any."""
+
 
 class PresetRun:
     def __init__(self, session: TrainingSession) -> None:
@@ -81,6 +89,15 @@ class PresetWorkload:
 
     def open(self, mode: str, device: torch.device, seed: int) -> PresetRun:
         return PresetRun(build_session(self.preset, mode, device, seed, self.compile_model))
+
+    def accuracy_run(self, mode: str, device: torch.device, seed: int) -> PresetRun:
+        """Eager and without DataLoader workers: nothing is timed, so neither compiling nor a
+        worker start-up per run would buy anything; the batches are the same either way."""
+        return PresetRun(build_session(self.preset, mode, device, seed, compile_model=False, num_workers=0))
+
+    @property
+    def accuracy_steps(self) -> int:
+        return self.preset.accuracy_steps
 
     def estimate_memory(self, mode: str) -> MemorySplit | str:
         """The peak split of two reference steps at this size, estimated on fake tensors."""

@@ -232,7 +232,8 @@ def _measured_regressions(
         regressions += _mode_regressions(old, mode, tolerance, max_accuracy_drop)
     limit = figures.percent(tolerance)
     return tuple(regressions), (
-        f"compared on the same workload fingerprint (device, torch, workload, compile, steps, threads); "
+        f"compared on the same workload fingerprint (device, torch, workload, compile, steps, threads, "
+        f"accuracy steps and seeds); "
         f"slower by more than {limit} and outside both runs' 95% intervals of the median step time, larger "
         f"by more than {limit}, accuracy lower by more than {figures.decimal(max_accuracy_drop)}, or more user "
         "syncs per step count as regressions"

@@ -40,7 +40,8 @@ def verdict_table(dynamic: DynamicResult) -> Table:
         (
             v.label,
             figures.target_value(v.measured, v.unit)
-            + (f" (95% interval {v.interval[0]:.2f}x–{v.interval[1]:.2f}x)" if v.interval else ""),
+            + (f" (95% interval {v.interval[0]:.2f}x–{v.interval[1]:.2f}x)" if v.interval else "")
+            + (f" (per seed {figures.target_value(v.band[0], v.unit)} to {figures.target_value(v.band[1], v.unit)})" if v.band else ""),
             f"{v.comparison} {figures.target_value(v.target, v.unit)}",
             verdict_result(v),
             v.reason if v.status is not VerdictStatus.NOT_EVALUATED else "",
@@ -78,8 +79,8 @@ def mode_table(dynamic: DynamicResult) -> Table:
         ("Process RSS peak", lambda m: figures.mebibytes(m.process_rss_peak_bytes), True),
         ("Peak split: parameters / gradients / optimizer state / activations and other", _memory_split, True),
         ("Train loss, first → last", _train_loss, False),
-        ("Eval loss", lambda m: figures.decimal(m.eval_loss), False),
-        ("Accuracy", lambda m: figures.decimal(m.accuracy), False),
+        (_seeded("Eval loss", dynamic), lambda m: figures.decimal(m.eval_loss), False),
+        (_seeded("Accuracy", dynamic) + (" (min–max)" if dynamic.method.accuracy_seeds else ""), _accuracy, False),
         ("Host syncs per step (user code)", lambda m: figures.decimal(m.user_syncs_per_step, 2), False),
         ("Host syncs per step (inside torch)", lambda m: figures.decimal(m.library_syncs_per_step, 2), True),
         ("Syncs flagged by CUDA sync debug mode per step",
@@ -92,6 +93,25 @@ def mode_table(dynamic: DynamicResult) -> Table:
     rows = [r for label, cell, optional in candidates if (r := row(label, cell, optional)) is not None]
     rows[0] = ("Status", *("ok" if m.ok else f"failed: {m.error}" for m in modes))
     return Table(("Metric", *(mode_title(m) for m in modes)), tuple(rows))
+
+
+def _seeded(label: str, dynamic: DynamicResult) -> str:
+    """"Accuracy, mean of 3 seeds × 60 steps": the figure's method in its label."""
+    method = dynamic.method
+    seeds = len(method.accuracy_seeds)
+    if not seeds or method.accuracy_steps is None:
+        return label
+    return f"{label}, mean of {seeds} seed{'s' if seeds > 1 else ''} × {method.accuracy_steps} steps"
+
+
+def _accuracy(mode: ModeResult) -> str:
+    text = figures.decimal(mode.accuracy)
+    if mode.accuracy is None:
+        return text
+    band = mode.accuracy_band
+    if band is not None:
+        return f"{text} ({band[0]:.4f}–{band[1]:.4f})"
+    return f"{text} (one run, no band)"
 
 
 def _memory_split(mode: ModeResult) -> str:

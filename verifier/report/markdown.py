@@ -15,7 +15,7 @@ from functools import cache
 
 import jinja2
 
-from verifier.findings import Category, Finding, Heat, Severity
+from verifier.findings import Category, Finding, Severity
 from verifier.report import dynamic_view, figures
 from verifier.report.file_names import markdown_safe
 from verifier.report.markdown_text import code_span, fenced_block, table_cell, table_divider, table_row
@@ -23,12 +23,6 @@ from verifier.report.model import Report
 from verifier.report.scoring import MEASURED
 from verifier.report.text import counted, heat_note
 
-HEAT_PHRASE = {
-    Heat.STEP: "runs once per training step",
-    Heat.EVAL: "runs once per evaluation batch",
-    Heat.EPOCH: "runs once per epoch",
-    Heat.ONCE: "runs once per run",
-}
 SEVERITY_ORDER = sorted(Severity, reverse=True)
 
 
@@ -174,7 +168,7 @@ def _categories(report: Report, rules: dict, anchors: dict[Finding, str]) -> lis
 def _finding_view(finding: Finding, report: Report, rules: dict, anchor: str, *, first_of_rule: bool) -> FindingView:
     rule = rules.get(finding.code)
     impact = f"{rule.why} " if rule is not None else ""
-    impact += f"This code {HEAT_PHRASE[finding.heat]} (heat: {finding.heat.label})."
+    impact += f"This code runs {finding.heat.often} (heat: {finding.heat.label})."
     has_pattern = rule is not None and bool(rule.use_instead) and finding.category is not Category.ANALYSIS
     corrected = rule.use_instead if has_pattern and first_of_rule else ""
     fix = finding.fix

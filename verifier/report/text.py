@@ -33,9 +33,6 @@ def finding_block(finding: Finding, report: Report) -> list[str]:
     return lines
 
 
-_RUNS = {Heat.STEP: "runs every step", Heat.EVAL: "runs every evaluation batch", Heat.EPOCH: "runs every epoch"}
-
-
 def heat_note(finding: Finding, place: Callable[[str], str] = str) -> str:
     """Why the line is hot, from its heat trace: `runs every step: train.py:43 calls
     log_metrics() inside the step loop at train.py:30 (iterates train_loader, calls
@@ -55,7 +52,7 @@ def heat_note(finding: Finding, place: Callable[[str], str] = str) -> str:
         chain = "; ".join(calls) + " " + last
     else:
         chain = "; ".join(parts)
-    runs = _RUNS.get(finding.heat, "runs")
+    runs = "runs" if finding.heat is Heat.ONCE else f"runs {finding.heat.often}"
     if finding.heat is Heat.EPOCH and any("rate-limit guard" in step.what for step in finding.heat_trace):
         runs = "runs every few steps"
     return f"{runs}: {chain}"

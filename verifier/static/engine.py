@@ -286,15 +286,10 @@ def analyze_source(
 
 
 # Rules write `{often}` / `{loop}` where the wording depends on how often the line really runs.
-_OFTEN = {Heat.STEP: "every step", Heat.EVAL: "every evaluation batch", Heat.EPOCH: "every epoch", Heat.ONCE: "once"}
-_LOOP = {
-    Heat.STEP: "in the per-step loop", Heat.EVAL: "in an evaluation loop", Heat.EPOCH: "in the per-epoch code",
-    Heat.ONCE: "here",
-}
 
 
 def heat_wording(message: str, heat: Heat) -> str:
-    return message.replace("{often}", _OFTEN[heat]).replace("{loop}", _LOOP[heat])
+    return message.replace("{often}", heat.often).replace("{loop}", heat.where)
 
 
 _TEST_FOLDERS = frozenset({"tests", "test", "testing"})

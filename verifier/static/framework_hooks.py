@@ -85,7 +85,6 @@ _CALLER = {
     id(_LIGHTNING_HOOKS): "Lightning", id(_LIGHTNING_MODULE): "Lightning",
     id(_HF_CALLBACK): "the Hugging Face Trainer", id(_HF_TRAINER): "the Hugging Face Trainer",
 }
-_HOW_OFTEN = {_STEP: "every step", _EVAL: "every evaluation batch", _EPOCH: "every epoch or interval"}
 
 
 def hook_reason(table: dict[str, Heat], node: cst.FunctionDef, heat: Heat) -> str:
@@ -93,4 +92,5 @@ def hook_reason(table: dict[str, Heat], node: cst.FunctionDef, heat: Heat) -> st
     its class's hook table (empty outside a framework class: then an Ignite handler)."""
     name = node.name.value
     caller = _CALLER.get(id(table), "Ignite") if table.get(name) == heat else "Ignite"
-    return f"{caller} calls {name}() {_HOW_OFTEN.get(heat, 'repeatedly')}"
+    often = "every epoch or interval" if heat is _EPOCH else heat.often
+    return f"{caller} calls {name}() {often}"

@@ -209,7 +209,8 @@ class Guards(Tracker):
 
 class GuardedRule(Rule):
     """A rule that stays quiet under rate-limit guards: `self.guarded` says whether the node
-    being visited runs only every N steps."""
+    being visited runs only every N steps. It cooperates with other bases
+    (`class Rule104(GuardedRule, HostDataRule)`), so no rule keeps its own guard tracker."""
 
     def __init__(self, context) -> None:
         super().__init__(context)
