@@ -7,7 +7,8 @@ a dtype cast (`.to(torch.float16)`), a move to the CPU, and a tensor of unknown 
 function parameter, a model output) are not. A tensor made by a factory and moved (`torch.zeros
 (n).to(dev)`) is VP104's finding, not this one. A batch handed to a helper as a parameter
 (`def train_step(batch): batch.to(dev)`) is reported when a call in the same module passes it
-host data; callers in other files are not seen.
+host data, or when every visible caller in the project does (call binding, `bindings.py`: also a
+generator over a DataLoader stored by a constructor and read with `next(self.data)`).
 """
 
 from __future__ import annotations

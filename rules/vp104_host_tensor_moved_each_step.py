@@ -6,7 +6,9 @@ through casts and reshapes) or through a name (`mask = torch.ones(n)` ... `mask.
 the same function or from module level. `*_like` factories follow their input's device and are
 not included; nor are tensors whose origin is unknown (parameters, results of other calls).
 `torch.tensor(data)` counts only for literals, Python numbers and NumPy values computed in the
-code: data of unknown origin (an environment's output) arrives on the host and must be copied.
+code (also a parameter that every visible caller passes a Python number): data of unknown origin
+(an environment's output) arrives on the host and must be copied. `torch.from_numpy` of values
+NumPy generated in the code (`np.random.choice`, `np.arange`) counts like a torch factory.
 """
 
 from __future__ import annotations

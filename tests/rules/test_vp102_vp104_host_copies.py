@@ -96,3 +96,18 @@ def test_factory_tensors_are_vp104_not_vp102(analyse):
         model(x, ids, pos, window).sum().backward()
     """
     assert analyse(code, select=SELECT) == [("VP104", 5, "MEDIUM"), ("VP102", 6, "LOW")]
+
+
+def test_numpy_generated_values_are_a_factory_loaded_arrays_are_not(analyse):
+    code = """\
+    import numpy as np
+    import torch
+    for x in loader:
+        x = x.to(device, non_blocking=True)
+        picked = np.random.randint(0, 1000, size=(x.shape[0],))
+        steps = torch.from_numpy(picked).long().to(device)
+        ramp = torch.from_numpy(np.linspace(0.0, 1.0, 16)).to(device)
+        stored = torch.from_numpy(np.load("weights.npy")).to(device)
+        model(x, steps, ramp, stored).sum().backward()
+    """
+    assert analyse(code, select=SELECT) == [("VP104", 6, "MEDIUM"), ("VP104", 7, "MEDIUM"), ("VP102", 8, "LOW")]

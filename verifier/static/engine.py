@@ -24,15 +24,17 @@ import libcst as cst
 
 from verifier.config import Settings
 from verifier.findings import Category, Finding, Heat, Severity, SeverityByHeat
+from verifier.static.bindings import NUMBER, SOURCE, Bindings, needs_reanalysis
 from verifier.static.context import ModuleContext
 from verifier.static.deferred import DeferredSeverity
 from verifier.static.discovery import import_root_for, module_name_for
 from verifier.static.guards import Guards
-from verifier.static.facts import NameFacts
+from verifier.static.facts import Kind, NameFacts
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of, heat_trace
 from verifier.static.names import ImportTable
 from verifier.static.notebook import in_cell, is_notebook, read_notebook
 from verifier.static.parse import parse_module
+from verifier.static.placement import HostData, Origin
 from verifier.static.positions import positions as positions_of
 from verifier.static.rule import Candidate, Rule
 from verifier.static.trace_lines import source_lines
@@ -66,6 +68,8 @@ class ModuleAnalysis:
         """
         if self.heat is None:
             return False
+        if needs_reanalysis(self.heat):
+            return True
         for candidate in self.candidates:
             if candidate.inputs is not None and self.heat.judgement_inputs(candidate.where) != candidate.inputs:
                 return True
@@ -240,6 +244,9 @@ def analyze_source(
 
     imports = ImportTable()
     heat = HeatModel(imports, module_name, import_root_for(path) if module_name else "", path=path)
+    if external:
+        # What every visible call site passes: the parameters start with it (`bindings.py`).
+        heat.seeds = {key: known.bound for key, known in external.items() if known.bound}
     facts = NameFacts(imports)
     context = ModuleContext(path, source.text, module, imports, heat, facts)
     # A module that never names a device runs on the host unless a caller's module does.
@@ -249,7 +256,9 @@ def analyze_source(
     guards = context.tracker(Guards)
     heat.guard_probe = lambda: guards.guarded
     active = [rule(context) for rule in rules if context.mentions(*rule.tokens)]
-    own = _ModuleFacts(heat, facts, imports)
+    host = context.trackers.get(HostData)
+    is_host_batch = (lambda node: host.origin_of(node) is Origin.BATCH) if host is not None else (lambda node: False)
+    own = _ModuleFacts(heat, facts, imports, Bindings(heat, facts, is_host_batch))
     visitors, leavers = _dispatch_tables(own, [*context.trackers.values(), *active])
     try:
         walk(module, visitors, leavers)
@@ -390,19 +399,29 @@ class _ModuleFacts:
     `x = f()` still sees what `x` meant before the assignment.
     """
 
-    def __init__(self, heat: HeatModel, facts: NameFacts, imports: ImportTable) -> None:
-        self.heat, self.facts, self.imports = heat, facts, imports
+    def __init__(self, heat: HeatModel, facts: NameFacts, imports: ImportTable, bindings: Bindings) -> None:
+        self.heat, self.facts, self.imports, self.bindings = heat, facts, imports, bindings
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.heat.on_call(node)
+        self.bindings.on_call(node, self.heat.on_call(node, self.bindings.via_of(node)))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.heat.enter_function(node)
         self.facts.enter_function(node.name.value)
+        function = self.heat.where().function
+        self.bindings.enter_function(function)
+        for name, fact in function.bound:
+            kind = _SEEDED_KINDS.get(fact)
+            if kind is not None:
+                self.facts.seed(name, kind)
 
     def visit_For(self, node: cst.For) -> None:
         self.heat.enter_loop(node)
+        self.bindings.on_for(node.target, node.iter)
         _bind_unknown(self.facts, node.target)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.bindings.on_yield(node)
 
     def visit_While(self, node: cst.While) -> None:
         self.heat.enter_loop(node)
@@ -429,14 +448,17 @@ class _ModuleFacts:
             _bind(self.facts, target, node.value)
             if type(node.value) in (cst.Attribute, cst.IfExp):
                 self.imports.add_alias(target, node.value)
+        self.bindings.on_assign(targets, node.value)
         self.heat.on_assign(targets, node.value)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
             _bind(self.facts, node.target, node.value)
+            self.bindings.on_assign([node.target], node.value)
 
     def leave_Return(self, node: cst.Return) -> None:
         self.facts.on_return(node.value)
+        self.bindings.on_return(node.value)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         self.facts.bind_in_place(node.target, node.value)
@@ -444,6 +466,7 @@ class _ModuleFacts:
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.heat.leave_function()
         self.facts.leave_function()
+        self.bindings.leave_function()
 
     def leave_For(self, node: cst.For) -> None:
         self.heat.leave_loop()
@@ -458,6 +481,10 @@ class _ModuleFacts:
     def leave_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             _bind_unknown(self.facts, node.asname.name)
+
+
+# A parameter bound to a number or a batch source starts as that kind (a host batch: `HostData`).
+_SEEDED_KINDS = {NUMBER: Kind.NUMBER, SOURCE: Kind.DATALOADER}
 
 
 def _bind(facts: NameFacts, target: cst.BaseExpression, value: cst.BaseExpression) -> None:

@@ -65,6 +65,10 @@ class NameFacts:
         self._scopes.append({})
         self._functions.append((name, []))
 
+    def seed(self, name: str, kind: Kind) -> None:
+        """A parameter of the function just entered holds `kind` at every visible call site."""
+        self._scopes[-1][name] = kind
+
     def leave_function(self) -> None:
         self._scopes.pop()
         name, kinds = self._functions.pop()

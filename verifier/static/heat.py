@@ -18,7 +18,8 @@ loop around it (a periodic inline eval loop is not a step loop inside an epoch).
 contains a step loop is an *epoch* loop. Other loops take the heat of what encloses them. A
 `for` header's iterable is evaluated once, before the loop. A function is as hot as its
 hottest call site; calls resolve by plain name, `self.method`, instances constructed in the
-module, and imports.
+module, and imports; calls through a receiver (`self.sampler.sample()`, a parameter) and
+inherited methods are bound by the project pass (`bindings.py`).
 """
 
 from __future__ import annotations
@@ -84,6 +85,17 @@ class CallSite:
     foreign: bool = False
     # 1-based; 0 until the module's positions are computed (`HeatModel.number_lines`).
     line: int = 0
+    # What the call passes, as binding terms (`bindings.py`): (position or keyword, term) for
+    # the arguments whose term is known; `starred` when `*args`/`**kwargs` hide the rest.
+    args: tuple = ()
+    starred: bool = False
+    # `self.sampler.sample()`, `criterion(x)`: the receiver's term and the method, resolved to a
+    # callee by the project pass once the receiver's class is known.
+    via: tuple | None = None
+    # Called through an instance (`self.m()`, `obj.m()`): a method's first parameter is bound.
+    through_instance: bool = False
+    # The name the caller calls when the callee is its `__call__`/`forward` (`loss_scaler`).
+    shown: str = ""
 
 
 @dataclass(eq=False)
@@ -153,6 +165,24 @@ class FunctionInfo:
     hook: str = ""
     # The `def` line, for the hook's trace step (0 until numbered).
     line: int = 0
+    # Positional parameter names in order, and whether `self` (or `cls`) comes first.
+    order: tuple = ()
+    method: bool = False
+    # Binding terms of what it returns and yields (`bindings.py`), in walk order.
+    results: list = field(default_factory=list)
+    yields: list = field(default_factory=list)
+    # Facts every visible call site agrees on, per parameter: ((name, fact), ...).
+    bound: tuple = ()
+
+
+@dataclass(eq=False)
+class ClassSummary:
+    """A class as call binding needs it: its bases' keys, and what `__init__` stores in
+    `self.<attr>` (binding terms; an attribute also assigned in another method is unknown)."""
+
+    bases: tuple = ()
+    attrs: dict = field(default_factory=dict)
+    reassigned: set = field(default_factory=set)
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,6 +204,8 @@ class HeatModel:
     def __init__(self, imports: ImportTable, module_name: str = "", import_root: str = "", path: str = "") -> None:
         self._imports = imports
         self._module = module_name
+        # Relative imports resolve against the package itself in its `__init__.py`.
+        self._importer = f"{module_name}.__init__" if path.replace("\\", "/").endswith("/__init__.py") or path == "__init__.py" else module_name
         # Keys are `<root>:module.name`: same-named modules of different script folders never
         # share heat (see `root_token`); the resolver links imports across roots when unambiguous.
         self._root = root_token(import_root)
@@ -198,6 +230,13 @@ class HeatModel:
         self._dataloader_names: set[str] = set()
         # `self.metric = RunningAccuracy()` / `trainer = Trainer()`: the class behind a name.
         self._instances: dict[str, str] = {}
+        # For call binding (`bindings.py`): classes by key, the parameters (function key, name,
+        # what was asked) whose unknown value a rule or the host-data tracker asked about (a bound fact could
+        # change a finding there), and the facts the project pass bound to parameters (given to
+        # a re-analysis).
+        self.classes: dict[str, ClassSummary] = {}
+        self.asked: set = set()
+        self.seeds: dict = {}
         # The current `Where`, shared by every ask until a function or loop opens or closes.
         self._where: Where | None = None
         # A `for` whose header is being walked: it becomes active when its body starts.
@@ -219,6 +258,9 @@ class HeatModel:
         return where
 
     def enter_class(self, node: cst.ClassDef) -> None:
+        if not self._class_stack and not self._function_stack:
+            bases = tuple(key for base in node.bases if (key := self._base_key(base.value)) is not None)
+            self.classes.setdefault(self._local_key(node.name.value), ClassSummary(bases))
         self._class_stack.append(node.name.value)
         self._hook_stack.append(hooks_of_class(node, self._imports) if node.bases else {})
 
@@ -240,6 +282,11 @@ class HeatModel:
         info = FunctionInfo(
             key, node, params, timing=self._timing_module or bool(_TIMING_FUNCTION.search(name)),
             accelerated=self.accelerated, path=self._path,
+            order=tuple(p.name.value for p in (*node.params.posonly_params, *node.params.params)),
+            method=bool(self._class_stack) and not self._function_stack and not any(
+                dotted_name(d.decorator) == "staticmethod" for d in node.decorators
+            ),
+            bound=self.seeds.get(key, ()),
         )
         # `@functools.cache` bodies run once per distinct argument, not once per call.
         info.memoised = any(self._is_memoising(d.decorator) for d in node.decorators)
@@ -333,7 +380,17 @@ class HeatModel:
                 if name:
                     self._dataloader_names.add(name)
 
-    def on_call(self, call: cst.Call) -> None:
+    def note_dependency(self, name: str, what: str) -> None:
+        """The walk asked about the unknown value of `name` (`what`: "number" or "origin"); if it
+        is a parameter of the function being walked, the project pass analyses the file again
+        when call sites bind such a fact to it."""
+        function = self._function_stack[-1] if self._function_stack else None
+        if function is not None and name in function.params:
+            self.asked.add((function.key, name, what))
+
+    def on_call(self, call: cst.Call, via: tuple | None = None) -> CallSite | None:
+        """Record a call; returns its call site (None when the callee cannot be named and no
+        receiver term `via` stands for it)."""
         ordinal = self._calls_seen
         self._calls_seen = ordinal + 1
         qualified = self._imports.call_name(call)
@@ -365,9 +422,14 @@ class HeatModel:
             for loop in loops:
                 loop.tensor_work = True
         callee = self._callee_key(call)
+        if callee is None and via is not None:
+            callee = UNBOUND
+        site = None
         if callee is not None:
             foreign = not callee.startswith(f"{self._module}.")
-            site = CallSite(callee, self.where(), self.guard_probe(), self.accelerated, foreign)
+            site = CallSite(callee, self.where(), self.guard_probe(), self.accelerated, foreign, via=via)
+            if via is not None and via[1] == "__call__":
+                site.shown = terminal_name(call.func) or ""
             self._site_nodes.append((site, call))
             self._site_ordinals.append((site, ordinal))
             if function is not None:
@@ -376,6 +438,7 @@ class HeatModel:
                 self._module_calls.append(site)
             for loop in loops:
                 loop.calls.append(site)
+        return site
 
     # ----- classification -----
 
@@ -434,13 +497,23 @@ class HeatModel:
 
     def _class_key(self, call: cst.Call) -> str | None:
         """The key of the class a call constructs (by the CapWords convention), else None."""
-        dotted = dotted_name(call.func)
+        return self._base_key(call.func)
+
+    def _base_key(self, node: cst.BaseExpression) -> str | None:
+        """The key of the class `node` names (CapWords), else None."""
+        dotted = dotted_name(node)
         if dotted is None or not dotted.rsplit(".", 1)[-1][:1].isupper():
             return None
         imported = self._imports.qualify(dotted)
         if imported is not None:
-            return self._rooted(absolute_name(imported, self._module))
+            return self._rooted(absolute_name(imported, self._importer))
         return self._local_key(dotted) if "." not in dotted else None
+
+    def class_key(self, call: cst.Call) -> str | None:
+        return self._class_key(call)
+
+    def callee_key(self, call: cst.Call) -> str | None:
+        return self._callee_key(call)
 
     def _callee_key(self, call: cst.Call) -> str | None:
         """The key of the called function: local names, `self.method`, methods of instances of
@@ -462,7 +535,7 @@ class HeatModel:
             return None
         imported = self._imports.qualify(dotted)
         if imported is not None:
-            return self._rooted(absolute_name(imported, self._module))
+            return self._rooted(absolute_name(imported, self._importer))
         return self._local_key(dotted) if "." not in dotted else None
 
     # ----- resolution -----
@@ -582,6 +655,10 @@ def _never() -> bool:
     return False
 
 
+# The callee of a call site known only through its receiver (`CallSite.via`), until bound.
+UNBOUND = "?"
+
+
 def heat_of(where: Where) -> Heat:
     """The innermost loop with a kind decides: a step loop is STEP, an eval loop EVAL (even
     inside a training loop: it runs under an eval interval), an epoch loop at least EPOCH;
@@ -671,8 +748,9 @@ def loop_reason(loop: LoopInfo) -> str:
 
 
 def _callee_name(site: CallSite) -> str:
-    """`log_metrics` for the key `<root>:train.log_metrics` (a method: its own name)."""
-    return site.callee.rpartition(":")[2].rsplit(".", 1)[-1]
+    """`log_metrics` for the key `<root>:train.log_metrics` (a method: its own name; a called
+    instance: the caller's name for it)."""
+    return site.shown or site.callee.rpartition(":")[2].rsplit(".", 1)[-1]
 
 
 def _site_accelerated(site: CallSite) -> bool:
@@ -702,6 +780,8 @@ class FunctionFacts:
     accelerated: bool = True
     # Why the function is as hot as `heat`: call sites up to a loop (see `heat_trace`).
     trace: tuple[TraceStep, ...] = ()
+    # What every visible call site passes to its parameters (`FunctionInfo.bound`).
+    bound: tuple = ()
 
     def merge(self, other: FunctionFacts) -> FunctionFacts:
         return FunctionFacts(
@@ -711,6 +791,7 @@ class FunctionFacts:
             self.steps or other.steps,
             self.accelerated or other.accelerated,
             other.trace if other.heat > self.heat else self.trace,
+            self.bound if self.bound == other.bound else (),
         )
 
 
@@ -819,8 +900,10 @@ class _Resolver:
         steps_here = loop.steps_here or step_call is not None
         loop.is_step = steps_here or timing_step or (trains and not contains_step)
         loop.is_epoch = not loop.is_step and contains_step
+        # A loop that calls a benchmark's measuring routine (a timing function with its own
+        # loop) runs one measurement per configuration: a sweep, not an evaluation over batches.
         forward_site = None if loop.forward else next(
-            (site for site in loop.calls if self._callee_forwards(site)), None
+            (site for site in loop.calls if self._callee_forwards(site) and not self._callee_measures(site)), None
         )
         runs_model = loop.forward or forward_site is not None
         loop.is_eval = not loop.is_step and not contains_step and not trains and (
@@ -861,6 +944,9 @@ class _Resolver:
         local = self.by_key.get(self._key(site.callee))
         return bool(local) and any(fn.forwards_transitively for fn in local)
 
+    def _callee_measures(self, site: CallSite) -> bool:
+        return any(fn.timing and fn.loops for fn in self.by_key.get(self._key(site.callee), ()))
+
     def _callee_has_step_loop(self, site: CallSite) -> bool:
         local = self.by_key.get(self._key(site.callee))
         if local:
@@ -886,7 +972,7 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     for fn in functions:
         mine = FunctionFacts(
             fn.trains_transitively, fn.has_step_loop, fn.heat, fn.steps_transitively, fn.accelerated,
-            function_trace(fn),
+            function_trace(fn), fn.bound,
         )
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.

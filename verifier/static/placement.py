@@ -2,8 +2,9 @@
 
 VP102 and VP104 only speak about copies whose source is known to sit in host memory: a batch
 yielded by a data source (`for x, y in loader`, `next(data_iter)`), a tensor made by a torch
-factory without `device=` (`torch.zeros(n)`), or one built on the host from those (stacking,
-indexing, `torch.from_numpy`, `.pin_memory()`). Anything else (function parameters, results of
+factory without `device=` (`torch.zeros(n)`, also `torch.from_numpy` of values NumPy generated
+here), or one built on the host from those (stacking, indexing, `torch.from_numpy`, `.pin_memory()`).
+A parameter is host data when every visible caller passes a host batch (`bindings.py`). Anything else (function parameters, results of
 unknown calls, model outputs) has no known origin, and the rules stay silent about it.
 """
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from verifier.static.bindings import BATCH
 from verifier.static.facts import Kind, NameFacts
 from verifier.static.names import (
     ImportTable,
@@ -52,6 +54,11 @@ HOST_FACTORIES = frozenset(
 )
 # Always host memory; `torch.as_tensor(t)` is left out: it keeps a CUDA tensor where it is.
 _FROM_HOST = frozenset({"torch.from_numpy", "torch.frombuffer"})
+# NumPy calls that generate values rather than read data: `torch.from_numpy` of their result is a
+# tensor the device could have made itself (`torch.randint(..., device=d)`), like a torch factory.
+_NUMPY_FACTORIES = frozenset(
+    f"numpy.{name}" for name in ("arange", "linspace", "logspace", "zeros", "ones", "full", "empty", "eye")
+)
 # Factories that copy the data they are given rather than making it from a shape.
 _FROM_DATA = frozenset({"torch.tensor"})
 _JOINS = frozenset(
@@ -153,7 +160,12 @@ class HostData(Tracker):
                 return Origin.DATA if self._made_on_host(call) else None
             return Origin.FACTORY if self._made_on_host(call) else None
         if qualified in _FROM_HOST:
-            return Origin.HOST if self._made_on_host(call) else None
+            if not self._made_on_host(call):
+                return None
+            first = positional_arg(call, 0)
+            return Origin.FACTORY if first is not None and self.origin_of(first.value) is Origin.FACTORY else Origin.HOST
+        if qualified in _NUMPY_FACTORIES or qualified.startswith("numpy.random."):
+            return Origin.FACTORY
         if qualified in _JOINS:
             first = positional_arg(call, 0)
             return Origin.HOST if first is not None and self._all_on_host(first.value) else None
@@ -175,7 +187,11 @@ class HostData(Tracker):
         first = positional_arg(call, 0)
         if first is None:
             return False
-        return _is_literal(first.value) or self._facts.kind_of(first.value) in (Kind.NUMBER, Kind.NUMPY)
+        if _is_literal(first.value) or self._facts.kind_of(first.value) in (Kind.NUMBER, Kind.NUMPY):
+            return True
+        if type(first.value) is cst.Name:
+            self.context.heat.note_dependency(first.value.value, "number")  # a number passed in decides
+        return False
 
     def _made_on_host(self, call: cst.Call) -> bool:
         if has_star_args(call):
@@ -204,11 +220,20 @@ class HostData(Tracker):
         for scope in reversed(self._scopes):
             if name in scope:
                 return scope[name]
+        # A parameter: the project pass binds what its call sites pass (a host batch or a batch
+        # source decides; a name that reads as a loader is one already).
+        if not _DATA_ITERATOR.search(name):
+            self.context.heat.note_dependency(name, "origin")
         return None
 
     # Scopes follow the walk: functions, classes, and comprehensions (their targets are their own).
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._open_scope()
+        # A parameter every visible call site passes a host batch to (`bindings.py`).
+        function = self.context.heat.where().function
+        for name, fact in function.bound if function is not None else ():
+            if fact == BATCH:
+                self._scopes[-1][name] = Origin.BATCH
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._close_scope()

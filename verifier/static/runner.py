@@ -16,6 +16,7 @@ from verifier.static.discovery import discover
 from verifier.static.engine import (
     FileResult, ModuleAnalysis, number_lines_again, timeout_message, unanalysable_result,
 )
+from verifier.static.bindings import bind_project
 from verifier.static.heat import FunctionFacts, project_facts, resolve_key, resolve_project
 from verifier.static.parallel import AnalysisPool, shared_pool
 
@@ -178,9 +179,11 @@ def _apply_project_heat(
     with candidate findings (and, given `wanted`, only those reported) are analysed again.
     """
     analysed = [(i, f) for i, f in enumerate(files) if f.analysis is not None and f.analysis.heat is not None]
-    if len(analysed) < 2:
+    if not analysed:
         return
     models = [f.analysis.heat for _, f in analysed]
+    # Call sites bind parameters and receivers first (`bindings.py`); heat then follows the calls.
+    bind_project(models)
     project = resolve_project(models)
     if _number_traced_files(analysed, wanted, project, settings):
         project = project_facts(models)

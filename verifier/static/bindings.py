@@ -1,0 +1,525 @@
+"""Call binding: what call sites pass to a function's parameters, across modules.
+
+A value's fact often lives in another function: `all_reduce_mean(loss.item())` passes a Python
+number, `TrainLoop(data=load_data(...))` a generator over a DataLoader, `train_one_epoch(model,
+criterion)` an instance of the project's `SetCriterion`. During the engine's single walk each call
+site records the *terms* of its arguments (small tuples, no syntax nodes): a known fact (a number,
+a host batch, a batch source, an instance of a class) or a reference to be read later (a parameter
+of the caller, the result of a call, an element of an iteration, a part of a tuple, an attribute
+that `__init__` stored). Functions record the terms they return or yield; classes their bases and
+their `__init__` attributes.
+
+The project pass (`bind_project`) evaluates the terms over every analysed module. A parameter
+takes a fact only when every visible call site passes that same fact; one unknown or different
+argument, `*args`, or no call site at all leaves it unknown. A call through a receiver whose class
+is then known (`self.sampler.sample(...)`, `criterion(outputs)`) is bound to that class's method,
+looked up through its bases, and so is `obj.method()` where the method is inherited: heat follows.
+The facts are handed to a re-analysis of the callee's file, which starts its parameters with them.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+
+import libcst as cst
+
+from verifier.static.facts import _TENSOR_METHODS, Kind, NameFacts
+from verifier.static.heat import (
+    CallSite, ClassSummary, FunctionInfo, HeatModel, defined_once, unrooted,
+)
+from verifier.static.names import dotted_name
+
+# Facts a parameter can be bound to. A batch source is what `next()` or a `for` reads host
+# batches from (a DataLoader, a generator over one); a host batch is one such batch or a part of it.
+NUMBER = ("number",)
+SOURCE = ("source",)
+BATCH = ("batch",)
+# The facts a re-analysis starts parameters with; instances only steer calls (heat).
+SEEDED = frozenset({NUMBER, SOURCE, BATCH})
+
+_BUILTINS = frozenset(dir(builtins))
+# Calls into these packages never reach project code: their arguments are not recorded.
+_LIBRARIES = frozenset(
+    {"torch", "numpy", "np", "os", "sys", "math", "time", "re", "json", "logging", "random", "functools",
+     "itertools", "collections", "typing", "copy", "pathlib", "argparse", "subprocess", "pickle", "warnings",
+     "transformers", "datasets", "wandb", "tqdm", "PIL", "scipy", "sklearn", "pandas", "jax", "gym",
+     "gymnasium", "torchvision", "timm", "accelerate", "lightning", "pytorch_lightning", "dataclasses"}
+)
+
+
+# Methods of tensors, containers, strings and loggers: a receiver's call of one of these is not
+# bound to a project class (it would be a tensor's `.size()` far more often than anything else).
+_COMMON_METHODS = frozenset(
+    {"size", "numel", "dim", "stride", "item", "tolist", "numpy", "cpu", "chunk", "split", "narrow",
+     "items", "keys", "values", "get", "append", "extend", "pop", "clear", "add", "set", "update",
+     "insert", "remove", "copy", "sort", "index", "count", "join", "format", "lower", "upper", "strip",
+     "startswith", "endswith", "replace", "encode", "decode",
+     "info", "debug", "warning", "warn", "error", "exception", "critical", "log", "add_argument"}
+) | _TENSOR_METHODS
+
+
+class Bindings:
+    """The walk-time recorder: names to terms per function, argument terms per call site."""
+
+    def __init__(self, heat: HeatModel, facts: NameFacts, is_host_batch: Callable[[cst.BaseExpression], bool]) -> None:
+        self._heat = heat
+        self._facts = facts
+        self._is_host_batch = is_host_batch
+        self._envs: list[dict[str, tuple]] = [{}]
+        self._functions: list[FunctionInfo | None] = [None]
+
+    # ----- scopes -----
+
+    def enter_function(self, function: FunctionInfo) -> None:
+        self._envs.append({})
+        self._functions.append(function)
+
+    def leave_function(self) -> None:
+        self._envs.pop()
+        self._functions.pop()
+
+    # ----- statements -----
+
+    def on_assign(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        """After the walk's facts took the assignment: a plain target's kind is looked up, not
+        computed again from the value."""
+        simple = len(targets) == 1 and type(targets[0]) in (cst.Name, cst.Attribute)
+        term = (self._known(targets[0]) or self.term_of(value, concrete=False)) if simple else self.term_of(value)
+        for target in targets:
+            self._bind(target, value, term)
+
+    def on_for(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        self._bind(target, None, self._element_of(iterable))
+
+    def on_return(self, value: cst.BaseExpression | None) -> None:
+        function = self._functions[-1]
+        if function is not None:
+            function.results.append(self.term_of(value) if value is not None else None)
+
+    def on_yield(self, node: cst.Yield) -> None:
+        function = self._functions[-1]
+        if function is None:
+            return
+        if type(node.value) is cst.From:
+            function.yields.append(self._element_of(node.value.item))
+        else:
+            function.yields.append(self.term_of(node.value) if node.value is not None else None)
+
+    def on_call(self, call: cst.Call, site: CallSite | None) -> None:
+        """Record the argument terms of a call to something the project may define."""
+        if site is None or (type(call.func) is cst.Name and call.func.value in _BUILTINS and site.via is None):
+            return
+        if unrooted(site.callee).split(".", 1)[0] in _LIBRARIES:
+            return
+        site.through_instance = type(call.func) is cst.Attribute and not _names_a_class(call.func.value)
+        args = []
+        for index, arg in enumerate(call.args):
+            if arg.star:
+                site.starred = True
+                continue
+            term = self.term_of(arg.value)
+            if term is not None:
+                args.append((arg.keyword.value if arg.keyword is not None else index, term))
+        site.args = tuple(args)
+
+    def via_of(self, call: cst.Call) -> tuple | None:
+        """`self.sampler.sample(...)`, `model.step(...)`, `criterion(...)`: the receiver's term
+        and the method called, when the receiver is a parameter or an attribute of `self`."""
+        func = call.func
+        if type(func) is cst.Attribute:
+            owner = func.value
+            if (type(owner) is cst.Name and owner.value == "self") or func.attr.value in _COMMON_METHODS:
+                return None  # `self.method()` the heat model names; a `.size()` is no project method
+            term = self._symbolic(owner)
+            return (term, func.attr.value) if term is not None else None
+        if type(func) is cst.Name:
+            term = self._symbolic(func)
+            return (term, "__call__") if term is not None else None
+        return None
+
+    # ----- terms -----
+
+    def term_of(self, node: cst.BaseExpression, concrete: bool = True) -> tuple | None:
+        """`concrete` False: the walk's own facts about `node` are known to say nothing."""
+        kind = type(node)
+        if kind in (cst.Integer, cst.Float):
+            return NUMBER
+        if kind in (cst.Name, cst.Attribute):
+            return (concrete and self._known(node)) or self._symbolic(node)
+        if kind is cst.Call:
+            return self._term_of_call(node, concrete)
+        if kind is cst.Subscript:
+            inner = self.term_of(node.value)
+            return ("part", inner) if inner is not None else self._known(node) if concrete else None
+        if kind is cst.Tuple:
+            terms = tuple(self.term_of(e.value) if type(e) is cst.Element else None for e in node.elements)
+            return ("tuple", *terms) if any(t is not None for t in terms) else None
+        if kind is cst.BooleanOperation and type(node.operator) is cst.Or:
+            # `sampler or UniformSampler(d)`: may be an instance of that class (for calls, not values).
+            right = self.term_of(node.right)
+            return right if right is not None and right[0] == "instance" else None
+        return self._known(node) if concrete else None
+
+    def _term_of_call(self, call: cst.Call, concrete: bool = True) -> tuple | None:
+        func_name = dotted_name(call.func)
+        first = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
+        if func_name == "next" and first is not None:
+            inner = self.term_of(first)
+            return ("element", inner) if inner is not None else None
+        if func_name == "iter" and first is not None:
+            return self.term_of(first)
+        known = self._known(call) if concrete else None
+        if known is not None:
+            return known
+        class_key = self._heat.class_key(call)
+        if class_key is not None:
+            return ("instance", class_key)
+        callee = self._heat.callee_key(call)
+        if callee is not None and not (type(call.func) is cst.Name and call.func.value in _BUILTINS):
+            return ("result", callee)
+        return None
+
+    def _element_of(self, iterable: cst.BaseExpression) -> tuple | None:
+        """What one iteration over `iterable` binds (`enumerate` pairs a number with it)."""
+        if type(iterable) is cst.Call and dotted_name(iterable.func) == "enumerate" and iterable.args:
+            inner = self.term_of(iterable.args[0].value)
+            return ("tuple", NUMBER, ("element", inner)) if inner is not None else None
+        inner = self.term_of(iterable)
+        return ("element", inner) if inner is not None else None
+
+    def _known(self, node: cst.BaseExpression) -> tuple | None:
+        """Facts the walk already holds: a number, a DataLoader, a host batch."""
+        kind = self._facts.kind_of(node)
+        if kind is Kind.NUMBER:
+            return NUMBER
+        if kind is Kind.DATALOADER:
+            return SOURCE
+        return BATCH if self._is_host_batch(node) else None
+
+    def _symbolic(self, node: cst.BaseExpression) -> tuple | None:
+        """A name's term in this function, a parameter of it, or an attribute `__init__` stored."""
+        function = self._functions[-1]
+        if type(node) is cst.Name:
+            name = node.value
+            found = self._envs[-1].get(name)
+            if found is not None or name in self._envs[-1]:
+                return found
+            if function is not None and name in function.params:
+                return ("param", function.key, name)
+            return self._envs[0].get(name) if function is not None else None
+        if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
+            found = self._envs[-1].get(f"self.{node.attr.value}")
+            if found is not None:
+                return found
+            if function is not None and function.method:
+                return ("attr", _class_of(function), node.attr.value)
+        return None
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None, term: tuple | None) -> None:
+        kind = type(target)
+        if kind in (cst.Tuple, cst.List):
+            values = value.elements if type(value) in (cst.Tuple, cst.List) else None
+            if values is not None and len(values) == len(target.elements):
+                for element, item in zip(target.elements, values):
+                    self._bind(element.value, item.value, self.term_of(item.value))
+                return
+            for index, element in enumerate(target.elements):
+                part = ("item", term, index) if term is not None and type(element) is cst.Element else None
+                self._bind(element.value, None, part)
+            return
+        name = dotted_name(target)
+        if name is None:
+            return
+        env = self._envs[-1]
+        if term is None:
+            env.pop(name, None)
+            if "." not in name:
+                env[name] = None  # a local rebinding hides the parameter of that name
+        else:
+            env[name] = term
+        function = self._functions[-1]
+        if name.startswith("self.") and name.count(".") == 1 and function is not None and function.method:
+            summary = self._heat.classes.get(_class_of(function))
+            if summary is not None:
+                attribute = name[5:]
+                if function.key.endswith(".__init__"):
+                    summary.attrs[attribute] = term if attribute not in summary.attrs or summary.attrs[attribute] == term else None
+                else:
+                    summary.reassigned.add(attribute)
+
+
+def _class_of(function: FunctionInfo) -> str:
+    return function.key.rsplit(".", 1)[0]
+
+
+def _names_a_class(node: cst.BaseExpression) -> bool:
+    """`Trainer.step(obj)`: a call through the class passes `self` explicitly."""
+    name = dotted_name(node)
+    return bool(name) and name.rsplit(".", 1)[-1][:1].isupper()
+
+
+# ----- the project pass -----
+
+
+class _Project:
+    """Evaluates terms over every module's summaries (memoised; a cycle reads as unknown)."""
+
+    def __init__(self, models: list[HeatModel]) -> None:
+        self.functions: dict[str, list[FunctionInfo]] = {}
+        for model in models:
+            for fn in model.functions:
+                self.functions.setdefault(fn.key, []).append(fn)
+        self.classes: dict[str, ClassSummary] = {}
+        for model in models:
+            self.classes.update(model.classes)
+        self.sites = [site for model in models for site in model.call_sites]
+        self._unique_functions = defined_once([fn for fns in self.functions.values() for fn in fns])
+        self._unique_classes = _defined_once_by_name(self.classes)
+        self.calls: dict[str, list[tuple[CallSite, int]]] = {}
+        self._memo: dict[tuple, tuple | None] = {}
+        self._function_keys: dict[str, str | None] = {}
+        self._class_keys: dict[str, str | None] = {}
+        # Sites whose target does not depend on any value (no receiver to read), found once.
+        self._fixed: list[tuple[CallSite, tuple[str, int]]] | None = None
+        self._fixed_calls: dict[str, list[tuple[CallSite, int]]] = {}
+        self._received: list[CallSite] = []
+        self.targets: list[tuple[CallSite, tuple[str, int]]] = []
+
+    # --- keys ---
+
+    def function_key(self, key: str) -> str | None:
+        if key in self.functions:
+            return key
+        found = self._function_keys.get(key, "")
+        if found == "":
+            found = self._function_keys[key] = next(
+                (self._unique_functions[n] for n in _spellings(key) if n in self._unique_functions), None
+            )
+        return found
+
+    def class_key(self, key: str) -> str | None:
+        if key in self.classes:
+            return key
+        found = self._class_keys.get(key, "")
+        if found == "":
+            found = self._class_keys[key] = next(
+                (self._unique_classes[n] for n in _spellings(key) if n in self._unique_classes), None
+            )
+        return found
+
+    def method_of(self, class_key: str, method: str) -> str | None:
+        """`Cls.method`, looked up through the bases (breadth first, within the project)."""
+        queue, seen = [class_key], set()
+        while queue:
+            key = self.class_key(queue.pop(0))
+            if key is None or key in seen:
+                continue
+            seen.add(key)
+            if f"{key}.{method}" in self.functions:
+                return f"{key}.{method}"
+            queue.extend(self.classes[key].bases)
+        return None
+
+    def target_of(self, site: CallSite) -> tuple[str, int] | None:
+        """The project function a call site runs and how many leading parameters it fills itself."""
+        if site.via is not None and self.function_key(site.callee) is None:
+            receiver = self.value(site.via[0])
+            if receiver is None or receiver[0] != "instance":
+                return None
+            method = site.via[1]
+            found = self.method_of(receiver[1], method)
+            if found is None and method == "__call__":
+                found = self.method_of(receiver[1], "forward")  # an nn.Module's call runs forward
+            return (found, self._skipped(found, True)) if found is not None else None
+        key = self.function_key(site.callee)
+        if key is not None:
+            return key, self._skipped(key, site.through_instance)
+        class_key = self.class_key(site.callee)
+        if class_key is not None:
+            init = self.method_of(class_key, "__init__")
+            return (init, -1) if init is not None else None  # -1: a construction, not a call to run
+        owner, _, method = site.callee.rpartition(".")
+        inherited = self.method_of(owner, method) if owner and self.class_key(owner) is not None else None
+        return (inherited, self._skipped(inherited, site.through_instance)) if inherited is not None else None
+
+    def _skipped(self, key: str, through_instance: bool) -> int:
+        """A method called through an instance gets `self` from it; a static method does not."""
+        return 1 if through_instance and all(f.method for f in self.functions[key]) else 0
+
+    def index_calls(self) -> bool:
+        """Index the call sites by the function they run, reading receivers with the previous
+        index (memo cleared); True when the sites bound through receivers changed."""
+        if self._fixed is None:
+            # Without a receiver to read, a target depends only on the callee's name: found once.
+            by_name: dict[tuple[str, bool], tuple[str, int] | None] = {}
+            self._fixed = []
+            for site in self.sites:
+                if site.via is None:
+                    name = (site.callee, site.through_instance)
+                    if name not in by_name:
+                        by_name[name] = self.target_of(site)
+                    if by_name[name] is not None:
+                        self._fixed.append((site, by_name[name]))
+            self._received = [site for site in self.sites if site.via is not None]
+            self._fixed_calls = self.calls = _by_target(self._fixed)
+            self.targets, self._memo = self._fixed, {}
+        bound = [(site, target) for site in self._received if (target := self.target_of(site)) is not None]
+        changed = [t for _, t in bound] != [t for _, t in self.targets[len(self._fixed):]]
+        self.targets = self._fixed + bound
+        calls = _by_target(bound, {key: list(sites) for key, sites in self._fixed_calls.items()} if bound else self._fixed_calls)
+        self.calls, self._memo = calls, {}
+        return changed
+
+    # --- values ---
+
+    def value(self, term: tuple | None) -> tuple | None:
+        if term is None:
+            return None
+        tag = term[0]
+        if tag in ("number", "source", "batch", "instance"):
+            return term if tag != "instance" else ("instance", self.class_key(term[1]) or term[1])
+        if term in self._memo:
+            return self._memo[term]
+        self._memo[term] = None  # a cycle reads as unknown
+        found = self._evaluate(term)
+        self._memo[term] = found
+        return found
+
+    def _evaluate(self, term: tuple) -> tuple | None:
+        tag = term[0]
+        if tag == "param":
+            return self.parameter(term[1], term[2])
+        if tag == "result":
+            return self.result(term[1])
+        if tag == "attr":
+            return self.attribute(term[1], term[2])
+        if tag == "tuple":
+            return ("tuple", *(self.value(t) for t in term[1:]))
+        inner = self.value(term[1])
+        if tag == "element":
+            return BATCH if inner == SOURCE else None
+        if tag == "part":
+            return BATCH if inner == BATCH else None
+        if tag == "item":
+            if inner is not None and inner[0] == "tuple":
+                return inner[1 + term[2]] if term[2] + 1 < len(inner) else None
+            return BATCH if inner == BATCH else None
+        return None
+
+    def parameter(self, function_key: str, name: str) -> tuple | None:
+        """The fact every call site passes to `name`; unknown unless all agree."""
+        functions = self.functions.get(function_key, ())
+        if len(functions) != 1:
+            return None
+        function = functions[0]
+        order = function.order
+        sites = self.calls.get(function_key, ())
+        if not sites or name not in function.params:
+            return None
+        agreed = None
+        for site, skipped in sites:
+            if site.starred:
+                return None
+            position = order.index(name) - skipped if name in order else None
+            term = next((t for slot, t in site.args if slot == name or slot == position), None)
+            fact = self.value(term)
+            if fact is None or (agreed is not None and fact != agreed):
+                return None
+            agreed = fact
+        return agreed
+
+    def result(self, callee: str) -> tuple | None:
+        key = self.function_key(callee)
+        if key is None:
+            class_key = self.class_key(callee)
+            return ("instance", class_key) if class_key is not None else None
+        functions = self.functions[key]
+        if len(functions) != 1:
+            return None
+        function = functions[0]
+        if function.yields:
+            produced = {self.value(t) for t in function.yields}
+            return SOURCE if produced and all(_holds_a_batch(v) for v in produced) else None
+        found = {self.value(t) for t in function.results}
+        return found.pop() if len(found) == 1 else None
+
+    def attribute(self, class_key: str, name: str) -> tuple | None:
+        queue, seen = [class_key], set()
+        while queue:
+            key = self.class_key(queue.pop(0))
+            if key is None or key in seen:
+                continue
+            seen.add(key)
+            summary = self.classes[key]
+            if name in summary.reassigned:
+                return None
+            if name in summary.attrs:
+                return self.value(summary.attrs[name])
+            queue.extend(summary.bases)
+        return None
+
+
+def _by_target(found, calls=None) -> dict[str, list[tuple[CallSite, int]]]:
+    calls = {} if calls is None else calls
+    for site, target in found:
+        calls.setdefault(target[0], []).append((site, target[1] if target[1] >= 0 else 1))
+    return calls
+
+
+def _holds_a_batch(fact: tuple | None) -> bool:
+    """A generator yields host batches: a batch, or a tuple of parts of one (`images, labels`)."""
+    if fact == BATCH:
+        return True
+    return fact is not None and fact[0] == "tuple" and BATCH in fact[1:]
+
+
+def _spellings(key: str) -> list[str]:
+    dotted = unrooted(key)
+    parts = dotted.split(".")
+    return [dotted, *(".".join(parts[start:]) for start in range(1, len(parts) - 1))]
+
+
+def _defined_once_by_name(classes: dict[str, ClassSummary]) -> dict[str, str]:
+    roots_of: dict[str, set[str]] = {}
+    for key in classes:
+        roots_of.setdefault(unrooted(key), set()).add(key)
+    return {dotted: next(iter(keys)) for dotted, keys in roots_of.items() if len(keys) == 1}
+
+
+def bind_project(models: list[HeatModel]) -> None:
+    """Bind call sites to the project's functions and parameters to what every call site passes.
+
+    Updates the summaries in place: a call site known only through its receiver, or calling an
+    inherited method, gets its callee (so heat follows it), and each function its `bound` facts.
+    """
+    project = _Project(models)
+    # Receivers' classes depend on parameters, which depend on the calls found: a few rounds.
+    for _ in range(4):
+        if not project.index_calls():
+            break
+    for site, target in project.targets:
+        if target[1] < 0 or site.callee == target[0] or project.function_key(site.callee) == target[0]:
+            continue
+        site.callee = target[0]
+        caller = site.where.function
+        site.foreign = caller is None or project.functions[target[0]][0].path != caller.path
+    for key, functions in project.functions.items():
+        if key not in project.calls:
+            continue
+        for function in functions:
+            bound = tuple(
+                (name, fact) for name in sorted(function.params)
+                if (fact := project.parameter(key, name)) in SEEDED
+            )
+            function.bound = bound
+
+
+def needs_reanalysis(model: HeatModel) -> bool:
+    """Did the project pass bind a fact to a parameter whose unknown value the walk asked about
+    (`HeatModel.asked`): a number where a rule asked for one, a batch or batch source where the
+    host-data tracker did? Only then can the file's findings change."""
+    return any(
+        (function.key, name, "number" if fact == NUMBER else "origin") in model.asked
+        for function in model.functions for name, fact in function.bound
+    )
