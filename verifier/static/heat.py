@@ -805,6 +805,7 @@ class _Resolver:
         self.external = external
         self.by_key: dict[str, list[FunctionInfo]] = {}
         self._keys: dict[str, str] = {}
+        self._resolved: dict[str, tuple[list[FunctionInfo] | None, FunctionFacts | None]] = {}
         for fn in functions:
             self.by_key.setdefault(fn.key, []).append(fn)
             known = external.get(fn.key)
@@ -823,30 +824,15 @@ class _Resolver:
 
     def run(self) -> None:
         functions = self.functions
-        changed = True
-        while changed:
-            changed = False
-            for fn in functions:
-                trains = fn.trains_transitively or fn.trains or any(self._callee_trains(s) for s in fn.calls)
-                if trains != fn.trains_transitively:
-                    fn.trains_transitively, changed = trains, True
-                forwards = fn.forwards_transitively or fn.forward or any(
-                    self._callee_forwards(s) for s in fn.calls if not s.where.loops
-                )
-                if forwards != fn.forwards_transitively:
-                    fn.forwards_transitively, changed = forwards, True
-                steps = fn.steps_transitively or fn.steps or any(
-                    self._callee_steps(s) for s in fn.calls if not s.where.loops
-                )
-                if steps != fn.steps_transitively:
-                    fn.steps_transitively, changed = steps, True
+        self._propagate_training()
 
         all_loops = self.module_loops + [loop for fn in functions for loop in fn.loops]
         # A function that reads a clock to log while it updates weights is a training function.
         timing_loops = {id(loop) for fn in functions if fn.timing and not fn.updates for loop in fn.loops}
+        innermost_first = _innermost_first(all_loops)
         for _ in range(len(functions) + 2):
             changed = False
-            for loop in _innermost_first(all_loops):
+            for loop in innermost_first:
                 self._classify(loop, id(loop) in timing_loops)
             for fn in functions:
                 has_step = fn.has_step_loop or any(loop.is_step for loop in fn.loops) or any(
@@ -920,11 +906,57 @@ class _Resolver:
         else:
             loop.because_site = forward_site if loop.is_eval else None
 
+    def _propagate_training(self) -> None:
+        """Which functions train, run a model and step an optimizer, directly or through callees.
+
+        The flags only ever turn on, so this is a least fixed point: a function is looked at
+        again only when one of the functions it calls changed (a worklist over the reversed call
+        edges), not in repeated sweeps over every function of the project.
+        """
+        callers: dict[int, list[FunctionInfo]] = {}
+        for fn in self.functions:
+            for site in fn.calls:
+                for callee in self._targets(site.callee)[0] or ():
+                    callers.setdefault(id(callee), []).append(fn)
+        pending = list(reversed(self.functions))
+        queued = {id(fn) for fn in pending}
+        while pending:
+            fn = pending.pop()
+            queued.discard(id(fn))
+            if not self._update_training(fn):
+                continue
+            for caller in callers.get(id(fn), ()):
+                if id(caller) not in queued:
+                    queued.add(id(caller))
+                    pending.append(caller)
+
+    def _update_training(self, fn: FunctionInfo) -> bool:
+        """Re-derive `fn`'s transitive flags from its own calls; True if one turned on."""
+        changed = False
+        if not fn.trains_transitively and (fn.trains or any(self._callee_trains(s) for s in fn.calls)):
+            fn.trains_transitively = changed = True
+        if not fn.forwards_transitively and (
+            fn.forward or any(self._callee_forwards(s) for s in fn.calls if not s.where.loops)
+        ):
+            fn.forwards_transitively = changed = True
+        if not fn.steps_transitively and (
+            fn.steps or any(self._callee_steps(s) for s in fn.calls if not s.where.loops)
+        ):
+            fn.steps_transitively = changed = True
+        return changed
+
+    def _targets(self, callee: str) -> tuple[list[FunctionInfo] | None, FunctionFacts | None]:
+        """The project's functions a call name resolves to, else what other runs know of it."""
+        found = self._resolved.get(callee)
+        if found is None:
+            key = self._key(callee)
+            found = self._resolved[callee] = (self.by_key.get(key), self.external.get(key))
+        return found
+
     def _callee_trains(self, site: CallSite) -> bool:
-        local = self.by_key.get(self._key(site.callee))
+        local, known = self._targets(site.callee)
         if local:
             return any(fn.trains_transitively for fn in local)
-        known = self.external.get(self._key(site.callee))
         return known is not None and known.trains
 
     def _key(self, callee: str) -> str:
@@ -934,24 +966,22 @@ class _Resolver:
         return found
 
     def _callee_steps(self, site: CallSite) -> bool:
-        local = self.by_key.get(self._key(site.callee))
+        local, known = self._targets(site.callee)
         if local:
             return any(fn.steps_transitively for fn in local)
-        known = self.external.get(self._key(site.callee))
         return known is not None and known.steps
 
     def _callee_forwards(self, site: CallSite) -> bool:
-        local = self.by_key.get(self._key(site.callee))
+        local = self._targets(site.callee)[0]
         return bool(local) and any(fn.forwards_transitively for fn in local)
 
     def _callee_measures(self, site: CallSite) -> bool:
-        return any(fn.timing and fn.loops for fn in self.by_key.get(self._key(site.callee), ()))
+        return any(fn.timing and fn.loops for fn in self._targets(site.callee)[0] or ())
 
     def _callee_has_step_loop(self, site: CallSite) -> bool:
-        local = self.by_key.get(self._key(site.callee))
+        local, known = self._targets(site.callee)
         if local:
             return any(fn.has_step_loop for fn in local)
-        known = self.external.get(self._key(site.callee))
         return known is not None and known.has_step_loop
 
 
