@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from verifier.static.facts import _TENSOR_METHODS, Kind, NameFacts
+from verifier.static.facts import TENSOR_METHODS, Kind, NameFacts
 from verifier.static.heat import (
     CallSite, ClassSummary, FunctionInfo, HeatModel, defined_once, unrooted,
 )
@@ -56,7 +56,7 @@ _COMMON_METHODS = frozenset(
      "insert", "remove", "copy", "sort", "index", "count", "join", "format", "lower", "upper", "strip",
      "startswith", "endswith", "replace", "encode", "decode",
      "info", "debug", "warning", "warn", "error", "exception", "critical", "log", "add_argument"}
-) | _TENSOR_METHODS
+) | TENSOR_METHODS
 
 
 class Bindings:

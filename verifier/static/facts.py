@@ -28,7 +28,7 @@ class Kind(enum.Enum):
     OTHER = "other"
 
 
-_TENSOR_METHODS = frozenset(
+TENSOR_METHODS = frozenset(
     {
         "sum", "mean", "max", "min", "norm", "detach", "abs", "std", "var", "argmax", "argmin",
         "float", "half", "bfloat16", "double", "long", "int", "bool", "clone", "exp", "log",
@@ -196,7 +196,7 @@ class NameFacts:
                 return Kind.NUMBER
             if method == "scale" and self.is_scaler(owner):
                 return Kind.TENSOR
-            if method in _TENSOR_METHODS and owner is not None and self.kind_of(owner) is Kind.TENSOR:
+            if method in TENSOR_METHODS and owner is not None and self.kind_of(owner) is Kind.TENSOR:
                 return Kind.TENSOR
         func_name = dotted_name(call.func)
         if func_name == "sum" and not qualified:
