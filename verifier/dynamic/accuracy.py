@@ -18,8 +18,9 @@ from typing import Any
 
 import torch
 
-from verifier.dynamic.entry import EntryError, describe_exception
-from verifier.dynamic.measure import ProgressCallback, close_quietly, matmul_precision, release_memory
+from verifier.dynamic.measure import (
+    NonFiniteLoss, ProgressCallback, close_quietly, failure_message, matmul_precision, release_memory,
+)
 from verifier.dynamic.results import AccuracyRun, ModeResult
 from verifier.dynamic.workload import ModeRun
 
@@ -37,10 +38,6 @@ class AccuracyPlan:
             "then evaluated on the held-out batches; a seed's runs start from the same weights and see the "
             "same batches in every mode"
         )
-
-
-class _RunFailed(Exception):
-    pass
 
 
 def measure_accuracy(
@@ -77,14 +74,8 @@ def _one_run(
         return AccuracyRun(seed, accuracy, eval_loss, first, last)
     except KeyboardInterrupt:
         raise
-    except _RunFailed as failure:
-        return AccuracyRun(seed, error=str(failure))
-    except torch.cuda.OutOfMemoryError as failure:
-        return AccuracyRun(seed, error=f"CUDA out of memory: {str(failure).strip().splitlines()[0]}")
-    except EntryError as failure:
-        return AccuracyRun(seed, error=str(failure))
     except BaseException as failure:  # noqa: BLE001 - a workload's failure is report content
-        return AccuracyRun(seed, error=f"accuracy run raised {describe_exception(failure)}")
+        return AccuracyRun(seed, error=failure_message(failure, "accuracy run"))
     finally:
         if run is not None:
             close_quietly(run)
@@ -107,7 +98,7 @@ def _train(run: ModeRun, steps: int, device: torch.device) -> tuple[float | None
     first, last = (total / count if count else None for total, count in zip(totals, counts))
     for value in (first, last):
         if value is not None and not math.isfinite(value):
-            raise _RunFailed("loss became NaN or infinite during the accuracy run")
+            raise NonFiniteLoss("loss became NaN or infinite during the accuracy run")
     return first, last
 
 

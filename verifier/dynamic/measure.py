@@ -50,7 +50,7 @@ class StepCounts:
         return self.warmup + self.steps * self.repeats + self.sync_steps + probe
 
 
-class _NonFiniteLoss(Exception):
+class NonFiniteLoss(Exception):
     pass
 
 
@@ -77,7 +77,7 @@ class _LossTracker:
         self.total.zero_()
         self.count = 0
         if not math.isfinite(mean):
-            raise _NonFiniteLoss(f"loss became NaN or infinite during {phase}")
+            raise NonFiniteLoss(f"loss became NaN or infinite during {phase}")
         return mean
 
 
@@ -152,16 +152,10 @@ class ModeSession:
         try:
             work()
             return
-        except _NonFiniteLoss as failure:
-            self.error = str(failure)
-        except torch.cuda.OutOfMemoryError as failure:
-            self.error = f"CUDA out of memory during {self.phase}: {_first_line(failure)}"
-        except EntryError as failure:
-            self.error = str(failure)
         except KeyboardInterrupt:
             raise
         except BaseException as failure:  # noqa: BLE001 - a workload's failure is report content
-            self.error = f"{self.phase} raised {describe_exception(failure)}"
+            self.error = failure_message(failure, self.phase)
         self.close()
 
     def prepare(self, seed: int) -> None:
@@ -382,6 +376,16 @@ def state_fingerprint(model: torch.nn.Module) -> str:
         digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
         digest.update(tensor.detach().to("cpu").contiguous().view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
+
+
+def failure_message(failure: BaseException, phase: str) -> str:
+    """The report's words for a workload that failed during `phase` (user code can raise anything,
+    SystemExit too): the timed runs and the accuracy runs say it alike."""
+    if isinstance(failure, (NonFiniteLoss, EntryError)):
+        return str(failure)
+    if isinstance(failure, torch.cuda.OutOfMemoryError):
+        return f"CUDA out of memory during {phase}: {_first_line(failure)}"
+    return f"{phase} raised {describe_exception(failure)}"
 
 
 def _first_line(error: BaseException) -> str:
