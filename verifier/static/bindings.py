@@ -274,8 +274,8 @@ class _Project:
         for model in models:
             self.classes.update(model.classes)
         self.sites = [site for model in models for site in model.call_sites]
-        self._unique_functions = defined_once([fn for fns in self.functions.values() for fn in fns])
-        self._unique_classes = _defined_once_by_name(self.classes)
+        self._unique_functions = defined_once(fn.key for fns in self.functions.values() for fn in fns)
+        self._unique_classes = defined_once(self.classes)
         self.calls: dict[str, list[tuple[CallSite, int]]] = {}
         self._memo: dict[tuple, tuple | None] = {}
         self._function_keys: dict[str, str | None] = {}
@@ -289,24 +289,10 @@ class _Project:
     # --- keys ---
 
     def function_key(self, key: str) -> str | None:
-        if key in self.functions:
-            return key
-        found = self._function_keys.get(key, "")
-        if found == "":
-            found = self._function_keys[key] = next(
-                (self._unique_functions[n] for n in _spellings(key) if n in self._unique_functions), None
-            )
-        return found
+        return _known_key(key, self.functions, self._function_keys, self._unique_functions)
 
     def class_key(self, key: str) -> str | None:
-        if key in self.classes:
-            return key
-        found = self._class_keys.get(key, "")
-        if found == "":
-            found = self._class_keys[key] = next(
-                (self._unique_classes[n] for n in _spellings(key) if n in self._unique_classes), None
-            )
-        return found
+        return _known_key(key, self.classes, self._class_keys, self._unique_classes)
 
     def method_of(self, class_key: str, method: str) -> str | None:
         """`Cls.method`, looked up through the bases (breadth first, within the project)."""
@@ -474,17 +460,20 @@ def _holds_a_batch(fact: tuple | None) -> bool:
     return fact is not None and fact[0] == "tuple" and BATCH in fact[1:]
 
 
+def _known_key(key: str, defined: dict, cache: dict[str, str | None], unique: dict[str, str]) -> str | None:
+    """`key` itself when defined, else the one definition elsewhere that a spelling of it names."""
+    if key in defined:
+        return key
+    found = cache.get(key, "")
+    if found == "":
+        found = cache[key] = next((unique[name] for name in _spellings(key) if name in unique), None)
+    return found
+
+
 def _spellings(key: str) -> list[str]:
     dotted = unrooted(key)
     parts = dotted.split(".")
     return [dotted, *(".".join(parts[start:]) for start in range(1, len(parts) - 1))]
-
-
-def _defined_once_by_name(classes: dict[str, ClassSummary]) -> dict[str, str]:
-    roots_of: dict[str, set[str]] = {}
-    for key in classes:
-        roots_of.setdefault(unrooted(key), set()).add(key)
-    return {dotted: next(iter(keys)) for dotted, keys in roots_of.items() if len(keys) == 1}
 
 
 def bind_project(models: list[HeatModel]) -> None:

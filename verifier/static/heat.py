@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -1006,7 +1006,7 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
         )
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.
-    facts.update((ELSEWHERE + dotted, facts[key]) for dotted, key in defined_once(functions).items())
+    facts.update((ELSEWHERE + dotted, facts[key]) for dotted, key in defined_once(fn.key for fn in functions).items())
     return facts
 
 
@@ -1024,11 +1024,11 @@ def unrooted(key: str) -> str:
     return key.partition(":")[2] or key
 
 
-def defined_once(functions: list[FunctionInfo]) -> dict[str, str]:
+def defined_once(keys: Iterable[str]) -> dict[str, str]:
     """The dotted names defined under exactly one import root, with their keys."""
     roots_of: dict[str, set[str]] = {}
-    for fn in functions:
-        roots_of.setdefault(unrooted(fn.key), set()).add(fn.key)
+    for key in keys:
+        roots_of.setdefault(unrooted(key), set()).add(key)
     return {dotted: next(iter(keys)) for dotted, keys in roots_of.items() if len(keys) == 1}
 
 
@@ -1049,7 +1049,7 @@ def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> d
     one function defined with that dotted name (or the longest suffix of it) under another root.
     Two candidates (two `main.py` in two script folders): no link, since guessing would share heat
     between unrelated scripts. Returns the dotted names defined under exactly one root."""
-    unique = defined_once(functions)
+    unique = defined_once(fn.key for fn in functions)
     defined = {fn.key for fn in functions}
     for site in sites:
         if site.callee not in defined:
