@@ -14,7 +14,7 @@ from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.guards import GuardedRule
 from verifier.static.implicit_syncs import DeviceValues
 from verifier.static.names import positional_arg
-from verifier.static.placement import HostData, Origin
+from verifier.static.placement import Origin
 from verifier.static.rule import Invalid
 
 _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"})
@@ -69,7 +69,6 @@ print(losses.mean().item())
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self.host = context.tracker(HostData)
         self._values = context.tracker(DeviceValues)
         # Names bound to a list literal or comprehension of device tensors, per function scope.
         self._device_lists: list[set[str]] = [set()]
@@ -99,7 +98,7 @@ print(losses.mean().item())
     def _check_store(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if type(target) is not cst.Subscript or not self._active():
             return
-        if self.host.origin_of(target.value) not in _HOST_MADE or not self._values.on_device(value):
+        if self._values.host.origin_of(target.value) not in _HOST_MADE or not self._values.on_device(value):
             return
         container = self.context.code_for(target.value)
         self.report(

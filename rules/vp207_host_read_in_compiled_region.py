@@ -228,9 +228,12 @@ model = torch.compile(Net().to(device))
             where = self.context.heat.where()
             if where.loops:
                 self._call_sites.setdefault(callee, []).append(where)
-        self._check_read(sync_of_call(node, self.context.facts, self.context.imports), node)
+        if self._region() is not None:  # reads matter only inside a compiled region
+            self._check_read(sync_of_call(node, self.context.facts, self.context.imports), node)
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        if self._region() is None:
+            return
         if sync_of_fstring(node, self.context.facts) is not None or self._tensorish(node.expression):
             self._add(node, f"f-string of `{self.context.code_for(node.expression)}`")
 

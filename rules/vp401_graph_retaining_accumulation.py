@@ -23,10 +23,9 @@ from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.autograd import GradMode
 from verifier.static.deferred import deferred
 from verifier.static.heat import Where
-from verifier.static.names import dotted_name, method_name, receiver, terminal_name
+from verifier.static.names import dotted_name, method_name, names_in, receiver, terminal_name
 from verifier.static.rule import Invalid
 from verifier.static.training_state import TrainingStateRule
-from verifier.static.walk import iter_descendants
 
 _BACKWARD_CALLS = frozenset({"backward", "manual_backward"})
 _INIT_METHODS = frozenset({"__init__", "reset", "reset_parameters", "setup"})
@@ -47,7 +46,7 @@ class _Scope:
         """Every name whose value flows into a backward() in this scope."""
         backed = set(self.backward)
         if backed and self.has_accumulation:
-            flows = [(target, _names_in(value)) for target, value in self.flows]
+            flows = [(target, names_in(value)) for target, value in self.flows]
             changed = True
             while changed:
                 changed = False
@@ -138,7 +137,7 @@ for x, y in loader:
             scope = self._scopes[-1]
             for part in (receiver(node), *(arg.value for arg in node.args)):
                 if part is not None:
-                    names = _names_in(part)
+                    names = names_in(part)
                     scope.backward |= names
                     self._backed_attributes |= {n for n in names if n.startswith("self.")}
 
@@ -351,11 +350,3 @@ def _self_accumulation(node: cst.Assign) -> tuple[cst.BaseExpression, cst.BaseEx
     return None
 
 
-def _names_in(node: cst.CSTNode) -> set[str]:
-    names = set()
-    for child in (node, *iter_descendants(node)):
-        if type(child) in (cst.Name, cst.Attribute):
-            name = dotted_name(child)
-            if name is not None:
-                names.add(name)
-    return names

@@ -24,9 +24,8 @@ import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.heat import Where, is_model_name
-from verifier.static.names import dotted_name, keyword_arg, positional_arg, terminal_name
+from verifier.static.names import dotted_name, keyword_arg, names_in, positional_arg, terminal_name
 from verifier.static.rule import Invalid, Rule
-from verifier.static.walk import iter_descendants
 
 _GROWERS = frozenset(
     f"torch.{name}"
@@ -325,12 +324,6 @@ def _is_forward(call: cst.Call) -> bool:
     return False
 
 
-def _names_in(node: cst.CSTNode) -> set[str]:
-    found = {dotted_name(n) for n in (node, *iter_descendants(node)) if type(n) in (cst.Name, cst.Attribute)}
-    found.discard(None)
-    return found
-
-
 def _model_reads(loop: _Loop, name: str) -> bool:
     """Whether a model call in the loop takes `name` (or a value computed from it in the loop, such as
     `idx_cond = idx[:, -block:]`): autoregressive decoding already reads the whole sequence every
@@ -340,9 +333,9 @@ def _model_reads(loop: _Loop, name: str) -> bool:
     derived = {name}
     for _ in range(2):
         for assign in loop.assignments:
-            if _names_in(assign.value) & derived:
+            if names_in(assign.value) & derived:
                 derived |= {t for t in (dotted_name(target.target) for target in assign.targets) if t is not None}
-    return any(_names_in(arg.value) & derived for call in loop.forwards for arg in call.args)
+    return any(names_in(arg.value) & derived for call in loop.forwards for arg in call.args)
 
 
 def _is_small_loop(iterable: cst.BaseExpression) -> bool:

@@ -89,7 +89,6 @@ for inputs, labels in loader:
         super().__init__(context)
         # Per function (the module first): the function's own scope, then one per open loop.
         self._scopes: list[list[_Scope]] = [[_Scope()]]
-        self._reported: set[int] = set()
         # Values that had `.parameters()` or `.state_dict()` read on them: modules by evidence.
         self._module_reads: set[int] = set()
         # Names called like functions (`self.encoder(x)`): moved with `.to()` as well, a module.
@@ -150,14 +149,13 @@ for inputs, labels in loader:
 
     def _close(self, scope: _Scope) -> None:
         for move in scope.to_host:
-            if id(move.call) in self._reported or move.name not in scope.to_device:
+            if move.name not in scope.to_device:
                 continue
             owner = receiver(move.call)
             if not (
                 is_module(owner, self.context.facts) or id(move.call) in self._module_reads or move.name in self._called
             ):
                 continue
-            self._reported.add(id(move.call))
             self.report(
                 move.call,
                 f"`{move.name}` is moved to the host and back to the device {{often}}: every parameter "

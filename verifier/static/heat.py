@@ -1043,12 +1043,12 @@ def _spellings(callee: str) -> list[str]:
     return [dotted, *(".".join(parts[start:]) for start in range(1, len(parts) - 1))]
 
 
-def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> dict[str, str]:
+def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> None:
     """`from pkg.engine import step` in scripts/train.py, a script folder of its own, names the
     package module beside it: a call to a key defined under no root's that name is pointed at the
     one function defined with that dotted name (or the longest suffix of it) under another root.
     Two candidates (two `main.py` in two script folders): no link, since guessing would share heat
-    between unrelated scripts. Returns the dotted names defined under exactly one root."""
+    between unrelated scripts."""
     unique = defined_once(fn.key for fn in functions)
     defined = {fn.key for fn in functions}
     for site in sites:
@@ -1056,7 +1056,6 @@ def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> d
             key = next((unique[name] for name in _spellings(site.callee) if name in unique), None)
             if key is not None:
                 site.callee = key
-    return unique
 
 
 def resolve_key(callee: str, *known: Mapping[str, object]) -> str:

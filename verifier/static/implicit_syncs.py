@@ -19,6 +19,7 @@ from verifier.static.heat import is_model_name
 from verifier.static.names import (
     ImportTable,
     dotted_name,
+    has_star_args,
     keyword_arg,
     method_name,
     positional_arg,
@@ -224,7 +225,7 @@ def shape_sync_of_call(call: cst.Call, values: DeviceValues) -> ShapeSync | None
 
 def _repeat_interleave(call: cst.Call, values: DeviceValues, qualified: str) -> ShapeSync | None:
     """Only a tensor of repeats makes the size data-dependent; `output_size=` states it."""
-    if keyword_arg(call, "output_size") is not None or any(arg.star for arg in call.args):
+    if keyword_arg(call, "output_size") is not None or has_star_args(call):
         return None
     positional = [arg.value for arg in call.args if arg.keyword is None]
     keyword = keyword_arg(call, "repeats")

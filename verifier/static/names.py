@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from verifier.static.walk import iter_descendants
+
 
 def dotted_name(node: cst.CSTNode) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None (calls and subscripts break the chain)."""
@@ -157,6 +159,13 @@ def keyword_arg(call: cst.Call, keyword: str) -> cst.Arg | None:
 def positional_arg(call: cst.Call, index: int) -> cst.Arg | None:
     positional = [a for a in call.args if a.keyword is None and not a.star]
     return positional[index] if index < len(positional) else None
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """The dotted names (`x`, `self.buf`) read anywhere in `node`, itself included."""
+    found = {dotted_name(n) for n in (node, *iter_descendants(node)) if type(n) in (cst.Name, cst.Attribute)}
+    found.discard(None)
+    return found
 
 
 def has_star_args(call: cst.Call) -> bool:
