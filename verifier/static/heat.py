@@ -426,7 +426,7 @@ class HeatModel:
             callee = UNBOUND
         site = None
         if callee is not None:
-            foreign = not callee.startswith(f"{self._module}.")
+            foreign = not callee.startswith(self._rooted(f"{self._module}."))
             site = CallSite(callee, self.where(), self.guard_probe(), self.accelerated, foreign, via=via)
             if via is not None and via[1] == "__call__":
                 site.shown = terminal_name(call.func) or ""
