@@ -363,3 +363,21 @@ def test_framework_hooks_run_as_often_as_the_framework_calls_them():
         "compute_loss": Heat.STEP, "own class": Heat.ONCE,
         "ignite iteration": Heat.STEP, "ignite every 50": Heat.EPOCH,
     }
+
+
+def test_a_call_to_a_function_of_the_same_module_is_not_foreign():
+    """`foreign` decides whether a call lends its caller's accelerator across modules; keys carry
+    the import root, so the same-module test must compare rooted keys."""
+    module = cst.parse_module("from helpers import norm\n\ndef inner(x):\n    return x\n\ndef outer(x):\n    inner(x)\n    norm(x)\n")
+    imports = ImportTable()
+    heat = HeatModel(imports, module_name="train", import_root="/project", path="/project/train.py")
+    walk(
+        module,
+        {cst.FunctionDef: [heat.enter_function], cst.Call: [heat.on_call], cst.ImportFrom: [imports.add]},
+        {cst.FunctionDef: [lambda node: heat.leave_function()]},
+    )
+    outer = next(fn for fn in heat.functions if fn.key.endswith("train.outer"))
+    assert [(site.callee.rpartition(":")[2], site.foreign) for site in outer.calls] == [
+        ("train.inner", False),
+        ("helpers.norm", True),
+    ]
