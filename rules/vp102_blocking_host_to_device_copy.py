@@ -104,7 +104,10 @@ for x, y in loader:
                 self.report(
                     node,
                     _MESSAGE.format(sources=f"`{source}`", origin="a batch passed in from a data-source loop"),
-                    severity=deferred(lambda: self.severity if self._receives_host_data(name, parameter) else None),
+                    severity=deferred(
+                        lambda: self.severity if self._receives_host_data(name, parameter) else None,
+                        outcomes=(self.severity,),
+                    ),
                 )
 
     def _note_host_arguments(self, call: cst.Call) -> None:

@@ -116,7 +116,10 @@ for x, y in loader:
                     "DataLoader starves the GPU: " + "; ".join(problem for problem, _ in problems),
                     where=where,
                     fix="Pass " + ", ".join(wanted for _, wanted in problems) + ".",
-                    severity=deferred(lambda where=where: self._if_epochs(where)) if only_persistence else None,
+                    severity=(
+                        deferred(lambda where=where: self._if_epochs(where), outcomes=(self.severity,))
+                        if only_persistence else None
+                    ),
                 )
 
     def _if_epochs(self, where: Where) -> SeverityByHeat | None:

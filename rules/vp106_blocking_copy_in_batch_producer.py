@@ -264,7 +264,7 @@ for step in range(max_steps):
                 sources=" and ".join(copy.sources), origin=copy.origin or _COLLATE_ORIGIN, producer=producer
             ),
             where=consumer,
-            severity=deferred(decide),
+            severity=deferred(decide, outcomes=(self.severity,)),
         )
 
     VALID = (

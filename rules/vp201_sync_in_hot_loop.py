@@ -212,7 +212,7 @@ print(running.item() / len(loader))
         if self._in_env_call:
             table = _design_read(table)
         if function is not None:
-            table = deferred(functools.partial(_if_accelerated, function, table))
+            table = deferred(functools.partial(_if_accelerated, function, table), outcomes=(table,))
         often = "once per parameter tensor {often}" if per_parameter else "{often}"
         self.report(sync.node, f"`{sync.how}` of `{subject}` {{loop}} waits for the device {often}", severity=table)
 

@@ -113,7 +113,9 @@ per_iter_ms = start.elapsed_time(end) / iters
                     "`synchronize()` in a timing loop stalls the queue every iteration and times "
                     "launch plus sync; record CUDA events around the loop and synchronize once",
                     where=where,
-                    severity=deferred(lambda where=where: None if _brackets_a_measurement(where) else _TIMING),
+                    severity=deferred(
+                        lambda where=where: None if _brackets_a_measurement(where) else _TIMING, outcomes=(_TIMING,)
+                    ),
                     fix="Record `torch.cuda.Event(enable_timing=True)` around the loop and synchronize once.",
                 )
             else:

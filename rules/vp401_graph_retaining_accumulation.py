@@ -224,7 +224,7 @@ for x, y in loader:
             node,
             f"`{name}` accumulates `{added_text}`, which requires grad: `{name}` keeps the autograd "
             "graph (and saved activations) of every iteration alive",
-            severity=deferred(decide),
+            severity=deferred(decide, outcomes=(self.severity,)),
         )
 
     VALID = (

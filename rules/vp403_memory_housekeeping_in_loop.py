@@ -236,4 +236,4 @@ def _outside_benchmarks(severity: SeverityByHeat, where: Where) -> DeferredSever
         )
         return None if benchmark_only else severity
 
-    return deferred(decide)
+    return deferred(decide, outcomes=(severity,))

@@ -89,7 +89,7 @@ def validate(model, loader):
             node,
             f"`{self.context.code_for(node.func)}(...)` runs in an evaluation loop ({reason}) with "
             "autograd on: every batch records a graph and keeps its activations",
-            severity=deferred(decide),
+            severity=deferred(decide, outcomes=(self.severity,)),
         )
 
     VALID = (

@@ -104,7 +104,9 @@ for x, y in loader:
                 self.report(
                     node,
                     f"`{grad}` is replaced with a new zero tensor in a loop over parameters every step",
-                    severity=deferred(lambda: self.severity if function.calls_backward else None),
+                    severity=deferred(
+                        lambda: self.severity if function.calls_backward else None, outcomes=(self.severity,)
+                    ),
                 )
                 return
 

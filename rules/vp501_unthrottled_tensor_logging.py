@@ -81,7 +81,7 @@ for step, (x, y) in enumerate(loader):
             node,
             f"`{self.context.code_for(node.func)}` gets tensor `{self.context.code_for(tensors[0])}` "
             "every step: the logger converts it on the host (a hidden sync) with no `step % N` guard",
-            severity=deferred(decide),
+            severity=deferred(decide, outcomes=(self.severity,)),
         )
 
     def _reads_explicitly(self, call: cst.Call) -> bool:

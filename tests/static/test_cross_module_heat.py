@@ -194,3 +194,38 @@ def test_a_script_folder_imports_the_package_beside_it(tmp_path):
         """,
     })
     assert findings(tmp_path) == [("metrics.py", "VP201", 3, "LOW", "step")]
+
+
+def test_a_host_module_lent_a_device_is_not_analysed_again_where_no_decision_could_report(tmp_path, monkeypatch):
+    """`summary.py` names no device, so its read waits for a caller's module: `train.py` names
+    one and lends it, but calls the read once after the loop, where VP201 never reports."""
+    from verifier.static.parallel import AnalysisPool
+
+    write(tmp_path, {
+        "summary.py": """
+            def final_loss(loss):
+                return loss.item()
+        """,
+        "train.py": """
+            import torch
+            from summary import final_loss
+
+            def main(loader, model, optimizer):
+                for x in loader:
+                    loss = model(x.to("cuda")).sum()
+                    loss.backward()
+                    optimizer.step()
+                final_loss(loss)
+        """,
+    })
+    again: list[str] = []
+    original = AnalysisPool.analyse
+
+    def spy(pool, paths, codes, settings, external=None):
+        if external is not None:
+            again.extend(p.rsplit("/", 1)[-1] for p in paths)
+        return original(pool, paths, codes, settings, external)
+
+    monkeypatch.setattr(AnalysisPool, "analyse", spy)
+    assert findings(tmp_path) == []
+    assert again == []

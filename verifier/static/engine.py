@@ -64,16 +64,21 @@ class ModuleAnalysis:
         """After a project-wide pass updated `heat` in place: could a finding be different now?
 
         Only where a candidate's heat changed and its table reports at the old or the new
-        heat, or where a deferred judgement's inputs changed (then its table may differ too).
+        heat, or where a deferred judgement's inputs changed (then its table may differ too)
+        and a table it could decide on reports at one of those heats.
         """
         if self.heat is None:
             return False
         if needs_reanalysis(self.heat):
             return True
         for candidate in self.candidates:
-            if candidate.inputs is not None and self.heat.judgement_inputs(candidate.where) != candidate.inputs:
-                return True
             now, table = heat_of(candidate.where), candidate.table
+            if (
+                candidate.inputs is not None
+                and candidate.may_report_at((candidate.heat, now, Heat.ONCE))
+                and self.heat.judgement_inputs(candidate.where) != candidate.inputs
+            ):
+                return True
             if now is not candidate.heat and table is not None and (
                 table.at(now) is not None or table.at(candidate.heat) is not None
             ):
@@ -91,6 +96,14 @@ class CandidateHeat:
     table: SeverityByHeat | None
     # For a deferred judgement, `heat.judgement_inputs(where)` when it decided; else None.
     inputs: tuple | None = None
+    # For a deferred judgement, every table it could decide on, when its rule names them.
+    outcomes: tuple[SeverityByHeat, ...] | None = None
+
+    def may_report_at(self, heats: tuple[Heat, ...]) -> bool:
+        """Could a decision taken again report at any of `heats`? (Test code reports at ONCE.)"""
+        if self.outcomes is None:
+            return True
+        return any(table.at(heat) is not None for table in self.outcomes for heat in heats)
 
 
 @dataclass
@@ -319,7 +332,9 @@ def _judge(candidate: Candidate, heat: HeatModel) -> tuple[Candidate, CandidateH
     """A candidate's heat and severity table once the heat model has resolved."""
     severity, where = candidate.severity, candidate.where
     if isinstance(severity, DeferredSeverity):
-        return candidate, CandidateHeat(where, heat_of(where), severity.decide(), heat.judgement_inputs(where))
+        return candidate, CandidateHeat(
+            where, heat_of(where), severity.decide(), heat.judgement_inputs(where), severity.outcomes
+        )
     return candidate, CandidateHeat(where, heat_of(where), severity)
 
 
