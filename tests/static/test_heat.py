@@ -381,3 +381,50 @@ def test_a_call_to_a_function_of_the_same_module_is_not_foreign():
         ("train.inner", False),
         ("helpers.norm", True),
     ]
+
+
+def test_a_step_loop_found_late_down_a_call_chain_still_makes_the_outer_loop_an_epoch_loop():
+    # Defined outermost first: each sweep finds one more caller that has a step loop below it,
+    # and the loop in `run_all` is classified again once `run_epoch` has turned out to hold one.
+    heats = heat_of_marked_lines(
+        """
+        def run_all():
+            for epoch in range(3):
+                mark("epoch body")
+                run_epoch()
+
+        def run_epoch():
+            train_one_pass()
+
+        def train_one_pass():
+            for batch in loader:
+                loss = model(batch)
+                loss.backward()
+                optimizer.step()
+                mark("step")
+
+        run_all()
+        """
+    )
+    assert heats == {"epoch body": Heat.EPOCH, "step": Heat.STEP}
+
+
+def test_heat_reaches_the_bottom_of_a_call_chain_defined_innermost_first():
+    heats = heat_of_marked_lines(
+        """
+        def innermost():
+            mark("innermost")
+
+        def middle():
+            innermost()
+
+        def outer():
+            middle()
+
+        for batch in loader:
+            model(batch).backward()
+            optimizer.step()
+            outer()
+        """
+    )
+    assert heats == {"innermost": Heat.STEP}

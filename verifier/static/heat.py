@@ -823,35 +823,85 @@ class _Resolver:
                 site.callee = resolve_key(site.callee, self.by_key, external)
 
     def run(self) -> None:
-        functions = self.functions
-        self._propagate_training()
+        """Training flags first; then loop kinds and step loops together; then heat down the calls.
 
+        The last two are sweeps in a fixed order (the first evidence found is kept for the
+        trace, so the order is part of the result). A sweep looks again only at what read a
+        value that changed since it was last looked at: anything else would come out as it is.
+        """
+        self._propagate_training()
+        self._find_step_loops()
+        self._spread_heat()
+
+    def _find_step_loops(self) -> None:
+        functions = self.functions
         all_loops = self.module_loops + [loop for fn in functions for loop in fn.loops]
         # A function that reads a clock to log while it updates weights is a training function.
         timing_loops = {id(loop) for fn in functions if fn.timing and not fn.updates for loop in fn.loops}
         innermost_first = _innermost_first(all_loops)
+        # Who reads what may change here: a loop reads its nested loops' kinds and its callees'
+        # `has_step_loop`; a function reads its loops' kinds and its callees' `has_step_loop`.
+        loop_readers_of_loop: dict[int, list[LoopInfo]] = {}
+        function_readers_of_loop: dict[int, list[FunctionInfo]] = {}
+        loop_readers_of_function: dict[int, list[LoopInfo]] = {}
+        function_readers_of_function: dict[int, list[FunctionInfo]] = {}
+        for loop in all_loops:
+            for nested in loop.nested:
+                loop_readers_of_loop.setdefault(id(nested), []).append(loop)
+            for site in loop.calls:
+                for callee in self._targets(site.callee)[0] or ():
+                    loop_readers_of_function.setdefault(id(callee), []).append(loop)
+        for fn in functions:
+            for loop in fn.loops:
+                function_readers_of_loop.setdefault(id(loop), []).append(fn)
+            for site in fn.calls:
+                for callee in self._targets(site.callee)[0] or ():
+                    function_readers_of_function.setdefault(id(callee), []).append(fn)
+        stale_loops = {id(loop) for loop in all_loops}
+        stale_functions = {id(fn) for fn in functions}
         for _ in range(len(functions) + 2):
             changed = False
             for loop in innermost_first:
+                if id(loop) not in stale_loops:
+                    continue
+                stale_loops.discard(id(loop))
+                was_step = loop.is_step
                 self._classify(loop, id(loop) in timing_loops)
+                if loop.is_step != was_step:
+                    _mark_readers(loop, loop_readers_of_loop, stale_loops)
+                    stale_functions.update(id(fn) for fn in function_readers_of_loop.get(id(loop), ()))
             for fn in functions:
+                if id(fn) not in stale_functions:
+                    continue
+                stale_functions.discard(id(fn))
                 has_step = fn.has_step_loop or any(loop.is_step for loop in fn.loops) or any(
                     self._callee_has_step_loop(site) for site in fn.calls
                 )
                 if has_step != fn.has_step_loop:
                     fn.has_step_loop, changed = has_step, True
+                    stale_loops.update(id(loop) for loop in loop_readers_of_function.get(id(fn), ()))
+                    stale_functions.update(id(reader) for reader in function_readers_of_function.get(id(fn), ()))
             if not changed:
                 break
 
+    def _spread_heat(self) -> None:
+        functions = self.functions
         callers_by_key: dict[str, list[CallSite]] = {}
         for site in self.module_calls + [site for fn in functions for site in fn.calls]:
             callers_by_key.setdefault(self._key(site.callee), []).append(site)
+        # A function's heat and device are read by the sites it calls from: by its callees.
+        callees: dict[int, list[FunctionInfo]] = {
+            id(fn): [callee for site in fn.calls for callee in self.by_key.get(self._key(site.callee), ())]
+            for fn in functions
+        }
+        stale = {id(fn) for fn in functions}
         changed = True
         while changed:
             changed = False
             for fn in functions:
-                if fn.memoised:
+                if fn.memoised or id(fn) not in stale:
                     continue
+                stale.discard(id(fn))
                 callers = callers_by_key.get(fn.key, ())
                 heat, hottest = Heat.ONCE, None
                 for site in callers:
@@ -860,10 +910,14 @@ class _Resolver:
                         heat, hottest = site_heat, site
                 if fn.evaluates and not fn.trains_transitively:
                     heat = min(heat, Heat.EVAL)  # an evaluation function is as hot as an eval batch
+                moved = False
                 if heat > fn.heat:
-                    fn.heat, fn.heat_site, fn.outer_trace, changed = heat, hottest, (), True
+                    fn.heat, fn.heat_site, fn.outer_trace, moved = heat, hottest, (), True
                 if not fn.accelerated and any(_site_accelerated(site) for site in callers):
-                    fn.accelerated = changed = True
+                    fn.accelerated = moved = True
+                if moved:
+                    changed = True
+                    stale.update(id(callee) for callee in callees[id(fn)])
 
     def _classify(self, loop: LoopInfo, in_timing_function: bool) -> None:
         # The evidence is kept (first nested step loop, first call that decides) for the trace.
@@ -1094,6 +1148,15 @@ def _is_retry_loop(node: cst.For | cst.While) -> bool:
         if leaves and catches & _RETRIED_ERRORS:
             return True
     return False
+
+
+def _mark_readers(loop: LoopInfo, readers: Mapping[int, list[LoopInfo]], stale: set[int]) -> None:
+    """A loop's kind is read by every loop it is nested in, at any depth (`_first_step`)."""
+    pending = [loop]
+    while pending:
+        for reader in readers.get(id(pending.pop()), ()):
+            stale.add(id(reader))
+            pending.append(reader)
 
 
 def _first_step(loop: LoopInfo) -> LoopInfo | None:
