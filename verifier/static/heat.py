@@ -259,7 +259,7 @@ class HeatModel:
 
     def enter_class(self, node: cst.ClassDef) -> None:
         if not self._class_stack and not self._function_stack:
-            bases = tuple(key for base in node.bases if (key := self._base_key(base.value)) is not None)
+            bases = tuple(key for base in node.bases if (key := self._named_class_key(base.value)) is not None)
             self.classes.setdefault(self._local_key(node.name.value), ClassSummary(bases))
         self._class_stack.append(node.name.value)
         self._hook_stack.append(hooks_of_class(node, self._imports) if node.bases else {})
@@ -361,7 +361,7 @@ class HeatModel:
 
     def on_assign(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
         if type(value) is cst.Call:
-            class_key = self._class_key(value)
+            class_key = self.class_key(value)
             if class_key is not None:
                 for target in targets:
                     name = dotted_name(target)
@@ -421,7 +421,7 @@ class HeatModel:
         if loops and self._is_tensor_work(call, qualified, function):
             for loop in loops:
                 loop.tensor_work = True
-        callee = self._callee_key(call)
+        callee = self.callee_key(call)
         if callee is None and via is not None:
             callee = UNBOUND
         site = None
@@ -495,11 +495,11 @@ class HeatModel:
     def _rooted(self, dotted: str) -> str:
         return f"{self._root}:{dotted}" if self._root else dotted
 
-    def _class_key(self, call: cst.Call) -> str | None:
+    def class_key(self, call: cst.Call) -> str | None:
         """The key of the class a call constructs (by the CapWords convention), else None."""
-        return self._base_key(call.func)
+        return self._named_class_key(call.func)
 
-    def _base_key(self, node: cst.BaseExpression) -> str | None:
+    def _named_class_key(self, node: cst.BaseExpression) -> str | None:
         """The key of the class `node` names (CapWords), else None."""
         dotted = dotted_name(node)
         if dotted is None or not dotted.rsplit(".", 1)[-1][:1].isupper():
@@ -509,13 +509,7 @@ class HeatModel:
             return self._rooted(absolute_name(imported, self._importer))
         return self._local_key(dotted) if "." not in dotted else None
 
-    def class_key(self, call: cst.Call) -> str | None:
-        return self._class_key(call)
-
     def callee_key(self, call: cst.Call) -> str | None:
-        return self._callee_key(call)
-
-    def _callee_key(self, call: cst.Call) -> str | None:
         """The key of the called function: local names, `self.method`, methods of instances of
         classes constructed in this module, and imported functions."""
         func = call.func
