@@ -798,8 +798,6 @@ class _Resolver:
         self.module_calls: list[CallSite] = module_calls
         self.external = external
         self.by_key: dict[str, list[FunctionInfo]] = {}
-        self._keys: dict[str, str] = {}
-        self._resolved: dict[str, tuple[list[FunctionInfo] | None, FunctionFacts | None]] = {}
         for fn in functions:
             self.by_key.setdefault(fn.key, []).append(fn)
             known = external.get(fn.key)
@@ -811,7 +809,8 @@ class _Resolver:
                 if known.heat > fn.heat:
                     fn.heat, fn.outer_trace, fn.heat_site, fn.hook = known.heat, known.trace, None, ""
         # A callee defined under no key of the caller's root, but known under another root's
-        # (see `link_across_roots`), is that one.
+        # (see `link_across_roots`), is that one. From here on a call's `callee` is the key its
+        # target is known by (the project pass linked them before this resolver was made).
         if external:
             for site in [*module_calls, *(site for fn in functions for site in fn.calls)]:
                 site.callee = resolve_key(site.callee, self.by_key, external)
@@ -882,10 +881,10 @@ class _Resolver:
         functions = self.functions
         callers_by_key: dict[str, list[CallSite]] = {}
         for site in self.module_calls + [site for fn in functions for site in fn.calls]:
-            callers_by_key.setdefault(self._key(site.callee), []).append(site)
+            callers_by_key.setdefault(site.callee, []).append(site)
         # A function's heat and device are read by the sites it calls from: by its callees.
         callees: dict[int, list[FunctionInfo]] = {
-            id(fn): [callee for site in fn.calls for callee in self.by_key.get(self._key(site.callee), ())]
+            id(fn): [callee for site in fn.calls for callee in self.by_key.get(site.callee, ())]
             for fn in functions
         }
         stale = {id(fn) for fn in functions}
@@ -994,24 +993,14 @@ class _Resolver:
         return changed
 
     def _targets(self, callee: str) -> tuple[list[FunctionInfo] | None, FunctionFacts | None]:
-        """The project's functions a call name resolves to, else what other runs know of it."""
-        found = self._resolved.get(callee)
-        if found is None:
-            key = self._key(callee)
-            found = self._resolved[callee] = (self.by_key.get(key), self.external.get(key))
-        return found
+        """The project's functions a call's key names, else what other runs know of it."""
+        return self.by_key.get(callee), self.external.get(callee)
 
     def _callee_trains(self, site: CallSite) -> bool:
         local, known = self._targets(site.callee)
         if local:
             return any(fn.trains_transitively for fn in local)
         return known is not None and known.trains
-
-    def _key(self, callee: str) -> str:
-        found = self._keys.get(callee)
-        if found is None:
-            found = self._keys[callee] = resolve_key(callee, self.by_key, self.external)
-        return found
 
     def _callee_steps(self, site: CallSite) -> bool:
         local, known = self._targets(site.callee)
