@@ -20,7 +20,8 @@ The facts are handed to a re-analysis of the callee's file, which starts its par
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+import collections
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
@@ -296,16 +297,18 @@ class _Project:
 
     def method_of(self, class_key: str, method: str) -> str | None:
         """`Cls.method`, looked up through the bases (breadth first, within the project)."""
-        queue, seen = [class_key], set()
+        return next((f"{key}.{method}" for key in self._lineage(class_key) if f"{key}.{method}" in self.functions), None)
+
+    def _lineage(self, class_key: str) -> Iterator[str]:
+        """The class and its bases defined in the project, breadth first, each once."""
+        queue, seen = collections.deque([class_key]), set()
         while queue:
-            key = self.class_key(queue.pop(0))
+            key = self.class_key(queue.popleft())
             if key is None or key in seen:
                 continue
             seen.add(key)
-            if f"{key}.{method}" in self.functions:
-                return f"{key}.{method}"
+            yield key
             queue.extend(self.classes[key].bases)
-        return None
 
     def target_of(self, site: CallSite) -> tuple[str, int] | None:
         """The project function a call site runs and how many leading parameters it fills itself."""
@@ -431,18 +434,13 @@ class _Project:
         return found.pop() if len(found) == 1 else None
 
     def attribute(self, class_key: str, name: str) -> tuple | None:
-        queue, seen = [class_key], set()
-        while queue:
-            key = self.class_key(queue.pop(0))
-            if key is None or key in seen:
-                continue
-            seen.add(key)
+        """What `self.name` holds, from the nearest class that assigns it (unknown if reassigned)."""
+        for key in self._lineage(class_key):
             summary = self.classes[key]
             if name in summary.reassigned:
                 return None
             if name in summary.attrs:
                 return self.value(summary.attrs[name])
-            queue.extend(summary.bases)
         return None
 
 
