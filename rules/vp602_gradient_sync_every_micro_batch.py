@@ -14,7 +14,6 @@ from verifier.static.names import method_name
 from verifier.static.rule import Invalid, Rule
 from verifier.static.walk import iter_descendants
 
-_COMMENT = re.compile(r"#[^\n]*")
 # Any of these in the function's code is one of the correct forms (or a wrapper around them):
 # `model.no_sync()`, `model.require_backward_grad_sync = ...`, `fabric.no_backward_sync(model)`,
 # `accelerator.accumulate(model)`, FSDP2's `model.set_requires_gradient_sync(False)`.
@@ -142,7 +141,7 @@ for step in range(max_steps):
         function = where.function
         if function is None or function.node is None:
             return self.context.mentions_in_code(*_SKIPS_SYNC)
-        code = _COMMENT.sub("", self.context.code_for(function.node))
+        code = self.context.code_without_comments(function.node)
         return any(token in code for token in _SKIPS_SYNC)
 
     def _accumulates(self, where: Where) -> bool:

@@ -95,3 +95,7 @@ class ModuleContext:
     def code_for(self, node: cst.CSTNode) -> str:
         """The source text of `node`, normalised (used to compare expressions)."""
         return self.module.code_for_node(node).strip()
+
+    def code_without_comments(self, node: cst.CSTNode) -> str:
+        """`code_for(node)` without its comments: a token named in a comment is not code."""
+        return _COMMENT.sub("", self.code_for(node))
