@@ -7,7 +7,7 @@ import functools
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.deferred import deferred
+from verifier.static.deferred import DeferredSeverity, deferred
 from verifier.static.guards import GuardedRule
 from verifier.static.names import method_name, terminal_name
 from verifier.static.rule import Candidate, Invalid
@@ -43,6 +43,11 @@ def _is_environment_step(node: cst.Assign) -> bool:
 
 
 def _design_read(table: SeverityByHeat) -> SeverityByHeat:
+    """At most LOW. A table still to be decided (a module that is lent its device by a caller's
+    module) is lowered once it is decided."""
+    if isinstance(table, DeferredSeverity):
+        outcomes = None if table.outcomes is None else tuple(map(_design_read, table.outcomes))
+        return deferred(lambda: None if (decided := table.decide()) is None else _design_read(decided), outcomes)
     return _UNPROVEN if table.step is not None and table.step > Severity.LOW else table
 
 

@@ -229,3 +229,33 @@ def test_a_host_module_lent_a_device_is_not_analysed_again_where_no_decision_cou
     monkeypatch.setattr(AnalysisPool, "analyse", spy)
     assert findings(tmp_path) == []
     assert again == []
+
+
+def test_a_read_an_environment_step_consumes_is_low_in_a_module_lent_its_device(tmp_path):
+    """The same read is LOW whether its module names the device or a caller's module lends it."""
+    write(tmp_path, {
+        "policy.py": """
+            import torch
+
+            def act(envs, q_network, obs):
+                q_values = q_network(obs)
+                actions = torch.argmax(q_values, dim=1).cpu().numpy()
+                next_obs, rewards, terminations, truncations, infos = envs.step(actions)
+                return next_obs
+        """,
+        "train.py": """
+            import torch
+            from policy import act
+
+            device = torch.device("cuda")
+
+            def train(envs, q_network, optimizer, obs, total_steps):
+                for global_step in range(total_steps):
+                    obs = act(envs, q_network, torch.as_tensor(obs, device=device))
+                    loss = q_network(obs).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        """,
+    })
+    assert findings(tmp_path) == [("policy.py", "VP201", 6, "LOW", "step")]
