@@ -27,7 +27,7 @@ import libcst as cst
 
 from verifier.static.facts import TENSOR_METHODS, Kind, NameFacts
 from verifier.static.heat import (
-    CallSite, ClassSummary, FunctionInfo, HeatModel, defined_once, unrooted,
+    CallSite, ClassSummary, FunctionInfo, HeatModel, defined_once, spellings, unrooted,
 )
 from verifier.static.names import dotted_name
 
@@ -464,14 +464,9 @@ def _known_key(key: str, defined: dict, cache: dict[str, str | None], unique: di
         return key
     found = cache.get(key, "")
     if found == "":
-        found = cache[key] = next((unique[name] for name in _spellings(key) if name in unique), None)
+        found = cache[key] = next((unique[name] for name in spellings(key) if name in unique), None)
     return found
 
-
-def _spellings(key: str) -> list[str]:
-    dotted = unrooted(key)
-    parts = dotted.split(".")
-    return [dotted, *(".".join(parts[start:]) for start in range(1, len(parts) - 1))]
 
 
 def bind_project(models: list[HeatModel]) -> None:
