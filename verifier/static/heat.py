@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -822,11 +822,16 @@ class _Resolver:
         trace, so the order is part of the result). A sweep looks again only at what read a
         value that changed since it was last looked at: anything else would come out as it is.
         """
-        self._propagate_training()
-        self._find_step_loops()
+        # Which functions read a function's flags: the ones that call it.
+        callers: dict[int, list[FunctionInfo]] = {}
+        for fn in self.functions:
+            for callee in self._local_callees(fn.calls):
+                callers.setdefault(id(callee), []).append(fn)
+        self._propagate_training(callers)
+        self._find_step_loops(callers)
         self._spread_heat()
 
-    def _find_step_loops(self) -> None:
+    def _find_step_loops(self, callers: dict[int, list[FunctionInfo]]) -> None:
         functions = self.functions
         all_loops = self.module_loops + [loop for fn in functions for loop in fn.loops]
         # A function that reads a clock to log while it updates weights is a training function.
@@ -837,19 +842,14 @@ class _Resolver:
         loop_readers_of_loop: dict[int, list[LoopInfo]] = {}
         function_readers_of_loop: dict[int, list[FunctionInfo]] = {}
         loop_readers_of_function: dict[int, list[LoopInfo]] = {}
-        function_readers_of_function: dict[int, list[FunctionInfo]] = {}
         for loop in all_loops:
             for nested in loop.nested:
                 loop_readers_of_loop.setdefault(id(nested), []).append(loop)
-            for site in loop.calls:
-                for callee in self._targets(site.callee)[0] or ():
-                    loop_readers_of_function.setdefault(id(callee), []).append(loop)
+            for callee in self._local_callees(loop.calls):
+                loop_readers_of_function.setdefault(id(callee), []).append(loop)
         for fn in functions:
             for loop in fn.loops:
                 function_readers_of_loop.setdefault(id(loop), []).append(fn)
-            for site in fn.calls:
-                for callee in self._targets(site.callee)[0] or ():
-                    function_readers_of_function.setdefault(id(callee), []).append(fn)
         stale_loops = {id(loop) for loop in all_loops}
         stale_functions = {id(fn) for fn in functions}
         for _ in range(len(functions) + 2):
@@ -873,7 +873,7 @@ class _Resolver:
                 if has_step != fn.has_step_loop:
                     fn.has_step_loop, changed = has_step, True
                     stale_loops.update(id(loop) for loop in loop_readers_of_function.get(id(fn), ()))
-                    stale_functions.update(id(reader) for reader in function_readers_of_function.get(id(fn), ()))
+                    stale_functions.update(id(reader) for reader in callers.get(id(fn), ()))
             if not changed:
                 break
 
@@ -883,10 +883,7 @@ class _Resolver:
         for site in self.module_calls + [site for fn in functions for site in fn.calls]:
             callers_by_key.setdefault(site.callee, []).append(site)
         # A function's heat and device are read by the sites it calls from: by its callees.
-        callees: dict[int, list[FunctionInfo]] = {
-            id(fn): [callee for site in fn.calls for callee in self.by_key.get(site.callee, ())]
-            for fn in functions
-        }
+        callees = {id(fn): list(self._local_callees(fn.calls)) for fn in functions}
         stale = {id(fn) for fn in functions}
         changed = True
         while changed:
@@ -953,18 +950,13 @@ class _Resolver:
         else:
             loop.because_site = forward_site if loop.is_eval else None
 
-    def _propagate_training(self) -> None:
+    def _propagate_training(self, callers: dict[int, list[FunctionInfo]]) -> None:
         """Which functions train, run a model and step an optimizer, directly or through callees.
 
         The flags only ever turn on, so this is a least fixed point: a function is looked at
         again only when one of the functions it calls changed (a worklist over the reversed call
         edges), not in repeated sweeps over every function of the project.
         """
-        callers: dict[int, list[FunctionInfo]] = {}
-        for fn in self.functions:
-            for site in fn.calls:
-                for callee in self._targets(site.callee)[0] or ():
-                    callers.setdefault(id(callee), []).append(fn)
         pending = list(reversed(self.functions))
         queued = {id(fn) for fn in pending}
         while pending:
@@ -991,6 +983,11 @@ class _Resolver:
         ):
             fn.steps_transitively = changed = True
         return changed
+
+    def _local_callees(self, calls: list[CallSite]) -> Iterator[FunctionInfo]:
+        """The project's functions these calls reach."""
+        for site in calls:
+            yield from self.by_key.get(site.callee, ())
 
     def _targets(self, callee: str) -> tuple[list[FunctionInfo] | None, FunctionFacts | None]:
         """The project's functions a call's key names, else what other runs know of it."""
