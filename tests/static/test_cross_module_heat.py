@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from verifier.config import Settings
 from verifier.static.discovery import module_name_for
+from verifier.static.parallel import AnalysisPool
 from verifier.static.runner import analyze_paths
 from verifier.static.heat import absolute_name
 
@@ -34,6 +37,21 @@ def findings(root) -> list[tuple[str, str, int, str, str]]:
         (f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name, f.heat.label)
         for f in result.findings
     ]
+
+
+@pytest.fixture
+def analysed_again(monkeypatch) -> list[str]:
+    """The names of the files the project-wide pass sends to be analysed a second time."""
+    again: list[str] = []
+    original = AnalysisPool.analyse
+
+    def spy(pool, paths, codes, settings, external=None):
+        if external is not None:
+            again.extend(p.rsplit("/", 1)[-1] for p in paths)
+        return original(pool, paths, codes, settings, external)
+
+    monkeypatch.setattr(AnalysisPool, "analyse", spy)
+    return again
 
 
 def test_from_import_in_a_script_folder(tmp_path):
@@ -114,9 +132,7 @@ def test_module_names_and_relative_resolution(tmp_path):
     assert absolute_name("torch.stack", "pkg.train") == "torch.stack"
 
 
-def test_only_files_whose_heat_the_project_changed_are_analysed_again(tmp_path, monkeypatch):
-    from verifier.static.parallel import AnalysisPool
-
+def test_only_files_whose_heat_the_project_changed_are_analysed_again(tmp_path, analysed_again):
     write(tmp_path, {
         "helpers.py": HELPERS,
         "report.py": """
@@ -136,18 +152,9 @@ def test_only_files_whose_heat_the_project_changed_are_analysed_again(tmp_path, 
                 read_loss(loss)
         """,
     })
-    again: list[str] = []
-    original = AnalysisPool.analyse
-
-    def spy(pool, paths, codes, settings, external=None):
-        if external is not None:
-            again.extend(p.rsplit("/", 1)[-1] for p in paths)
-        return original(pool, paths, codes, settings, external)
-
-    monkeypatch.setattr(AnalysisPool, "analyse", spy)
     assert findings(tmp_path) == [("helpers.py", "VP201", 3, "LOW", "step")]
     # report.py has a candidate too, but nothing elsewhere calls it: its heat is unchanged.
-    assert again == ["helpers.py"]
+    assert analysed_again == ["helpers.py"]
 
 
 REPORT_AND_TRAIN = """
@@ -196,11 +203,9 @@ def test_a_script_folder_imports_the_package_beside_it(tmp_path):
     assert findings(tmp_path) == [("metrics.py", "VP201", 3, "LOW", "step")]
 
 
-def test_a_host_module_lent_a_device_is_not_analysed_again_where_no_decision_could_report(tmp_path, monkeypatch):
+def test_a_host_module_lent_a_device_is_not_analysed_again_where_no_decision_could_report(tmp_path, analysed_again):
     """`summary.py` names no device, so its read waits for a caller's module: `train.py` names
     one and lends it, but calls the read once after the loop, where VP201 never reports."""
-    from verifier.static.parallel import AnalysisPool
-
     write(tmp_path, {
         "summary.py": """
             def final_loss(loss):
@@ -218,17 +223,8 @@ def test_a_host_module_lent_a_device_is_not_analysed_again_where_no_decision_cou
                 final_loss(loss)
         """,
     })
-    again: list[str] = []
-    original = AnalysisPool.analyse
-
-    def spy(pool, paths, codes, settings, external=None):
-        if external is not None:
-            again.extend(p.rsplit("/", 1)[-1] for p in paths)
-        return original(pool, paths, codes, settings, external)
-
-    monkeypatch.setattr(AnalysisPool, "analyse", spy)
     assert findings(tmp_path) == []
-    assert again == []
+    assert analysed_again == []
 
 
 def test_a_read_an_environment_step_consumes_is_low_in_a_module_lent_its_device(tmp_path):
