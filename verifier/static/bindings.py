@@ -27,7 +27,7 @@ import libcst as cst
 
 from verifier.static.facts import TENSOR_METHODS, Kind, NameFacts
 from verifier.static.heat import (
-    CallSite, ClassSummary, FunctionInfo, HeatModel, defined_once, spellings, unrooted,
+    LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, defined_once, spellings, unrooted,
 )
 from verifier.static.names import dotted_name
 
@@ -41,8 +41,8 @@ SEEDED = frozenset({NUMBER, SOURCE, BATCH})
 
 _BUILTINS = frozenset(dir(builtins))
 # Calls into these packages never reach project code: their arguments are not recorded.
-_LIBRARIES = frozenset(
-    {"torch", "numpy", "np", "os", "sys", "math", "time", "re", "json", "logging", "random", "functools",
+_LIBRARIES = LIBRARY_ROOTS | frozenset(
+    {"re", "json", "logging", "random", "functools",
      "itertools", "collections", "typing", "copy", "pathlib", "argparse", "subprocess", "pickle", "warnings",
      "transformers", "datasets", "wandb", "tqdm", "PIL", "scipy", "sklearn", "pandas", "jax", "gym",
      "gymnasium", "torchvision", "timm", "accelerate", "lightning", "pytorch_lightning", "dataclasses"}

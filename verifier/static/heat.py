@@ -838,13 +838,10 @@ class _Resolver:
         timing_loops = {id(loop) for fn in functions if fn.timing and not fn.updates for loop in fn.loops}
         innermost_first = _innermost_first(all_loops)
         # Who reads what may change here: a loop reads its nested loops' kinds and its callees'
-        # `has_step_loop`; a function reads its loops' kinds and its callees' `has_step_loop`.
-        loop_readers_of_loop: dict[int, list[LoopInfo]] = {}
+        # `has_step_loop`; a function reads its loops' kinds and its callers read its `has_step_loop`.
         function_readers_of_loop: dict[int, list[FunctionInfo]] = {}
         loop_readers_of_function: dict[int, list[LoopInfo]] = {}
         for loop in all_loops:
-            for nested in loop.nested:
-                loop_readers_of_loop.setdefault(id(nested), []).append(loop)
             for callee in self._local_callees(loop.calls):
                 loop_readers_of_function.setdefault(id(callee), []).append(loop)
         for fn in functions:
@@ -861,7 +858,11 @@ class _Resolver:
                 was_step = loop.is_step
                 self._classify(loop, id(loop) in timing_loops)
                 if loop.is_step != was_step:
-                    _mark_readers(loop, loop_readers_of_loop, stale_loops)
+                    # Every loop it is nested in reads it, at any depth (`_first_step`).
+                    outer = loop.parent
+                    while outer is not None:
+                        stale_loops.add(id(outer))
+                        outer = outer.parent
                     stale_functions.update(id(fn) for fn in function_readers_of_loop.get(id(loop), ()))
             for fn in functions:
                 if id(fn) not in stale_functions:
@@ -1046,7 +1047,7 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
 
 # Key prefix of a function known under exactly one import root, for callers under another root.
 ELSEWHERE = "*:"
-_LIBRARY_ROOTS = frozenset({"torch", "numpy", "np", "os", "sys", "math", "time"})
+LIBRARY_ROOTS = frozenset({"torch", "numpy", "np", "os", "sys", "math", "time"})
 
 
 def root_token(import_root: str) -> str:
@@ -1072,7 +1073,7 @@ def spellings(callee: str) -> list[str]:
     shorter `module.function` suffix. Library names are only ever themselves."""
     dotted = unrooted(callee)
     parts = dotted.split(".")
-    if parts[0] in _LIBRARY_ROOTS:
+    if parts[0] in LIBRARY_ROOTS:
         return [dotted]
     return [dotted, *(".".join(parts[start:]) for start in range(1, len(parts) - 1))]
 
@@ -1128,15 +1129,6 @@ def _is_retry_loop(node: cst.For | cst.While) -> bool:
         if leaves and catches & _RETRIED_ERRORS:
             return True
     return False
-
-
-def _mark_readers(loop: LoopInfo, readers: Mapping[int, list[LoopInfo]], stale: set[int]) -> None:
-    """A loop's kind is read by every loop it is nested in, at any depth (`_first_step`)."""
-    pending = [loop]
-    while pending:
-        for reader in readers.get(id(pending.pop()), ()):
-            stale.add(id(reader))
-            pending.append(reader)
 
 
 def _first_step(loop: LoopInfo) -> LoopInfo | None:
