@@ -46,10 +46,6 @@ class Preset:
     cpu_threads: int | None = None
 
     @property
-    def ceiling_accuracy(self) -> float:
-        return 1.0 - self.noise + self.noise / self.vocab_size
-
-    @property
     def tokens_per_step(self) -> int:
         return self.batch_size * self.seq_len
 

@@ -12,6 +12,8 @@ import enum
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from verifier.dynamic.intervals import seed_band
+
 SCHEMA_VERSION = 2
 """2: `accuracy` and `eval_loss` are the mean over the seeded accuracy runs when there are any."""
 
@@ -246,8 +248,7 @@ class ModeResult:
     @property
     def accuracy_band(self) -> tuple[float, float] | None:
         """(lowest, highest) accuracy over the seeded runs; None below two measured runs."""
-        values = [run.accuracy for run in self.accuracy_runs if run.accuracy is not None]
-        return (min(values), max(values)) if len(values) >= 2 else None
+        return seed_band([run.accuracy for run in self.accuracy_runs if run.accuracy is not None])
 
 
 @dataclass(frozen=True)
