@@ -14,14 +14,14 @@ from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.guards import GuardedRule
 from verifier.static.implicit_syncs import DeviceValues
 from verifier.static.names import positional_arg
-from verifier.static.placement import Origin
+from verifier.static.placement import HostDataRule, Origin
 from verifier.static.rule import Invalid
 
 _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"})
 _HOST_MADE = (Origin.FACTORY, Origin.HOST)
 
 
-class DeviceValueIntoHostContainer(GuardedRule):
+class DeviceValueIntoHostContainer(GuardedRule, HostDataRule):
     code = "VP206"
     name = "device-value-into-host-container"
     category = Category.SYNC
@@ -98,7 +98,7 @@ print(losses.mean().item())
     def _check_store(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if type(target) is not cst.Subscript or not self._active():
             return
-        if self._values.host.origin_of(target.value) not in _HOST_MADE or not self._values.on_device(value):
+        if self.host.origin_of(target.value) not in _HOST_MADE or not self._values.on_device(value):
             return
         container = self.context.code_for(target.value)
         self.report(

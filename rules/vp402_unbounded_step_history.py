@@ -24,7 +24,7 @@ from verifier.static.autograd import GradMode
 from verifier.static.deferred import deferred
 from verifier.static.facts import Kind
 from verifier.static.heat import LoopInfo, Where
-from verifier.static.guards import Guards
+from verifier.static.guards import GuardedRule
 from verifier.static.names import dotted_name, method_name, positional_arg, receiver
 from verifier.static.rule import Invalid
 from verifier.static.training_state import TrainingStateRule
@@ -44,7 +44,7 @@ class _History:
     cuts: list[Where] = field(default_factory=list)
 
 
-class UnboundedStepHistory(TrainingStateRule):
+class UnboundedStepHistory(GuardedRule, TrainingStateRule):
     code = "VP402"
     name = "unbounded-step-history"
     category = Category.MEMORY
@@ -90,7 +90,6 @@ for epoch in range(epochs):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._guards = context.tracker(Guards)
         self._scopes: list[dict[str, _History | None]] = [{}]
         self._classes: list[dict[str, _History | None]] = []
         self._function_names: list[str] = []
@@ -119,7 +118,7 @@ for epoch in range(epochs):
             return
         if method in _TRIMMING_METHODS:
             self._cut(name)
-        elif method == "append" and len(node.args) == 1 and not self._guards.guarded:
+        elif method == "append" and len(node.args) == 1 and not self.guarded:
             # Under `if step % N == 0:` or `if step > total - 20:` the list grows slowly or not at all.
             self._check(node, name, positional_arg(node, 0))
 
