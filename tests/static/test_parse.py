@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import libcst as cst
 import pytest
 
@@ -35,3 +38,31 @@ def test_validation_is_back_on_after_a_syntax_error():
         parse_module("def (:\n")
     with pytest.raises(cst.CSTValidationError):
         cst.Name("")
+
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def _our_python_files() -> list[Path]:
+    return sorted(
+        path for folder in ("verifier", "rules", "tests/corpus", "examples") for path in (REPOSITORY / folder).rglob("*.py")
+    )
+
+
+def test_same_trees_as_libcst_across_the_repository():
+    """Every file here, from this module's parse and libcst's own: the same trees."""
+    files = _our_python_files()
+    assert len(files) > 100
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert parse_module(text).deep_equals(cst.parse_module(text)), path
+
+
+def test_parsed_nodes_stay_frozen_and_libcst_builds_checked_nodes_again():
+    node = parse_module(SOURCE).body[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        node.leading_lines = ()
+    built = cst.Integer("1", lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    assert (built.value, len(built.lpar), len(built.rpar)) == ("1", 1, 1)
+    with pytest.raises(cst.CSTValidationError):  # libcst's own constructor, which checks, is back
+        cst.Integer("1", lpar=[cst.LeftParen()])
