@@ -1,16 +1,19 @@
 """Line and column of every node of a module, from one code generation pass.
 
-libcst's `PositionProvider` records them while it prints the tree back; two of its costs are
+libcst's `PositionProvider` records them while it prints the tree back; three of its costs are
 ours to avoid: `MetadataWrapper.resolve` first runs a batched visit of the whole tree for the
-(here, no) batchable providers, and each syntactic position goes through a generator-based
-context manager and each printed token through a regex split. The same recording is done with
-a plain context manager and a newline test first; only positions' bookkeeping differs, never
-their values. Through the wrapper only if libcst ever changes these internals.
+(here, no) batchable providers; each syntactic position goes through a generator-based context
+manager and each printed token through a regex split; and every node gets three frozen
+dataclasses (`CodePosition` twice, `CodeRange`) stored under its Python-level hash. The same
+recording is done with a plain context manager, a newline test first, and plain tuples under
+the node's id, turned into a `CodeRange` only for the nodes somebody asks about; only the
+bookkeeping differs, never the values. Through the wrapper only if libcst ever changes these
+internals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -23,15 +26,37 @@ except ImportError:  # another libcst layout: the wrapper below still works
 
 
 def positions(module: cst.Module) -> Mapping[cst.CSTNode, object]:
-    provider = PositionProvider()
     if PositionProvidingCodegenState is not None:
         try:
-            state = _State(default_indent=module.default_indent, default_newline=module.default_newline, provider=provider)
+            state = _State(
+                default_indent=module.default_indent, default_newline=module.default_newline, provider=PositionProvider()
+            )
+            state.spans = {}
             module._codegen(state)
-            return provider._computed
+            return _Spans(state.spans)
         except AttributeError:
             pass
     return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+
+class _Spans(Mapping):
+    """node -> `CodeRange`, kept while the module (whose nodes' ids are the keys) lives."""
+
+    def __init__(self, spans: dict[int, tuple[tuple[int, int], tuple[int, int]]]) -> None:
+        self._spans = spans
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        start, end = self._spans[id(node)]
+        return CodeRange(CodePosition(*start), CodePosition(*end))
+
+    def __contains__(self, node: object) -> bool:
+        return id(node) in self._spans
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        raise TypeError("positions are looked up by node; they cannot be listed")
 
 
 class _Syntactic:
@@ -43,14 +68,14 @@ class _Syntactic:
         self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
 
     def __enter__(self) -> None:
-        self.start = CodePosition(self.state.line, self.state.column)
+        self.start = (self.state.line, self.state.column)
 
     def __exit__(self, *exc) -> None:
         state = self.state
-        computed = state.provider._computed
-        start = computed[self.start_node].start if self.start_node is not None else self.start
-        end = computed[self.end_node].end if self.end_node is not None else CodePosition(state.line, state.column)
-        computed[self.node] = CodeRange(start, end)
+        spans = state.spans
+        start = spans[id(self.start_node)][0] if self.start_node is not None else self.start
+        end = spans[id(self.end_node)][1] if self.end_node is not None else (state.line, state.column)
+        spans[id(self.node)] = (start, end)
 
 
 if PositionProvidingCodegenState is not None:
@@ -58,6 +83,15 @@ if PositionProvidingCodegenState is not None:
     class _State(PositionProvidingCodegenState):
         def record_syntactic_position(self, node, *, start_node=None, end_node=None):
             return _Syntactic(self, node, start_node, end_node)
+
+        def before_codegen(self, node) -> None:
+            self._stack.append((self.line, self.column))
+
+        def after_codegen(self, node) -> None:
+            start = self._stack.pop()
+            key = id(node)
+            if key not in self.spans:  # a syntactic position, recorded inside, stays
+                self.spans[key] = (start, (self.line, self.column))
 
         def _update_position(self, value: str) -> None:
             if "\n" not in value and "\r" not in value:
