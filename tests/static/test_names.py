@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from verifier.static.names import ImportTable
+from verifier.static.names import ImportTable, literal_string
 
 
 def qualify(imports_code: str, expression: str) -> str | None:
@@ -64,3 +66,24 @@ def test_aliased_and_from_imported_synchronize_are_both_found(analyse):
         """
     )
     assert findings == [("VP203", 7, "HIGH"), ("VP203", 8, "HIGH")]
+
+
+@settings(max_examples=400, deadline=None)
+@given(body=st.text(max_size=12), quotes=st.sampled_from(['"', "'", '"""', "'''"]), prefix=st.sampled_from(["", "r", "b", "u", "f"]))
+@example(body="cuda:0", quotes='"', prefix="")
+@example(body="", quotes='"""', prefix="")
+@example(body="\\n", quotes="'", prefix="")
+@example(body="\x00", quotes='"', prefix="")
+def test_literal_string_is_what_the_literal_evaluates_to(body, quotes, prefix):
+    """The shortcut for literals with nothing to unescape agrees with libcst's evaluation."""
+    try:
+        node = cst.parse_expression(prefix + quotes + body + quotes)
+    except Exception:
+        return
+    if type(node) is not cst.SimpleString:
+        return
+    try:
+        value = node.evaluated_value
+    except Exception:
+        value = None
+    assert literal_string(node) == (value if isinstance(value, str) else None)

@@ -194,6 +194,12 @@ def literal_string(node: cst.CSTNode | None) -> str | None:
     """The value of a plain string literal (`"cuda:0"`); None for anything else or an odd literal."""
     if type(node) is not cst.SimpleString:
         return None
+    text = node.value
+    if text[0] in "'\"" and "\\" not in text and "\r" not in text and "\0" not in text:
+        # No prefix and nothing to unescape: the value is the text between the quotes
+        # (libcst's `evaluated_value` compiles every literal, a cost paid for each one seen).
+        quotes = 3 if len(text) >= 6 and text[:3] in ('"""', "'''") else 1
+        return text[quotes:-quotes]
     try:
         value = node.evaluated_value
     except Exception:  # a literal libcst cannot evaluate is simply unknown
