@@ -67,11 +67,14 @@ def validate(model, loader):
         self._reported_loops: set[int] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not (self.autograd.is_model_call(node) or self.evaluation.evaluates(node)):
-            return
+        # The cheap tests first: most calls are not in an evaluation loop at all.
         reason = self.evaluation.reason()
+        if reason is None:
+            return
         loops = self.context.heat.where().loops
-        if reason is None or not loops or any(id(loop) in self._reported_loops for loop in loops):
+        if not loops or any(id(loop) in self._reported_loops for loop in loops):
+            return
+        if not (self.autograd.is_model_call(node) or self.evaluation.evaluates(node)):
             return
         if self.autograd.grad_mode() is not GradMode.ENABLED:
             return
