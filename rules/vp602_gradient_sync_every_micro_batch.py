@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
