@@ -8,7 +8,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from verifier.static.parse import parse_module
+from verifier.static.parse import _constructor_without_check, parse_module
 
 SOURCE = '''
 import torch
@@ -66,3 +66,13 @@ def test_parsed_nodes_stay_frozen_and_libcst_builds_checked_nodes_again():
     assert (built.value, len(built.lpar), len(built.rpar)) == ("1", 1, 1)
     with pytest.raises(cst.CSTValidationError):  # libcst's own constructor, which checks, is back
         cst.Integer("1", lpar=[cst.LeftParen()])
+
+
+def test_a_node_class_whose_post_init_does_more_than_check_keeps_its_constructor():
+    @dataclasses.dataclass(frozen=True)
+    class Tagged(cst.Name):
+        def __post_init__(self) -> None:
+            super().__post_init__()
+
+    assert _constructor_without_check(Tagged, Tagged.__dict__["__init__"]) is None
+    assert _constructor_without_check(cst.Name, cst.Name.__dict__["__init__"]) is not None

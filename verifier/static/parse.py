@@ -72,8 +72,13 @@ def _unchecked_constructors() -> tuple[tuple[type, object, object], ...]:
 
 def _constructor_without_check(node_class: type, own: object) -> object | None:
     """An `__init__` like `own` without its `__post_init__` call; None unless `own` is the plain
-    dataclass constructor of exactly these fields (one written here could differ from it)."""
-    if not dataclasses.is_dataclass(node_class) or getattr(getattr(own, "__code__", None), "co_filename", "") != "<string>":
+    dataclass constructor of exactly these fields and the only `__post_init__` it would call is
+    the check (one written here could differ from it)."""
+    if (
+        not dataclasses.is_dataclass(node_class)
+        or getattr(getattr(own, "__code__", None), "co_filename", "") != "<string>"
+        or node_class.__post_init__ is not CSTNode.__post_init__
+    ):
         return None
     fields = dataclasses.fields(node_class)
     try:
