@@ -25,7 +25,7 @@ def test_reference_training_step_has_no_syncs(one_thread):
     session = build_session(get_preset("tiny"), "bf16", torch.device("cpu"))
     try:
         session.step()
-        with SyncCounter() as counter:
+        with SyncCounter(simulated=True) as counter:
             for _ in range(2):
                 session.step()
     finally:
@@ -39,7 +39,7 @@ def test_bad_step_has_one_user_sync_per_step_at_the_item_line(entry_fixtures):
     from bad_step import bad_train_step, make_classifier
 
     model, optimizer = make_classifier()
-    with SyncCounter() as counter:
+    with SyncCounter(simulated=True) as counter:
         for step in range(3):
             bad_train_step(model, optimizer, step)
     summary = counter.summary(3)
@@ -130,7 +130,7 @@ def test_other_threads_are_not_counted():
     def background() -> None:
         torch.ones(3).sum().item()
 
-    with SyncCounter() as counter:
+    with SyncCounter(simulated=True) as counter:
         worker = threading.Thread(target=background)
         worker.start()
         worker.join()

@@ -102,7 +102,7 @@ def test_optimizer_is_fused_adamw_where_supported():
 
 
 def test_command_line_trains_and_reports(capsys, one_thread):
-    assert main(["--preset", "tiny", "--mode", "bf16", "--steps", "10", "--log-interval", "5"]) == 0
+    assert main(["--preset", "tiny", "--mode", "bf16", "--device", "cpu", "--steps", "10", "--log-interval", "5"]) == 0
     output = capsys.readouterr().out
     assert "mode bf16; device cpu; 26,944 parameters; world size 1" in output
     assert "step      5  train loss" in output
