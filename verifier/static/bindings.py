@@ -27,7 +27,7 @@ import libcst as cst
 
 from verifier.static.facts import TENSOR_METHODS, Kind, NameFacts
 from verifier.static.heat import (
-    LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, defined_once, spellings, unrooted,
+    LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, defined_once, defined_under, unrooted,
 )
 from verifier.static.names import dotted_name
 
@@ -464,9 +464,8 @@ def _known_key(key: str, defined: dict, cache: dict[str, str | None], unique: di
         return key
     found = cache.get(key, "")
     if found == "":
-        found = cache[key] = next((unique[name] for name in spellings(key) if name in unique), None)
+        found = cache[key] = defined_under(key, unique)
     return found
-
 
 
 def bind_project(models: list[HeatModel]) -> None:

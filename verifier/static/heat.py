@@ -1067,7 +1067,7 @@ def defined_once(keys: Iterable[str]) -> dict[str, str]:
     return {dotted: next(iter(keys)) for dotted, keys in roots_of.items() if len(keys) == 1}
 
 
-def spellings(callee: str) -> list[str]:
+def _spellings(callee: str) -> list[str]:
     """The dotted names a callee may be known by elsewhere: its own, then (for `util.misc.f`
     imported through a folder without `__init__.py`, a namespace package keyed `misc`) each
     shorter `module.function` suffix. Library names are only ever themselves."""
@@ -1076,6 +1076,12 @@ def spellings(callee: str) -> list[str]:
     if parts[0] in LIBRARY_ROOTS:
         return [dotted]
     return [dotted, *(".".join(parts[start:]) for start in range(1, len(parts) - 1))]
+
+
+def defined_under(callee: str, unique: Mapping[str, str]) -> str | None:
+    """The key of the one definition (`unique`, from `defined_once`) that a spelling of `callee`
+    names, else None."""
+    return next((unique[name] for name in _spellings(callee) if name in unique), None)
 
 
 def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> None:
@@ -1088,7 +1094,7 @@ def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> N
     defined = {fn.key for fn in functions}
     for site in sites:
         if site.callee not in defined:
-            key = next((unique[name] for name in spellings(site.callee) if name in unique), None)
+            key = defined_under(site.callee, unique)
             if key is not None:
                 site.callee = key
 
@@ -1098,7 +1104,7 @@ def resolve_key(callee: str, *known: Mapping[str, object]) -> str:
     another root (`ELSEWHERE` entries, see `link_across_roots`)."""
     if any(callee in table for table in known):
         return callee
-    for name in spellings(callee):
+    for name in _spellings(callee):
         if any(ELSEWHERE + name in table for table in known):
             return ELSEWHERE + name
     return callee
