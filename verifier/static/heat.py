@@ -822,14 +822,15 @@ class _Resolver:
         trace, so the order is part of the result). A sweep looks again only at what read a
         value that changed since it was last looked at: anything else would come out as it is.
         """
-        # Which functions read a function's flags: the ones that call it.
+        # A function's flags are read by its callers; its heat and device by its callees.
+        callees = {id(fn): list(self._local_callees(fn.calls)) for fn in self.functions}
         callers: dict[int, list[FunctionInfo]] = {}
         for fn in self.functions:
-            for callee in self._local_callees(fn.calls):
+            for callee in callees[id(fn)]:
                 callers.setdefault(id(callee), []).append(fn)
         self._propagate_training(callers)
         self._find_step_loops(callers)
-        self._spread_heat()
+        self._spread_heat(callees)
 
     def _find_step_loops(self, callers: dict[int, list[FunctionInfo]]) -> None:
         functions = self.functions
@@ -878,13 +879,11 @@ class _Resolver:
             if not changed:
                 break
 
-    def _spread_heat(self) -> None:
+    def _spread_heat(self, callees: dict[int, list[FunctionInfo]]) -> None:
         functions = self.functions
         callers_by_key: dict[str, list[CallSite]] = {}
         for site in self.module_calls + [site for fn in functions for site in fn.calls]:
             callers_by_key.setdefault(site.callee, []).append(site)
-        # A function's heat and device are read by the sites it calls from: by its callees.
-        callees = {id(fn): list(self._local_callees(fn.calls)) for fn in functions}
         stale = {id(fn) for fn in functions}
         changed = True
         while changed:
