@@ -76,3 +76,19 @@ def test_a_node_class_whose_post_init_does_more_than_check_keeps_its_constructor
 
     assert _constructor_without_check(Tagged, Tagged.__dict__["__init__"]) is None
     assert _constructor_without_check(cst.Name, cst.Name.__dict__["__init__"]) is not None
+
+
+def test_an_unchecked_constructor_stores_slotted_and_unslotted_fields_alike():
+    """Fields with a slot are stored through it; a subclass field without one (kept in the
+    instance's `__dict__`) goes through `object.__setattr__`, as the dataclass constructor does."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Tagged(cst.Name):
+        tag: str = "plain"
+
+    unchecked = _constructor_without_check(Tagged, Tagged.__dict__["__init__"])
+    node = object.__new__(Tagged)
+    unchecked(node, "x", tag="loop")
+    assert (node.value, node.lpar, node.rpar, node.tag) == ("x", (), (), "loop")
+    assert node.__dict__ == {"tag": "loop"}
+    assert node.deep_equals(Tagged("x", tag="loop"))
