@@ -157,6 +157,28 @@ def test_only_files_whose_heat_the_project_changed_are_analysed_again(tmp_path, 
     assert analysed_again == ["helpers.py"]
 
 
+def test_test_code_a_training_loop_calls_is_not_analysed_again_unless_tests_are_included(tmp_path, analysed_again):
+    """Every finding in test code reports at "once" (pytest's layout, `include-tests` off), so a
+    helper there that the training loop calls every step reads the same with either heat."""
+    write(tmp_path, {
+        "test_helpers.py": HELPERS,
+        "train.py": """
+            from test_helpers import read_loss
+            for x in loader:
+                loss = model(x).sum()
+                loss.backward()
+                read_loss(loss)
+        """,
+    })
+    assert findings(tmp_path) == []
+    assert analysed_again == []
+    included = analyze_paths([str(tmp_path)], Settings(select=("VP2",), include_tests=True))
+    assert [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name, f.heat.label) for f in included.findings] == [
+        ("test_helpers.py", "VP201", 3, "LOW", "step"),
+    ]
+    assert analysed_again == ["test_helpers.py"]
+
+
 REPORT_AND_TRAIN = """
     def report(model, x):
         print(model(x.cuda()).sum().item())

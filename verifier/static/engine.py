@@ -59,13 +59,16 @@ class ModuleAnalysis:
     candidates: list[CandidateHeat] = field(default_factory=list)
     # Findings a suppression comment silenced: counted in every output, never scored.
     suppressed: list[Finding] = field(default_factory=list)
+    # Test code reports every finding at ONCE (`reports_once`): its heat never changes one.
+    test_code: bool = False
 
     def findings_may_change(self) -> bool:
         """After a project-wide pass updated `heat` in place: could a finding be different now?
 
         Only where a candidate's heat changed and its table reports at the old or the new
         heat, or where a deferred judgement's inputs changed (then its table may differ too)
-        and a table it could decide on reports at one of those heats.
+        and a table it could decide on reports at one of those heats. In test code every
+        finding reports at ONCE, so only a judgement's inputs count there.
         """
         if self.heat is None:
             return False
@@ -73,12 +76,15 @@ class ModuleAnalysis:
             return True
         for candidate in self.candidates:
             now, table = heat_of(candidate.where), candidate.table
+            reported = (Heat.ONCE,) if self.test_code else (candidate.heat, now, Heat.ONCE)
             if (
                 candidate.inputs is not None
-                and candidate.may_report_at((candidate.heat, now, Heat.ONCE))
+                and candidate.may_report_at(reported)
                 and self.heat.judgement_inputs(candidate.where) != candidate.inputs
             ):
                 return True
+            if self.test_code:
+                continue
             if now is not candidate.heat and table is not None and (
                 table.at(now) is not None or table.at(candidate.heat) is not None
             ):
@@ -278,7 +284,8 @@ def analyze_source(
         heat.resolve(external)
         judged = [_judge(candidate, heat) for rule in active for candidate in rule.candidates]
         suppressions = Suppressions(source.text, source.lines(), parsed=True)
-        findings = _to_findings(path, source, module, judged, settings, suppressions, heat) if judged else []
+        test_code = reports_once(path, settings)
+        findings = _to_findings(path, source, module, judged, settings, suppressions, heat, test_code) if judged else []
         if lines and not heat.numbered:
             # Another module's trace passes through this one's calls and loops: they need lines,
             # from Python's line table where it agrees with the walk (far cheaper than positions).
@@ -300,7 +307,8 @@ def analyze_source(
     heat.release_tree()
     findings = sorted([*findings, *audit_suppressions(path, suppressions, rules, settings)])
     return ModuleAnalysis(
-        findings, heat, local_facts, [record for _, record in judged], suppressed=suppressions.suppressed
+        findings, heat, local_facts, [record for _, record in judged], suppressed=suppressions.suppressed,
+        test_code=test_code,
     )
 
 
@@ -312,6 +320,11 @@ def heat_wording(message: str, heat: Heat) -> str:
 
 
 _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+
+
+def reports_once(path: str, settings: Settings) -> bool:
+    """Test code runs a few steps on purpose: every line of it runs "once" unless included."""
+    return not settings.include_tests and is_test_path(path)
 
 
 def is_test_path(path: str) -> bool:
@@ -527,10 +540,9 @@ def _to_findings(
     settings: Settings,
     suppressions: Suppressions,
     heat: HeatModel,
+    test_code: bool,
 ) -> list[Finding]:
     ignored_here = settings.ignored_in_file(path)
-    # Test code runs a few steps on purpose: every line of it runs "once" unless included.
-    test_code = not settings.include_tests and is_test_path(path)
     kept: list[tuple[Candidate, Heat, Severity]] = []
     for candidate, record in judged:
         rule = candidate.rule
