@@ -7,7 +7,7 @@ import functools
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.deferred import DeferredSeverity, deferred
+from verifier.static.deferred import DeferredSeverity, JudgementInput, deferred
 from verifier.static.guards import GuardedRule
 from verifier.static.names import method_name, terminal_name
 from verifier.static.rule import Candidate, Invalid
@@ -47,7 +47,9 @@ def _design_read(table: SeverityByHeat) -> SeverityByHeat:
     module) is lowered once it is decided."""
     if isinstance(table, DeferredSeverity):
         outcomes = None if table.outcomes is None else tuple(map(_design_read, table.outcomes))
-        return deferred(lambda: None if (decided := table.decide()) is None else _design_read(decided), outcomes)
+        return deferred(
+            lambda: None if (decided := table.decide()) is None else _design_read(decided), outcomes, table.reads
+        )
     return _UNPROVEN if table.step is not None and table.step > Severity.LOW else table
 
 
@@ -217,7 +219,9 @@ print(running.item() / len(loader))
         if self._in_env_call:
             table = _design_read(table)
         if function is not None:
-            table = deferred(functools.partial(_if_accelerated, function, table), outcomes=(table,))
+            table = deferred(
+                functools.partial(_if_accelerated, function, table), outcomes=(table,), reads=(JudgementInput.DEVICE,)
+            )
         often = "once per parameter tensor {often}" if per_parameter else "{often}"
         self.report(sync.node, f"`{sync.how}` of `{subject}` {{loop}} waits for the device {often}", severity=table)
 

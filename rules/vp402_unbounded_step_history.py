@@ -21,7 +21,7 @@ import libcst as cst
 
 from verifier.findings import Category, Heat, Severity, SeverityByHeat
 from verifier.static.autograd import GradMode
-from verifier.static.deferred import deferred
+from verifier.static.deferred import JudgementInput, deferred
 from verifier.static.facts import Kind
 from verifier.static.heat import LoopInfo, Where
 from verifier.static.guards import GuardedRule
@@ -32,6 +32,9 @@ from verifier.static.training_state import TrainingStateRule
 _TRIMMING_METHODS = frozenset({"clear", "pop", "remove"})
 _HOST_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
 _HOST = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+# The decision reads the loops around the append and, outside loops, only whether the method
+# runs every step (`_per_step_hook`); never the device.
+_READS = (JudgementInput.LOOPS, JudgementInput.RUNS_EVERY_STEP)
 
 
 @dataclass(eq=False)
@@ -205,7 +208,7 @@ for epoch in range(epochs):
                 return None
             return self.severity if kind == "tensor" else _HOST
 
-        self.report(node, _MESSAGES[kind].format(name=name, value=text), severity=deferred(decide, outcomes=(self.severity, _HOST)))
+        self.report(node, _MESSAGES[kind].format(name=name, value=text), severity=deferred(decide, outcomes=(self.severity, _HOST), reads=_READS))
 
     def _kind_of(self, value: cst.BaseExpression) -> str | None:
         """"graph", "tensor" (no graph, may hold device memory), "host" (a Python value), or None."""

@@ -179,6 +179,57 @@ def test_test_code_a_training_loop_calls_is_not_analysed_again_unless_tests_are_
     assert analysed_again == ["test_helpers.py"]
 
 
+def test_a_host_read_called_from_a_host_training_loop_is_not_analysed_again(tmp_path, analysed_again):
+    """VP201 decides a read in a module that names no device on one input only: whether a
+    caller's module lends it one. A training loop that names none either changes its heat, not that."""
+    write(tmp_path, {
+        "metrics.py": """
+            def read_loss(loss):
+                return loss.item()
+        """,
+        "train.py": """
+            from metrics import read_loss
+
+            def main(loader, model, optimizer):
+                for x in loader:
+                    loss = model(x).sum()
+                    loss.backward()
+                    optimizer.step()
+                    print(read_loss(loss))
+        """,
+    })
+    assert findings(tmp_path) == []
+    assert analysed_again == []
+
+
+def test_a_history_kept_by_a_helper_an_eval_loop_calls_is_not_analysed_again(tmp_path, analysed_again):
+    """VP402 reads, outside loops, only whether the function runs every step: a helper that
+    turns from run-once into eval code is judged the same."""
+    write(tmp_path, {
+        "helpers.py": """
+            import torch
+
+            history = []
+
+            def remember(outputs):
+                history.append(outputs.detach())
+        """,
+        "evaluate.py": """
+            import torch
+            from helpers import remember
+
+            @torch.no_grad()
+            def evaluate(model, loader):
+                model.eval()
+                for x in loader:
+                    remember(model(x.cuda()))
+        """,
+    })
+    result = analyze_paths([str(tmp_path)], Settings(select=("VP402",)))
+    assert result.findings == []
+    assert analysed_again == []
+
+
 REPORT_AND_TRAIN = """
     def report(model, x):
         print(model(x.cuda()).sum().item())

@@ -26,7 +26,7 @@ from verifier.config import Settings
 from verifier.findings import Category, Finding, Heat, Severity, SeverityByHeat
 from verifier.static.bindings import NUMBER, SOURCE, Bindings, needs_reanalysis
 from verifier.static.context import ModuleContext
-from verifier.static.deferred import DeferredSeverity
+from verifier.static.deferred import EVERY_INPUT, DeferredSeverity, JudgementInput
 from verifier.static.discovery import import_root_for, module_name_for
 from verifier.static.guards import Guards
 from verifier.static.facts import Kind, NameFacts
@@ -80,7 +80,7 @@ class ModuleAnalysis:
             if (
                 candidate.inputs is not None
                 and candidate.may_report_at(reported)
-                and self.heat.judgement_inputs(candidate.where) != candidate.inputs
+                and self.heat.judgement_inputs(candidate.where, candidate.reads) != candidate.inputs
             ):
                 return True
             if self.test_code:
@@ -104,6 +104,8 @@ class CandidateHeat:
     inputs: tuple | None = None
     # For a deferred judgement, every table it could decide on, when its rule names them.
     outcomes: tuple[SeverityByHeat, ...] | None = None
+    # For a deferred judgement, what of the resolved heat its decision reads (`inputs` holds those).
+    reads: tuple[JudgementInput, ...] = EVERY_INPUT
 
     def may_report_at(self, heats: tuple[Heat, ...]) -> bool:
         """Could a decision taken again report at any of `heats`? (Test code reports at ONCE.)"""
@@ -346,7 +348,8 @@ def _judge(candidate: Candidate, heat: HeatModel) -> tuple[Candidate, CandidateH
     severity, where = candidate.severity, candidate.where
     if isinstance(severity, DeferredSeverity):
         return candidate, CandidateHeat(
-            where, heat_of(where), severity.decide(), heat.judgement_inputs(where), severity.outcomes
+            where, heat_of(where), severity.decide(), heat.judgement_inputs(where, severity.reads), severity.outcomes,
+            severity.reads,
         )
     return candidate, CandidateHeat(where, heat_of(where), severity)
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from verifier.findings import Heat, TraceStep
+from verifier.static.deferred import EVERY_INPUT, JudgementInput
 from verifier.static.framework_hooks import hook_reason, hooks_of_class, ignite_handler_heat
 from verifier.static.names import ImportTable, dotted_name, method_name, receiver, terminal_name
 from verifier.static.torch_api import returns_tensor
@@ -568,21 +569,29 @@ class HeatModel:
             found[fn.key] = found[fn.key].merge(mine) if fn.key in found else mine
         return found
 
-    def judgement_inputs(self, where: Where) -> tuple:
-        """What a deferred severity at `where` may read of the resolved heat (see `deferred.py`):
-        the kinds of the loops around it and, for code outside loops, its function's heat and,
-        when that function runs every step, the training facts of the functions of its class."""
-        loops = tuple((loop.is_step, loop.is_epoch) for loop in where.loops)
+    def judgement_inputs(self, where: Where, reads: tuple[JudgementInput, ...] = EVERY_INPUT) -> tuple:
+        """What a deferred severity at `where` reads of the resolved heat (see `deferred.py`), of
+        the inputs it `reads`: the kinds of the loops around it; for code outside loops, its
+        function's heat (or only whether it runs every step) and, when that function runs every
+        step, the training facts of the functions of its class; whether its module is lent a device."""
+        loops = tuple((loop.is_step, loop.is_epoch) for loop in where.loops) if JudgementInput.LOOPS in reads else ()
         function = where.function
+        device = (function is None or function.accelerated) if JudgementInput.DEVICE in reads else None
         if function is None or where.loops:
-            return loops, None, (), function is None or function.accelerated
+            return loops, None, (), device
+        if JudgementInput.FUNCTION_HEAT in reads:
+            heat: Heat | bool = function.heat
+        elif JudgementInput.RUNS_EVERY_STEP in reads:
+            heat = function.heat is Heat.STEP
+        else:
+            return loops, None, (), device
         beside: tuple = ()
         if function.heat is Heat.STEP:
             owner = function.key.rsplit(".", 1)[0] + "."
             beside = tuple(
                 (fn.has_step_loop, fn.trains_transitively) for fn in self._all_functions if fn.key.startswith(owner)
             )
-        return loops, function.heat, beside, function.accelerated
+        return loops, heat, beside, device
 
     def number_lines(self, positions: Mapping[cst.CSTNode, object]) -> None:
         """Give loops and call sites their lines, from the positions of this module's nodes."""
