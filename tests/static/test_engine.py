@@ -114,3 +114,17 @@ def test_rules_share_one_tracker_and_the_tree_dies_with_its_file():
     assert [(f.code, f.line) for f in analysis.findings] == [("VP402", 6)]
     assert len(state_trackers) == 1
     assert leaked == []
+
+
+def test_bracket_depth_check_counts_only_ascii_brackets_at_the_limit():
+    """The gate that sends deep code to Python's parser first: MAX_NESTING open brackets pass,
+    one more does not; brackets after closing ones, other characters (also non-ASCII ones and a
+    lone surrogate) and closing brackets never add depth."""
+    from verifier.static.engine import MAX_NESTING, may_nest_too_deeply
+
+    at_limit = "x = " + "(" * MAX_NESTING + "1" + ")" * MAX_NESTING
+    assert not may_nest_too_deeply(at_limit)
+    assert may_nest_too_deeply("x = " + "[" * (MAX_NESTING + 1))
+    assert not may_nest_too_deeply("({é\ud800})" * (MAX_NESTING + 1))
+    assert may_nest_too_deeply("é\ud800".join("{" * (MAX_NESTING + 1)))
+    assert not may_nest_too_deeply(")" * 1000 + "(" * MAX_NESTING)

@@ -12,7 +12,6 @@ import ast
 import functools
 import itertools
 import os
-import re
 import signal
 import threading
 import time
@@ -355,8 +354,9 @@ def _judge(candidate: Candidate, heat: HeatModel) -> tuple[Candidate, CandidateH
 
 
 MAX_NESTING = 200  # CPython's own limit on nested brackets; libcst's native parser crashes far beyond it
-_NOT_A_BRACKET = re.compile(r"[^()\[\]{}]+")
-_BRACKET_STEP = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+# Every byte but the six ASCII brackets; in UTF-8 no byte of another character is below 0x80.
+_NOT_A_BRACKET = bytes(byte for byte in range(256) if byte not in b"()[]{}")
+_BRACKET_STEP = {ord("("): 1, ord("["): 1, ord("{"): 1, ord(")"): -1, ord("]"): -1, ord("}"): -1}
 
 
 def may_nest_too_deeply(text: str) -> bool:
@@ -365,7 +365,7 @@ def may_nest_too_deeply(text: str) -> bool:
     Brackets in strings and comments count too, so this only says when to ask Python's parser;
     it never decides on its own that a file is invalid.
     """
-    brackets = _NOT_A_BRACKET.sub("", text)
+    brackets = text.encode("utf-8", "surrogatepass").translate(None, _NOT_A_BRACKET)
     if len(brackets) <= MAX_NESTING:
         return False
     return max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > MAX_NESTING
