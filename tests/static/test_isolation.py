@@ -151,3 +151,36 @@ def test_workers_die_with_the_run(tmp_path, stop):
     finally:
         run.kill()
         run.wait()
+
+
+def test_a_worker_analyses_with_the_cycle_collector_paused_and_restores_it(monkeypatch):
+    """Paused for the file (its tree is freed by reference counting), back as it was after,
+    also when the analysis raises."""
+    import gc
+
+    from verifier.static import engine
+
+    seen: list[bool] = []
+
+    def analyse(path, rules, settings, external=None):
+        seen.append(gc.isenabled())
+        if path == "raises.py":
+            raise RuntimeError("boom")
+        return path
+
+    monkeypatch.setattr(engine, "analyze_file", analyse)
+    was_enabled = gc.isenabled()
+    try:
+        gc.enable()
+        assert parallel.analyse_without_cycle_collection("train.py", [], Settings(), None) == "train.py"
+        assert gc.isenabled()
+        with pytest.raises(RuntimeError):
+            parallel.analyse_without_cycle_collection("raises.py", [], Settings(), None)
+        assert gc.isenabled()
+        gc.disable()
+        parallel.analyse_without_cycle_collection("train.py", [], Settings(), None)
+        assert not gc.isenabled()
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert seen == [False, False, False]

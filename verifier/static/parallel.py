@@ -244,7 +244,6 @@ def _serve(connection: Connection, parent: int, memory: int) -> None:
     _limit_memory(memory)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), _WORKER_RECURSION_LIMIT))
     from verifier.rules import all_rules
-    from verifier.static.engine import analyze_file
 
     by_code = {rule.code: rule for rule in all_rules()}
     rules: list = []
@@ -263,7 +262,23 @@ def _serve(connection: Connection, parent: int, memory: int) -> None:
             rules = [by_code[code] for code in codes]
             os.chdir(folder)
         else:
-            connection.send(analyze_file(payload, rules, settings, external=external))
+            connection.send(analyse_without_cycle_collection(payload, rules, settings, external))
+
+
+def analyse_without_cycle_collection(path: str, rules: list, settings: Settings, external: dict | None):
+    """`analyze_file` with the cycle collector paused. A parsed tree holds no reference cycles
+    and is freed by reference counting when its file is done; a collection while it is alive
+    only walks its millions of nodes (about 1 % of a run). The few cycles a file's analysis
+    leaves behind are collected between files, as before."""
+    from verifier.static.engine import analyze_file
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return analyze_file(path, rules, settings, external=external)
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _die_with_parent(parent: int) -> None:
