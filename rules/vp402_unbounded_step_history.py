@@ -208,7 +208,8 @@ for epoch in range(epochs):
                 return None
             return self.severity if kind == "tensor" else _HOST
 
-        self.report(node, _MESSAGES[kind].format(name=name, value=text), severity=deferred(decide, outcomes=(self.severity, _HOST), reads=_READS))
+        severity = deferred(decide, outcomes=(self.severity, _HOST), reads=_READS)
+        self.report(node, _MESSAGES[kind].format(name=name, value=text), severity=severity)
 
     def _kind_of(self, value: cst.BaseExpression) -> str | None:
         """"graph", "tensor" (no graph, may hold device memory), "host" (a Python value), or None."""

@@ -31,8 +31,8 @@ def write(root, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(code))
 
 
-def findings(root) -> list[tuple[str, str, int, str, str]]:
-    result = analyze_paths([str(root)], Settings(select=("VP2",)))
+def findings(root, select: tuple[str, ...] = ("VP2",), **settings) -> list[tuple[str, str, int, str, str]]:
+    result = analyze_paths([str(root)], Settings(select=select, **settings))
     return [
         (f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name, f.heat.label)
         for f in result.findings
@@ -172,62 +172,8 @@ def test_test_code_a_training_loop_calls_is_not_analysed_again_unless_tests_are_
     })
     assert findings(tmp_path) == []
     assert analysed_again == []
-    included = analyze_paths([str(tmp_path)], Settings(select=("VP2",), include_tests=True))
-    assert [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name, f.heat.label) for f in included.findings] == [
-        ("test_helpers.py", "VP201", 3, "LOW", "step"),
-    ]
+    assert findings(tmp_path, include_tests=True) == [("test_helpers.py", "VP201", 3, "LOW", "step")]
     assert analysed_again == ["test_helpers.py"]
-
-
-def test_a_host_read_called_from_a_host_training_loop_is_not_analysed_again(tmp_path, analysed_again):
-    """VP201 decides a read in a module that names no device on one input only: whether a
-    caller's module lends it one. A training loop that names none either changes its heat, not that."""
-    write(tmp_path, {
-        "metrics.py": """
-            def read_loss(loss):
-                return loss.item()
-        """,
-        "train.py": """
-            from metrics import read_loss
-
-            def main(loader, model, optimizer):
-                for x in loader:
-                    loss = model(x).sum()
-                    loss.backward()
-                    optimizer.step()
-                    print(read_loss(loss))
-        """,
-    })
-    assert findings(tmp_path) == []
-    assert analysed_again == []
-
-
-def test_a_history_kept_by_a_helper_an_eval_loop_calls_is_not_analysed_again(tmp_path, analysed_again):
-    """VP402 reads, outside loops, only whether the function runs every step: a helper that
-    turns from run-once into eval code is judged the same."""
-    write(tmp_path, {
-        "helpers.py": """
-            import torch
-
-            history = []
-
-            def remember(outputs):
-                history.append(outputs.detach())
-        """,
-        "evaluate.py": """
-            import torch
-            from helpers import remember
-
-            @torch.no_grad()
-            def evaluate(model, loader):
-                model.eval()
-                for x in loader:
-                    remember(model(x.cuda()))
-        """,
-    })
-    result = analyze_paths([str(tmp_path)], Settings(select=("VP402",)))
-    assert result.findings == []
-    assert analysed_again == []
 
 
 REPORT_AND_TRAIN = """
@@ -276,10 +222,10 @@ def test_a_script_folder_imports_the_package_beside_it(tmp_path):
     assert findings(tmp_path) == [("metrics.py", "VP201", 3, "LOW", "step")]
 
 
-def test_a_host_module_lent_a_device_is_not_analysed_again_where_no_decision_could_report(tmp_path, analysed_again):
-    """`summary.py` names no device, so its read waits for a caller's module: `train.py` names
-    one and lends it, but calls the read once after the loop, where VP201 never reports."""
-    write(tmp_path, {
+NOT_ANALYSED_AGAIN = {
+    # `summary.py` names no device, so its read waits for a caller's module: `train.py` names one
+    # and lends it, but calls the read once after the loop, where VP201 never reports.
+    "lent-a-device-read-after-the-loop": ("VP2", {
         "summary.py": """
             def final_loss(loss):
                 return loss.item()
@@ -295,8 +241,54 @@ def test_a_host_module_lent_a_device_is_not_analysed_again_where_no_decision_cou
                     optimizer.step()
                 final_loss(loss)
         """,
-    })
-    assert findings(tmp_path) == []
+    }),
+    # VP201 decides a read in a module that names no device on one input only: whether a caller's
+    # module lends it one. A training loop that names none either changes its heat, not that.
+    "host-read-from-a-host-training-loop": ("VP2", {
+        "metrics.py": """
+            def read_loss(loss):
+                return loss.item()
+        """,
+        "train.py": """
+            from metrics import read_loss
+
+            def main(loader, model, optimizer):
+                for x in loader:
+                    loss = model(x).sum()
+                    loss.backward()
+                    optimizer.step()
+                    print(read_loss(loss))
+        """,
+    }),
+    # VP402 reads, outside loops, only whether the function runs every step: a helper that turns
+    # from run-once into eval code is judged the same.
+    "history-kept-by-a-helper-an-eval-loop-calls": ("VP402", {
+        "helpers.py": """
+            import torch
+
+            history = []
+
+            def remember(outputs):
+                history.append(outputs.detach())
+        """,
+        "evaluate.py": """
+            import torch
+            from helpers import remember
+
+            @torch.no_grad()
+            def evaluate(model, loader):
+                model.eval()
+                for x in loader:
+                    remember(model(x.cuda()))
+        """,
+    }),
+}
+
+
+@pytest.mark.parametrize(("select", "files"), NOT_ANALYSED_AGAIN.values(), ids=NOT_ANALYSED_AGAIN)
+def test_not_analysed_again_where_no_decision_could_change(tmp_path, analysed_again, select, files):
+    write(tmp_path, files)
+    assert findings(tmp_path, (select,)) == []
     assert analysed_again == []
 
 

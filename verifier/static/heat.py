@@ -577,14 +577,10 @@ class HeatModel:
         loops = tuple((loop.is_step, loop.is_epoch) for loop in where.loops) if JudgementInput.LOOPS in reads else ()
         function = where.function
         device = (function is None or function.accelerated) if JudgementInput.DEVICE in reads else None
-        if function is None or where.loops:
+        reads_heat = JudgementInput.FUNCTION_HEAT in reads
+        if function is None or where.loops or not (reads_heat or JudgementInput.RUNS_EVERY_STEP in reads):
             return loops, None, (), device
-        if JudgementInput.FUNCTION_HEAT in reads:
-            heat: Heat | bool = function.heat
-        elif JudgementInput.RUNS_EVERY_STEP in reads:
-            heat = function.heat is Heat.STEP
-        else:
-            return loops, None, (), device
+        heat = function.heat if reads_heat else function.heat is Heat.STEP
         beside: tuple = ()
         if function.heat is Heat.STEP:
             owner = function.key.rsplit(".", 1)[0] + "."
