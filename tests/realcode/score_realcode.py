@@ -6,7 +6,8 @@ For every repository in the verdicts file: export the *.py files at the pinned c
 match its findings to the judged findings, and print precision (overall and per severity),
 gate decision, misses found and the findings nobody has judged yet. Repositories belong to a
 `set` ("given": the six judged before this project took the measure over; "added": chosen
-since); totals are printed per set, never mixed. Standard library only.
+since; "given-2": five more judged at one build; "first-look": judged at their first look,
+see FIRST_LOOK.md); totals are printed per set, never mixed. Standard library only.
 """
 import argparse
 import collections

@@ -3,7 +3,7 @@
 Slow (about a minute per set): `pytest -m slow tests/realcode`. Needs the pinned repositories
 as git mirrors under $REALCODE_MIRRORS (default: `../.mirror` beside the checkout, the layout
 the `fetch` tool writes: `owner+name/repo`); repositories without a mirror are skipped.
-The bars are issue 10's acceptance figures.
+The bars are issue 22's acceptance figures, per set (`_BARS`).
 """
 
 from __future__ import annotations
@@ -45,16 +45,28 @@ def _score(names: list[str], tmp_path: Path) -> dict:
     return json.loads(report.read_text())
 
 
-@pytest.mark.parametrize("set_name", ["given", "added"])
+# Issue 22's bars: the sets the analysis was built on, and the first look at code never seen
+# (judged before any change made for it), whose bar is lower but still has no false blocking.
+_BARS = {
+    "given": (0.90, 0.95, 0.80),
+    "added": (0.90, 0.95, 0.80),
+    "given-2": (0.90, 0.95, 0.80),
+    "first-look": (0.85, 0.90, None),
+}
+
+
+@pytest.mark.parametrize("set_name", list(_BARS))
 def test_findings_hold_up_on_real_code(set_name, tmp_path):
     names = _present(set_name)
     if not names:
         pytest.skip(f"no mirror of the {set_name!r} repositories under {_mirrors()}")
     totals = _score(names, tmp_path)["totals"][set_name]
+    strict_medium_up, lenient, misses = _BARS[set_name]
     assert totals["unjudged"] == 0, "judge every new finding by reading the code, then add its verdict"
     assert totals["false_blocking"] == 0
-    assert totals["decisions_ok"] == totals["repos"]
-    assert totals["strict_p_medium_up"] is None or totals["strict_p_medium_up"] >= 0.90
-    assert totals["lenient_p"] >= 0.95
-    if totals["misses_scorable"]:
-        assert totals["misses_found"] / totals["misses_scorable"] >= 0.80
+    assert totals["strict_p_medium_up"] is None or totals["strict_p_medium_up"] >= strict_medium_up
+    assert totals["lenient_p"] >= lenient
+    if set_name != "first-look":
+        assert totals["decisions_ok"] == totals["repos"]
+    if misses is not None and totals["misses_scorable"]:
+        assert totals["misses_found"] / totals["misses_scorable"] >= misses
