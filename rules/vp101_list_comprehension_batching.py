@@ -20,6 +20,7 @@ class ListComprehensionBatching(Rule):
     name = "list-comprehension-batching"
     category = Category.DATA
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
+    cost = "one Python-level gather and copy per sample every step, where one indexed gather does the same"
     # `torch.stack`, `torch.cat` and their aliases (`concat`, `vstack`) all contain one of these.
     tokens = ("stack", "cat")
     summary = (

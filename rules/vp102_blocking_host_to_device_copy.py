@@ -33,6 +33,7 @@ class BlockingHostToDeviceCopy(HostDataRule):
     name = "blocking-host-to-device-copy"
     category = Category.DATA
     severity = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+    cost = "a copy from pageable host memory that blocks the host until the device has it"
     tokens = (".to(", ".cuda(")
     summary = (
         "Finds batch data copied to the device with `.to(device)` / `.cuda()` without "

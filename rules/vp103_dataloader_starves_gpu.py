@@ -28,6 +28,7 @@ class DataLoaderStarvesGpu(Rule):
     name = "dataloader-starves-gpu"
     category = Category.DATA
     severity = SeverityByHeat.always(Severity.LOW)
+    cost = "batches prepared on the training thread (or workers forked again every epoch) while the device waits"
     tokens = ("DataLoader",)
     summary = (
         "Finds `DataLoader(...)` with `num_workers` missing or 0, `pin_memory` off in a module "

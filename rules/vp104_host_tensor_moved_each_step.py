@@ -27,6 +27,7 @@ class HostTensorMovedEachStep(GuardedRule, HostDataRule):
     name = "host-tensor-moved-each-step"
     category = Category.GPU
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
+    cost = "an allocation on the host and a copy to the device, where the device could create the tensor itself"
     tokens = (".to(", ".cuda(")
     summary = (
         "Finds tensors created on the host by a torch factory (`torch.zeros`, `torch.arange`, "

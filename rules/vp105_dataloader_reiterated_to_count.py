@@ -29,6 +29,7 @@ class DataloaderReiteratedToCount(Rule):
     name = "dataloader-reiterated-to-count"
     category = Category.DATA
     severity = SeverityByHeat(step=Severity.HIGH, epoch=Severity.MEDIUM, once=Severity.LOW, eval=Severity.MEDIUM)
+    cost = "a full pass over the DataLoader (every batch loaded and collated) only to count its batches"
     tokens = ("len(list(", "len(tuple(", "len([", "sum(1 for", "sum([1 for")
     summary = (
         "Finds `len(list(loader))`, `sum(1 for _ in loader)` and the like on a DataLoader: a whole "

@@ -71,6 +71,7 @@ class BlockingCopyInBatchProducer(HostDataRule):
     name = "blocking-copy-in-batch-producer"
     category = Category.DATA
     severity = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+    cost = "a blocking copy inside the batch producer, on the training thread's path"
     tokens = ("yield", "collate_fn")
     summary = (
         "Finds `.to(device)` / `.cuda()` without `non_blocking=True` inside a batch generator or a "

@@ -66,6 +66,7 @@ class SyncInHotLoop(GuardedRule):
     name = "sync-in-hot-loop"
     category = Category.SYNC
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None)
+    cost = "a host read of a device value: the host waits until the device's queue drains"
     summary = (
         "Finds reads of tensor values on the host inside the per-step loop: `.item()`, `.cpu()`, "
         "`.numpy()`, `.tolist()`, `float/int/bool(tensor)`, printing or formatting a tensor, "

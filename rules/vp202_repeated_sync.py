@@ -21,6 +21,7 @@ class RepeatedSync(GuardedRule):
     category = Category.SYNC
     # A second read of a value already on the host waits for nothing new: hygiene, not a stall.
     severity = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+    cost = "a second host read of the same value: another round trip to the device for nothing"
     summary = (
         "Finds the same expression read on the host more than once in one scope "
         "(`loss.item()` twice, `.item()` then `float(loss)`) with no reassignment in between."

@@ -26,6 +26,7 @@ class SynchronizeInLoop(GuardedRule):
     name = "synchronize-in-loop"
     category = Category.SYNC
     severity = SeverityByHeat(step=Severity.HIGH, epoch=Severity.MEDIUM, once=None)
+    cost = "`synchronize()` makes the host wait until every queued kernel has finished"
     summary = (
         "Finds `torch.cuda.synchronize()` (and stream/event `.synchronize()`) inside loops; when it "
         "brackets a host timer it is reported as a timing pattern."
@@ -82,7 +83,7 @@ per_iter_ms = start.elapsed_time(end) / iters
         elif qualified in _SYNCHRONIZE or self._is_stream_or_event_sync(node):
             # Every N steps, or behind an opt-in flag (`if args.synchronize_step:`), is a choice.
             if not self.guarded and not self._opt_in:
-                calls.append((node, self.context.heat.where()))
+                calls.append((node, self.context.heat.where(), self.context.condition_probe()))
 
     def visit_If(self, node: cst.If) -> None:
         self._flags.append(is_opt_in_flag(node.test))
@@ -106,20 +107,23 @@ per_iter_ms = start.elapsed_time(end) / iters
 
     def _flush(self) -> None:
         calls, timed = self._scopes.pop()
-        for call, where in calls:
+        for call, where, condition in calls:
             if timed[0]:
                 self.report(
                     call,
                     "`synchronize()` in a timing loop stalls the queue every iteration and times "
                     "launch plus sync; record CUDA events around the loop and synchronize once",
                     where=where,
+                    condition=condition,
                     severity=deferred(
                         lambda where=where: None if _brackets_a_measurement(where) else _TIMING, outcomes=(_TIMING,)
                     ),
                     fix="Record `torch.cuda.Event(enable_timing=True)` around the loop and synchronize once.",
                 )
             else:
-                self.report(call, "`synchronize()` in a loop blocks the host on every iteration", where=where)
+                self.report(
+                    call, "`synchronize()` in a loop blocks the host on every iteration", where=where, condition=condition
+                )
 
     VALID = (
         """\

@@ -37,6 +37,7 @@ class SubprocessInLoop(Rule):
     name = "subprocess-in-loop"
     category = Category.GPU
     severity = SeverityByHeat(step=Severity.HIGH, epoch=Severity.MEDIUM, once=None)
+    cost = "a new process started and waited for"
     tokens = ("subprocess", "system", "popen")
     summary = (
         "Finds `subprocess.*` / `os.system` / `os.popen` calls (typically `nvidia-smi`) inside "
@@ -100,16 +101,24 @@ for step, (x, y) in enumerate(loader):
         where = self.context.heat.where()
         # A helper that only spawns, called every N steps: the helper's own lines are not periodic.
         helper = self._functions[-1] if self._functions and not where.loops else None
-        self._spawns.append((node, "`nvidia-smi`" if nvidia_smi else f"`{qualified}`", nvidia_smi, where, helper))
+        self._spawns.append(
+            (node, "`nvidia-smi`" if nvidia_smi else f"`{qualified}`", nvidia_smi, where, self.context.condition_probe(), helper)
+        )
 
     def leave_Module(self, node: cst.Module) -> None:
-        for call, what, nvidia_smi, where, helper in self._spawns:
+        for call, what, nvidia_smi, where, condition, helper in self._spawns:
             fix = _NVML_FIX if nvidia_smi else None
             callers = self._calls_by_name.get(helper or "", [])
             if id(call) in self._periodic or (callers and all(callers)):
-                self.report(call, f"{what} starts a process every N steps of the loop", where=where, severity=_PERIODIC, fix=fix)
+                self.report(
+                    call, f"{what} starts a process every N steps of the loop", where=where, condition=condition,
+                    severity=_PERIODIC, fix=fix,
+                )
             else:
-                self.report(call, f"{what} starts a process on every iteration; the loop waits for it", where=where, fix=fix)
+                self.report(
+                    call, f"{what} starts a process on every iteration; the loop waits for it", where=where,
+                    condition=condition, fix=fix,
+                )
 
     VALID = (
         """\

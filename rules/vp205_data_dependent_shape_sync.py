@@ -25,6 +25,7 @@ class DataDependentShapeSync(GuardedRule):
     name = "data-dependent-shape-sync"
     category = Category.SYNC
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None)
+    cost = "an operator whose output size depends on the data: the host waits for the count"
     summary = (
         "Finds operators whose output size depends on the values of a device tensor inside the "
         "per-step loop: `nonzero`, one-argument `torch.where`, boolean-mask indexing `t[mask]`, "

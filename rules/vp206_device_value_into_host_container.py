@@ -26,6 +26,7 @@ class DeviceValueIntoHostContainer(GuardedRule, HostDataRule):
     name = "device-value-into-host-container"
     category = Category.SYNC
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None)
+    cost = "a device value written into host memory: a copy and a wait"
     summary = (
         "Finds device tensors written into host memory inside the per-step loop: storing into a "
         "tensor created on the host (`losses[i] = loss` after `losses = torch.zeros(n)`) and "

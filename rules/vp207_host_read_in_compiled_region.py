@@ -71,6 +71,7 @@ class HostReadInCompiledRegion(GuardedRule):
     # No finding on the real-code set to judge it by yet (see the module docstring).
     preview: ClassVar[bool] = True
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=Severity.LOW, eval=Severity.LOW)
+    cost = "a graph break and a host read inside a compiled region"
     summary = (
         "Finds host reads of tensors inside code compiled with `torch.compile`: `.item()`, "
         "`.tolist()`, `print(t)`, f-strings of tensors and Python `if`/`while` on a tensor's value, "

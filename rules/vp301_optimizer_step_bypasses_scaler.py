@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.rule import Invalid
-from verifier.static.scaler import AmpScope, AmpScopeRule
+import libcst as cst
+
+from verifier.findings import Category, Premise, Severity, SeverityByHeat
+from verifier.static.rule import Invalid, Proof
+from verifier.static.scaler import AmpScope, AmpScopeRule, scaler_proof
 
 
 class OptimizerStepBypassesScaler(AmpScopeRule):
@@ -12,6 +14,7 @@ class OptimizerStepBypassesScaler(AmpScopeRule):
     name = "optimizer-step-bypasses-scaler"
     category = Category.AMP
     severity = SeverityByHeat.always(Severity.CRITICAL)
+    cost = "the optimizer steps on scaled gradients the GradScaler never unscaled or checked for inf/NaN"
     summary = "Finds `optimizer.step()` called directly in a scope where a `GradScaler` scales the loss."
     why = (
         "With a GradScaler the gradients are multiplied by the scale factor. `scaler.step(optimizer)` "
@@ -34,6 +37,8 @@ scaler.update()
         "https://pytorch.org/docs/stable/notes/amp_examples.html",
     )
 
+    premises = (Premise.VALUE, Premise.RULE)
+
     def check(self, scope: AmpScope) -> None:
         if not scope.scales_loss:
             return
@@ -44,7 +49,27 @@ scaler.update()
                     f"`{self.context.code_for(call)}` bypasses the GradScaler that scales this loss: "
                     "gradients are still scaled and inf/NaN steps are not skipped",
                     where=where,
+                    evidence=(scaler_proof(scope), self._scaled_gradients(scope, call)),
                 )
+
+    def _scaled_gradients(self, scope: AmpScope, call: cst.Call) -> Proof:
+        """The rule's premise: the optimizer stepped directly holds gradients of a scaled loss.
+        Shown when every loss this function backpropagates is scaled; a loss that is not leaves
+        open that this optimizer trains on that one."""
+        scale = scope.calls_of("scale")[0]
+        unscaled = next((backward for backward, _, scaled in scope.backwards if not scaled), None)
+        if unscaled is None:
+            return Proof.proven(
+                Premise.RULE,
+                f"every loss backpropagated here is scaled (`{self.context.code_for(scale.call)}`): "
+                f"`{self.context.code_for(call)}` steps on scaled gradients",
+                scale.call,
+            )
+        return Proof.assumed(
+            Premise.RULE,
+            f"`{self.context.code_for(unscaled)}` here is not scaled: this optimizer may train on that loss",
+            unscaled,
+        )
 
     VALID = (
         """\

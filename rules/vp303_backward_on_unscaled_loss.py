@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.rule import Invalid
-from verifier.static.scaler import AmpScope, AmpScopeRule
+import libcst as cst
+
+from verifier.findings import Category, Premise, Severity, SeverityByHeat
+from verifier.static.rule import Invalid, Proof
+from verifier.static.scaler import AmpScope, AmpScopeRule, scaler_proof
 
 
 class BackwardOnUnscaledLoss(AmpScopeRule):
@@ -12,6 +14,7 @@ class BackwardOnUnscaledLoss(AmpScopeRule):
     name = "backward-on-unscaled-loss"
     category = Category.AMP
     severity = SeverityByHeat.always(Severity.HIGH)
+    cost = "the gradients of an unscaled FP16 loss underflow while the scaler steps as if they were scaled"
     summary = "Finds `loss.backward()` on a loss that was not passed through `scaler.scale()`, in a scope where `scaler.step()` steps the optimizer."
     why = (
         "`scaler.step` divides the gradients by the scale. If the loss was not scaled, the update "
@@ -31,9 +34,12 @@ scaler.update()
     fix = "Backpropagate the scaled loss: `scaler.scale(loss).backward()`."
     references = ("https://pytorch.org/docs/stable/amp.html#torch.amp.GradScaler.scale",)
 
+    premises = (Premise.VALUE, Premise.RULE)
+
     def check(self, scope: AmpScope) -> None:
         if not scope.steps_with_scaler:
             return
+        scaled_backwards = [call for call, _, scaled in scope.backwards if scaled]
         for call, where, scaled in scope.backwards:
             if not scaled and id(call) not in scope.exempt:
                 self.report(
@@ -41,7 +47,24 @@ scaler.update()
                     f"`{self.context.code_for(call)}` backpropagates an unscaled loss but "
                     "`scaler.step` unscales the gradients: updates shrink by the scale factor",
                     where=where,
+                    evidence=(scaler_proof(scope), self._unscaled_feeds_the_step(scope, scaled_backwards)),
                 )
+
+    def _unscaled_feeds_the_step(self, scope: AmpScope, scaled_backwards: list[cst.Call]) -> Proof:
+        """The rule's premise: the gradients of this unscaled loss are what `scaler.step` unscales."""
+        step = scope.calls_of("step")[0]
+        if scaled_backwards:
+            return Proof.assumed(
+                Premise.RULE,
+                f"another loss here is scaled (`{self.context.code_for(scaled_backwards[0])}`): this one may "
+                "train parameters the scaler does not step",
+                scaled_backwards[0],
+            )
+        return Proof.proven(
+            Premise.RULE,
+            f"`{self.context.code_for(step.call)}` steps the optimizer here and no loss in this function is scaled",
+            step.call,
+        )
 
     VALID = (
         """\

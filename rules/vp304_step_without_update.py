@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.rule import Invalid
-from verifier.static.scaler import AmpScope, AmpScopeRule, ScalerCall
+from verifier.findings import Category, Premise, Severity, SeverityByHeat
+from verifier.static.rule import Invalid, Proof
+from verifier.static.scaler import AmpScope, AmpScopeRule, ScalerCall, scaler_proof
 
 
 class StepWithoutUpdate(AmpScopeRule):
@@ -14,6 +14,7 @@ class StepWithoutUpdate(AmpScopeRule):
     name = "scaler-step-without-update"
     category = Category.AMP
     severity = SeverityByHeat.always(Severity.HIGH)
+    cost = "a loss scale that never adapts, or an `update()` that raises"
     summary = (
         "Finds `scaler.step()` with no `scaler.update()` in the same step (same loop), and "
         "`scaler.update()` with no `step()` or `unscale_()` before it."
@@ -42,6 +43,8 @@ for x, y in loader:
     def __init__(self, context) -> None:
         super().__init__(context)
         self._scopes_seen: list[AmpScope] = []
+
+    premises = (Premise.VALUE, Premise.RULE)
 
     def check(self, scope: AmpScope) -> None:
         # Decided at the end of the module: a helper that only steps may be paired elsewhere.
@@ -74,7 +77,11 @@ for x, y in loader:
                     self._report(update, f"`{update.scaler}.update()` without `step()` or `unscale_()` before it raises at run time")
 
     def _report(self, call: ScalerCall, message: str) -> None:
-        self.report(call.call, message, where=call.where)
+        scope = next(scope for scope in self._scopes_seen if call in scope.scaler_calls)
+        rule = Proof.proven(
+            Premise.RULE, f"no function of this module pairs `{call.scaler}.{call.method}()` as the scaler needs"
+        )
+        self.report(call.call, message, where=call.where, evidence=(scaler_proof(scope), rule))
 
     VALID = (
         """\
@@ -109,13 +116,25 @@ for epoch in range(10):
         ),
         Invalid(
             """\
+import torch
+scaler = torch.amp.GradScaler("cuda")
+for x, y in loader:
+    criterion(model(x), y).backward()
+    optimizer.step()
+    scaler.update()
+""",
+            line=6,
+            severity=Severity.HIGH,
+        ),
+        Invalid(
+            """\
 for x, y in loader:
     criterion(model(x), y).backward()
     optimizer.step()
     scaler.update()
 """,
             line=4,
-            severity=Severity.HIGH,
+            severity=Severity.MEDIUM,
         ),
     )
 

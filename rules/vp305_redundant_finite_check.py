@@ -15,6 +15,7 @@ class RedundantFiniteCheck(Rule):
     name = "redundant-finite-check"
     category = Category.AMP
     severity = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+    cost = "an extra host read of a finiteness flag the GradScaler already checks"
     summary = "Finds `if torch.isfinite(...)` (or isnan/isinf) deciding whether `scaler.step(optimizer)` runs."
     why = (
         "`GradScaler.step` already skips the optimizer step when the unscaled gradients hold "

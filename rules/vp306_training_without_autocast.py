@@ -30,6 +30,7 @@ class TrainingWithoutAutocast(Rule):
     name = "training-without-autocast"
     category = Category.AMP
     severity = SeverityByHeat(step=Severity.INFO, epoch=Severity.INFO, once=None)
+    cost = "a training step run in FP32 where autocast could use lower-precision tensor cores"
     tokens = ("backward",)
     summary = "Notes training loops (loops that call `backward()`) in modules that never use autocast."
     why = (

@@ -23,6 +23,7 @@ class AutocastWrapsBackward(Rule):
     name = "autocast-wraps-backward"
     category = Category.AMP
     severity = SeverityByHeat.always(Severity.LOW)
+    cost = "backward under autocast, or nested autocast: no benefit and surprising casts"
     tokens = ("autocast",)
     summary = "Finds `backward()` called inside a `with autocast(...)` region, and autocast regions nested in an identical one."
     why = (

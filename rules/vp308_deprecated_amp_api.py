@@ -26,6 +26,7 @@ class DeprecatedAmpApi(Rule):
     name = "deprecated-amp-api"
     category = Category.AMP
     severity = SeverityByHeat.always(Severity.LOW)
+    cost = "a deprecated AMP API, or a GradScaler that disables itself without CUDA"
     tokens = ("GradScaler", "autocast", "custom_fwd", "custom_bwd")
     summary = (
         "Finds deprecated `torch.cuda.amp` / `torch.cpu.amp` objects, and `torch.amp.GradScaler()` "

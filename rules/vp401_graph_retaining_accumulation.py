@@ -15,20 +15,26 @@ loop without `no_grad` the accumulator holds every batch's activations until the
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.findings import Category, Premise, Severity, SeverityByHeat, Status
 from verifier.static.autograd import GradMode
 from verifier.static.deferred import deferred
 from verifier.static.heat import Where
 from verifier.static.names import dotted_name, method_name, names_in, receiver, terminal_name
-from verifier.static.rule import Invalid
+from verifier.static.facts import TENSOR_METHODS as _TENSOR_METHODS
+from verifier.static.logcalls import is_logging_call
+from verifier.static.rule import Invalid, Proof
 from verifier.static.training_state import TrainingStateRule
 
 _BACKWARD_CALLS = frozenset({"backward", "manual_backward"})
+# After a backward frees the activations, the total only chains autograd nodes: hygiene.
+_HYGIENE = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None, eval=Severity.LOW)
 _INIT_METHODS = frozenset({"__init__", "reset", "reset_parameters", "setup"})
+_BUILTINS = frozenset(dir(builtins))
 
 
 @dataclass(eq=False)
@@ -40,6 +46,10 @@ class _Scope:
     flows: list[tuple[str, cst.CSTNode]] = field(default_factory=list)
     backward: set[str] = field(default_factory=set)
     backed: set[str] = field(default_factory=set)
+    # The first `backward()` each name reaches (directly), for the evidence.
+    backward_calls: dict[str, cst.Call] = field(default_factory=dict)
+    # Names handed to calls the analysis does not follow (`self.step(loss)`): one may call backward.
+    passed: dict[str, cst.Call] = field(default_factory=dict)
     has_accumulation: bool = False
 
     def close(self) -> None:
@@ -63,6 +73,7 @@ class GraphRetainingAccumulation(TrainingStateRule):
     category = Category.MEMORY
     # In an eval loop without no_grad every batch's graph stays alive: as bad as in training.
     severity = SeverityByHeat(step=Severity.CRITICAL, epoch=Severity.HIGH, once=None, eval=Severity.CRITICAL)
+    cost = "every iteration's autograd graph, with its saved activations, kept alive by the running total"
     # A value carries a graph only through a model forward, a criterion or torch math (autograd.py).
     tokens = (
         "torch", "nn.", "self(", "loss", "Loss", "criterion", "Criterion", "model", "Model", "net", "Net",
@@ -133,13 +144,24 @@ for x, y in loader:
         method = method_name(node)
         qualified = self.context.imports.call_name(node) or ""
         backward = method in _BACKWARD_CALLS or terminal_name(node.func) in _BACKWARD_CALLS
+        scope = self._scopes[-1]
         if backward or qualified == "torch.autograd.grad":
-            scope = self._scopes[-1]
             for part in (receiver(node), *(arg.value for arg in node.args)):
                 if part is not None:
                     names = names_in(part)
                     scope.backward |= names
+                    for name in names:
+                        scope.backward_calls.setdefault(name, node)
                     self._backed_attributes |= {n for n in names if n.startswith("self.")}
+        elif (
+            _may_run_backward(node, qualified)
+            and not self.autograd.is_forward(node)
+            and not is_logging_call(node, self.context.imports)
+        ):
+            # A project function or method may run backward on what it is given.
+            for arg in node.args:
+                for name in names_in(arg.value):
+                    scope.passed.setdefault(name, node)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if type(node.operator) is cst.AddAssign:
@@ -196,7 +218,22 @@ for x, y in loader:
         local_binding = None if is_attribute else scope.bindings.get(name)
         is_training = self.training_loop_predicate()
 
+        added_names = names_in(added)
+        # Only values that already carried a graph can have been freed by another backward.
+        graph_names = self.autograd.graph_names(added)
+
+        def freed_by() -> cst.Call | None:
+            """The `backward()` that frees the graph of what is added, if one is in this scope."""
+            if not graph_names & scope.backed:
+                return None
+            return next(iter(scope.backward_calls.values()), None)
+
         def decide() -> SeverityByHeat | None:
+            retained = keeps_graphs()
+            # A backward frees the activations every step; the total only chains small autograd nodes.
+            return _HYGIENE if retained is not None and freed_by() is not None else retained
+
+        def keeps_graphs() -> SeverityByHeat | None:
             if name in scope.backed or name in self._backed_attributes:
                 return None
             if self.autograd.called_without_grad(key):
@@ -220,11 +257,43 @@ for x, y in loader:
             return self.severity if outlives_a_step else None
 
         added_text = self.context.code_for(added)
+        graph = self.autograd.graph_status(added)
+        grad, grad_text = self.autograd.grad_enabled_proof()
+        value_status = max((graph, grad), key=lambda status: list(Status).index(status))
+        how = "a module's forward or torch math on one" if graph is Status.PROVEN else "names only (a model- or loss-like call)"
+        value = Proof(
+            Premise.VALUE, value_status,
+            f"`{added_text}` carries an autograd graph (shown by {how}); " + grad_text,
+        )
+
+        def rule_premise() -> Proof:
+            backward = freed_by()
+            if backward is not None:
+                return Proof.proven(
+                    Premise.RULE,
+                    f"`{self.context.code_for(backward)}` frees the saved activations every step; `{name}` still "
+                    "chains every step's autograd nodes (host memory)",
+                    backward,
+                )
+            handed = next((scope.passed[n] for n in sorted(added_names) if n in scope.passed), None)
+            if handed is not None:
+                return Proof.assumed(
+                    Premise.RULE,
+                    f"no `backward()` here frees the graph, but `{self.context.code_for(handed.func)}(...)` is given "
+                    "it and may",
+                    handed,
+                )
+            return Proof.proven(
+                Premise.RULE,
+                f"no `backward()` in this function frees the graph of `{added_text}`, and `{name}` outlives the step",
+            )
+
         self.report(
             node,
-            f"`{name}` accumulates `{added_text}`, which requires grad: `{name}` keeps the autograd "
-            "graph (and saved activations) of every iteration alive",
-            severity=deferred(decide, outcomes=(self.severity,)),
+            f"`{name}` accumulates `{added_text}`, which requires grad: `{name}` chains the autograd graph "
+            "of every iteration",
+            severity=deferred(decide, outcomes=(self.severity, _HYGIENE)),
+            evidence=(value, rule_premise),
         )
 
     VALID = (
@@ -290,6 +359,33 @@ def train(loader, running):
     INVALID = (
         Invalid(
             """\
+import torch.nn as nn
+model = nn.Linear(16, 4)
+total_penalty = 0.0
+for x, y in loader:
+    loss = criterion(model(x), y)
+    penalty = model(x).pow(2).mean()
+    loss.backward()
+    optimizer.step()
+    total_penalty += penalty
+""",
+            line=9,
+            severity=Severity.CRITICAL,
+        ),
+        Invalid(
+            """\
+def validate(model, loader):
+    model.eval()
+    total = 0.0
+    for x, y in loader:
+        total += criterion(model(x), y)
+    return total / len(loader)
+""",
+            line=5,
+            severity=Severity.CRITICAL,
+        ),
+        Invalid(
+            """\
 total_loss = 0.0
 for x, y in loader:
     loss = criterion(model(x), y)
@@ -298,7 +394,7 @@ for x, y in loader:
     total_loss += loss
 """,
             line=6,
-            severity=Severity.CRITICAL,
+            severity=Severity.LOW,
         ),
         Invalid(
             """\
@@ -314,7 +410,7 @@ def train_one_epoch(model, loader, optimizer):
     return epoch_loss / len(loader.dataset)
 """,
             line=9,
-            severity=Severity.CRITICAL,
+            severity=Severity.LOW,
         ),
         Invalid(
             """\
@@ -327,9 +423,41 @@ for epoch in range(epochs):
     last_losses += loss
 """,
             line=7,
-            severity=Severity.HIGH,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            """\
+import torch.nn as nn
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x
+
+@torch.no_grad()
+def log_norms(net, x):
+    return net(x).norm()
+
+net = Net()
+norms = 0.0
+for x, y in loader:
+    loss = criterion(net(x), y)
+    norms += net(x).norm()
+    loss.backward()
+    optimizer.step()
+""",
+            line=15,
+            severity=Severity.CRITICAL,
         ),
     )
+
+
+def _may_run_backward(call: cst.Call, qualified: str) -> bool:
+    """A call of this module's own code (`step(loss)`, `self.optimize(loss)`): not a builtin, not
+    a library function, not a tensor method."""
+    func = call.func
+    if type(func) is cst.Name:
+        return not qualified and func.value not in _BUILTINS
+    return type(func) is cst.Attribute and dotted_name(func.value) == "self" and func.attr.value not in _TENSOR_METHODS
 
 
 def _self_accumulation(node: cst.Assign) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:

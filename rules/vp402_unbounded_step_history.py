@@ -52,6 +52,7 @@ class UnboundedStepHistory(GuardedRule, TrainingStateRule):
     name = "unbounded-step-history"
     category = Category.MEMORY
     severity = SeverityByHeat(step=Severity.HIGH, epoch=None, once=None)
+    cost = "device memory (and autograd graphs) kept for every step of the run"
     tokens = ("append",)
     summary = (
         "Finds per-step `history.append(value)` into a list that is never cleared: tensors that "

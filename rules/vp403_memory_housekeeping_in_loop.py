@@ -50,6 +50,7 @@ class MemoryHousekeepingInLoop(GuardedRule):
     name = "memory-housekeeping-in-loop"
     category = Category.MEMORY
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
+    cost = "allocator housekeeping that frees (or resets) what the next step needs again"
     tokens = ("empty_cache", "reset_peak_memory_stats", "reset_max_memory")
     summary = (
         "Finds `torch.cuda.empty_cache()` in a training or evaluation loop, and "

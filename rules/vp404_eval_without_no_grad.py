@@ -27,6 +27,7 @@ class EvalWithoutNoGrad(TrainingStateRule):
     name = "eval-without-no-grad"
     category = Category.MEMORY
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None, eval=Severity.MEDIUM)
+    cost = "activations saved for a backward that never runs, in every evaluation batch"
     # `.eval()`, `.train(False)`, or a function named for evaluation (`validate`, `test_step`, `predict`).
     tokens = ("val", "Val", "test", "Test", "infer", "Infer", "predict", "Predict", "train")
     summary = (

@@ -36,6 +36,7 @@ class GradientsZeroedInPlace(Rule):
     name = "gradients-zeroed-in-place"
     category = Category.MEMORY
     severity = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+    cost = "an extra kernel per parameter to write zeros that `set_to_none` would skip"
     tokens = ("zero_grad", ".grad")
     summary = (
         "Finds `zero_grad(set_to_none=False)` and gradients zeroed by hand in a loop over "

@@ -59,6 +59,7 @@ class QuadraticTensorGrowth(Rule):
     name = "quadratic-tensor-growth"
     category = Category.ALGORITHMIC
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=Severity.LOW, eval=Severity.LOW)
+    cost = "tensor growth by concatenation: the whole tensor copied again every iteration"
     tokens = ("cat(", "concat", "stack(")
     summary = (
         "Finds `x = torch.cat([x, new])` inside a loop: each iteration copies everything gathered "

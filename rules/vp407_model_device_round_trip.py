@@ -46,6 +46,7 @@ class ModelDeviceRoundTrip(GuardedRule):
     name = "model-device-round-trip"
     category = Category.GPU
     severity = SeverityByHeat(step=Severity.HIGH, epoch=None, once=None)
+    cost = "the model's parameters copied between devices"
     # `m.cpu()` of a whole model is also a device-to-host copy (VP201); the round trip is the cause.
     supersedes = ("VP201",)
     tokens = ("cpu",)

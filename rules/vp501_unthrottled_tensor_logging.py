@@ -32,6 +32,7 @@ class UnthrottledTensorLogging(GuardedRule):
     name = "unthrottled-tensor-logging"
     category = Category.SYNC
     severity = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
+    cost = "a host read of a tensor value for a log line"
     # Every logger this rule knows is named `log*`/`*logger*`/`logging`, or is one of the writer methods.
     tokens = ("log", "add_scalar", "add_histogram", "set_postfix")
     summary = (

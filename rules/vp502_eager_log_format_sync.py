@@ -36,6 +36,7 @@ class EagerLogFormatSync(GuardedRule):
     # No finding on the real-code set to judge it by yet (see the module docstring).
     preview: ClassVar[bool] = True
     severity = SeverityByHeat(step=Severity.LOW, epoch=None, once=None, eval=None)
+    cost = "a log argument formatted, and its tensor read, even when the record is dropped"
     summary = (
         "Finds logging calls whose arguments read a device tensor eagerly in the per-step loop: "
         "`logger.debug(f\"... {t.item()}\")`, `logging.info(\"%s\" % t)`, `.format(t)`, "

@@ -9,7 +9,7 @@ import libcst as cst
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.distributed import OBJECT_COLLECTIVES, collective_name, collective_output
 from verifier.static.guards import GuardedRule
-from verifier.static.heat import Where
+from verifier.static.heat import Condition, Where
 from verifier.static.logcalls import records_only
 from verifier.static.names import ImportTable, method_name, receiver, terminal_name
 from verifier.static.rule import Invalid
@@ -28,6 +28,7 @@ class _Collective:
     where: Where
     guarded: bool
     how: str
+    condition: Condition | None = None
     uses: set[str] = field(default_factory=set)
 
 
@@ -44,6 +45,7 @@ class CollectiveForLogging(GuardedRule):
     name = "collective-for-logging"
     category = Category.DISTRIBUTED
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None, eval=None)
+    cost = "a collective every rank waits on, for a value that is only logged"
     summary = (
         "Finds a collective (`dist.all_reduce`, `all_gather`, `all_gather_object`, `accelerator.gather`) "
         "that runs every step on a value that is then only read on the host: logged, printed, or used "
@@ -101,7 +103,7 @@ for step, (x, y) in enumerate(loader):
         if how is None:
             return
         scope = self._scopes[-1]
-        collective = _Collective(node, self.context.heat.where(), self.guarded, how)
+        collective = _Collective(node, self.context.heat.where(), self.guarded, how, self.context.condition_probe())
         scope.collectives.append(collective)
         scope.by_call[id(node)] = collective
         output = collective_output(node, how)
@@ -169,7 +171,7 @@ for step, (x, y) in enumerate(loader):
             else:
                 then = ", then the host reads it back" if uses & {"read", "return-host"} else ""
                 message = f"`{call}(...)` {{often}} for a value that is only logged: every rank waits for the slowest{then}"
-            self.report(collective.call, message, where=collective.where)
+            self.report(collective.call, message, where=collective.where, condition=collective.condition)
 
     VALID = (
         """\

@@ -31,6 +31,7 @@ class GradientSyncEveryMicroBatch(Rule):
     name = "gradient-sync-every-micro-batch"
     category = Category.DISTRIBUTED
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None, eval=None)
+    cost = "a gradient all-reduce on every micro-batch instead of once per update"
     summary = (
         "Finds gradient accumulation (backward on every micro-batch, an optimizer step only every N) on a "
         "model wrapped in DistributedDataParallel, FSDP or by Accelerate, without `no_sync()` / "

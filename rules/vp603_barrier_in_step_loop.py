@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import libcst as cst
 
-from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.findings import Category, Premise, Severity, SeverityByHeat
 from verifier.static.distributed import is_barrier
 from verifier.static.guards import GuardedRule, is_opt_in_flag
-from verifier.static.rule import Invalid
+from verifier.static.rule import Invalid, Proof
+
+
+# What a barrier costs depends on how the run is launched, which the code does not show: on one
+# process it returns at once; with NCCL the host waits for the device's queue and the slowest rank.
+_LAUNCH_DECIDES = Proof.assumed(
+    Premise.COST,
+    "a barrier waits for every rank (with NCCL, for the device's queue too) when the run is distributed; "
+    "on one process it returns at once, and gradient collectives already keep ranks in step",
+)
 
 
 class BarrierInStepLoop(GuardedRule):
@@ -15,7 +24,9 @@ class BarrierInStepLoop(GuardedRule):
     name = "barrier-in-step-loop"
     category = Category.DISTRIBUTED
     # Once per epoch (before a checkpoint or an evaluation) a barrier is the normal thing to do.
-    severity = SeverityByHeat(step=Severity.HIGH, epoch=None, once=None, eval=None)
+    # MEDIUM: what it costs depends on the launch, which the code never proves (`_LAUNCH_DECIDES`).
+    severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None, eval=None)
+    cost = "a barrier: every rank waits for the slowest one"
     summary = (
         "Finds `torch.distributed.barrier()` (and `accelerator.wait_for_everyone()`, `fabric.barrier()`) "
         "that runs on every training step."
@@ -62,7 +73,9 @@ for step, (x, y) in enumerate(loader):
     def visit_Call(self, node: cst.Call) -> None:
         # Every N steps, or behind a debugging switch (`if args.sync_ranks:`), is a choice.
         if is_barrier(node, self.context.imports) and not self.guarded and not any(self._flags):
-            self.report(node, "a barrier {loop} makes every rank wait for the slowest one {often}")
+            self.report(
+                node, "a barrier {loop} makes every rank wait for the slowest one {often}", evidence=(_LAUNCH_DECIDES,)
+            )
 
     VALID = (
         """\
@@ -106,7 +119,7 @@ for x, y in loader:
     dist.barrier()
 """,
             line=6,
-            severity=Severity.HIGH,
+            severity=Severity.MEDIUM,
         ),
         Invalid(
             """\
@@ -118,6 +131,6 @@ for batch in train_dataloader:
     accelerator.wait_for_everyone()
 """,
             line=6,
-            severity=Severity.HIGH,
+            severity=Severity.MEDIUM,
         ),
     )

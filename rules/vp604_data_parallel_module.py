@@ -21,6 +21,7 @@ class DataParallelModule(Rule):
     name = "data-parallel-module"
     category = Category.DISTRIBUTED
     severity = _TRAINING
+    cost = "`nn.DataParallel`: one process scatters the inputs and gathers the outputs every step"
     summary = "Finds `torch.nn.DataParallel` (and `nn.parallel.data_parallel`) used to spread a model over GPUs."
     why = (
         "DataParallel runs every GPU from one Python process: each forward copies the parameters from "

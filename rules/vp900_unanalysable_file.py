@@ -17,6 +17,7 @@ class UnanalysableFile(Rule):
     name = "unanalysable-file"
     category = Category.ANALYSIS
     severity = SeverityByHeat.always(Severity.HIGH)
+    cost = "the file could not be analysed, so what it does is unknown"
     summary = (
         "Reports a file (or a folder) that was not analysed, once, with the reason. The gate fails closed: "
         "when the file may be valid Python that the analyser could not finish (the parser crashed or "

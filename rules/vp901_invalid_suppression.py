@@ -13,6 +13,7 @@ class InvalidSuppression(Rule):
     name = "invalid-suppression"
     category = Category.ANALYSIS
     severity = SeverityByHeat.always(Severity.LOW)
+    cost = "a suppression comment that names no rule verify-perf knows"
     summary = (
         "Reports a suppression comment (`# verify-perf: ignore[...]`, or a `VP` code in `# noqa: ...`) "
         "that names no rule, e.g. a typo such as `VP2O1`."

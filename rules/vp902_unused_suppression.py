@@ -13,6 +13,7 @@ class UnusedSuppression(Rule):
     name = "unused-suppression"
     category = Category.ANALYSIS
     severity = SeverityByHeat.always(Severity.LOW)
+    cost = "a suppression comment that silences nothing"
     summary = (
         "Reports a suppression comment whose rule produced no finding on that line (like ruff's "
         "RUF100): the code moved, was fixed, or the comment is on the wrong line."

@@ -109,6 +109,13 @@ class TraceStep:
     path: str
     line: int
     what: str
+    # The branch the call runs under within its caller (`args.amp`, `not should_log`) and its
+    # kind (`constant`, `cadence`, `throttle`, `once`, `data`); "" when it runs unconditionally.
+    branch: str = ""
+    branch_kind: str = ""
+    # The loop's kind was inferred from weak signals (tensor work timed in a benchmark, tensor
+    # work on batches without a model call), not shown by an update or a forward.
+    inferred: bool = False
 
     @property
     def is_loop(self) -> bool:
@@ -117,6 +124,51 @@ class TraceStep:
 
 # How a loop step's `what` starts; the rest, after ": ", says why the loop is of that kind.
 LOOP_KINDS = ("step loop: ", "eval loop: ", "epoch loop: ")
+
+
+class Premise(str, enum.Enum):
+    """What a finding rests on (RULES.md, "Evidence standard"); the value is the word users read."""
+
+    COST = "cost"  # the operation costs what the rule says (a host read, a stream sync, a copy)
+    VALUE = "value"  # the value is on the accelerator, or carries an autograd graph
+    FREQUENCY = "frequency"  # the line runs as often as its severity says
+    RULE = "rule"  # the rule's own premise (no unscale_ reaches the clip, no backward frees the graph)
+
+
+class Status(str, enum.Enum):
+    """How well a premise is shown. The weakest premise caps the severity (`cap`)."""
+
+    PROVEN = "proven"  # the code at a named line shows it
+    ASSUMED = "assumed"  # likely, not shown (a tensor in a module that moves data to a device)
+    UNKNOWN = "unknown"  # not known at all (a branch whose condition depends on the data)
+
+    @property
+    def cap(self) -> Severity:
+        return _CAPS[self]
+
+
+_CAPS = {Status.PROVEN: Severity.CRITICAL, Status.ASSUMED: Severity.MEDIUM, Status.UNKNOWN: Severity.LOW}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One premise of a finding: proven by the code at `path:line`, assumed, or unknown.
+
+    Severity follows the weakest premise: HIGH and CRITICAL only when every premise is proven,
+    MEDIUM at most with one assumed, LOW when one is unknown; only a finding whose premises are
+    all proven can block a merge.
+    """
+
+    premise: Premise
+    status: Status
+    # What shows it (`loss` is the output of `criterion(...)`), or what is assumed and why.
+    text: str
+    path: str = ""
+    line: int = 0
+
+    @property
+    def proven(self) -> bool:
+        return self.status is Status.PROVEN
 
 
 @dataclass(frozen=True, order=True)
@@ -146,6 +198,13 @@ class Finding:
     # Why the line runs as often as `heat` says: call sites up to the loop that makes it hot
     # (empty at ONCE heat). Never part of a finding's identity or fingerprint.
     heat_trace: tuple[TraceStep, ...] = field(default=(), compare=False)
+    # The premises the finding rests on, each proven or assumed (see `Evidence`).
+    evidence: tuple[Evidence, ...] = field(default=(), compare=False)
+
+    @property
+    def proven(self) -> bool:
+        """Every premise proven: only such a finding may block a merge."""
+        return all(item.proven for item in self.evidence)
 
     @property
     def shown_line(self) -> int:
@@ -178,4 +237,10 @@ class Finding:
         data["category"] = self.category.value
         data["heat"] = self.heat.label
         data["heat_trace"] = [asdict(step) for step in self.heat_trace]
+        data["evidence"] = [
+            {"premise": item.premise.value, "status": item.status.value, "text": item.text, "path": item.path,
+             "line": item.line}
+            for item in self.evidence
+        ]
+        data["proven"] = self.proven
         return data

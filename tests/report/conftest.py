@@ -37,6 +37,7 @@ def make_finding(code="VP201", line=10, severity=Severity.MEDIUM, path="train.py
         message=extra.pop("message", "`.item()` of `loss` in the per-step loop waits for the device every step"),
         source=source,
         fix=extra.pop("fix", "Accumulate on the device and read once per epoch."),
+        evidence=extra.pop("evidence", ()),
     )
 
 

@@ -64,8 +64,10 @@ def test_json_lists_the_steps_and_validates():
     assert [f["heat_trace"] for f in document["findings"]] == [
         [],
         [
-            {"path": "utils.py", "line": 43, "what": "calls log_metrics()"},
-            {"path": "train.py", "line": 30, "what": "step loop: iterates train_loader, calls optimizer.step()"},
+            {"path": "utils.py", "line": 43, "what": "calls log_metrics()", "branch": "", "branch_kind": "",
+             "inferred": False},
+            {"path": "train.py", "line": 30, "what": "step loop: iterates train_loader, calls optimizer.step()",
+             "branch": "", "branch_kind": "", "inferred": False},
         ],
     ]
 

@@ -13,17 +13,53 @@ def test_attribute_accumulator_in_a_method_called_every_step(analyse):
         def __init__(self, model):
             self.model = model
             self.total = 0.0
+            self.penalty = 0.0
+
+        def fit(self, loader):
+            self.model.train()
+            for x, y in loader:
+                self.train_step(x, y)
 
         def train_step(self, x, y):
             loss = criterion(self.model(x), y)
+            self.penalty += self.model(x).pow(2).mean()
             loss.backward()
             self.total += loss
-
-        def fit(self, loader):
-            for x, y in loader:
-                self.train_step(x, y)
     """
-    assert analyse(code, select=SELECT) == [("VP401", 11, "CRITICAL")]
+    # The penalty's own forward is never backwarded: its activations stay alive every step. The
+    # loss's are freed by its backward: the total only chains autograd nodes (hygiene).
+    assert analyse(code, select=SELECT) == [("VP401", 16, "CRITICAL"), ("VP401", 18, "LOW")]
+
+
+def test_a_graph_shown_by_names_only_never_blocks(analyse):
+    code = """\
+    total = 0.0
+    for x, y in loader:
+        loss = criterion(net(x), y)
+        extra = net(x).sum()
+        loss.backward()
+        optimizer.step()
+        total += extra
+    """
+    # `net` is a module only by its name: the value premise is assumed, so MEDIUM at most.
+    assert analyse(code, select=SELECT) == [("VP401", 7, "MEDIUM")]
+
+
+def test_an_unknown_decorator_may_turn_grad_off(analyse):
+    code = """\
+    import torch
+    from utils import smart_inference_mode
+
+    @smart_inference_mode()
+    def evaluate(model, loader):
+        model.eval()
+        total = 0.0
+        for x, y in loader:
+            total += criterion(model(x), y)
+        return total
+    """
+    # A decorator factory may return `torch.inference_mode()(fn)`: grad mode is assumed, not shown.
+    assert analyse(code, select=SELECT) == [("VP401", 9, "MEDIUM")]
 
 
 def test_accumulation_where_every_caller_disables_grad_is_silent(analyse):

@@ -1,7 +1,8 @@
 """PASS or BLOCK, with every reason spelled out.
 
 Default policy (RULES.md): BLOCK on any finding whose severity is in `block-on` (CRITICAL,
-HIGH), on a measured dynamic target missed, or on a score below `min-score`; otherwise PASS.
+HIGH) and whose premises are all proven, on a measured dynamic target missed, or on a score
+below `min-score`; otherwise PASS.
 With a baseline and `block-on-new-only`, only new findings block, and a low score blocks only
 when it also fell below the baseline's score (legacy debt does not block a merge by itself).
 """
@@ -61,7 +62,11 @@ def decide(
         policy = Policy(block_on=frozenset(policy))
     only_new = policy.block_on_new_only and new_findings is not None
     candidates = new_findings if only_new else findings
-    blocking = tuple(sorted((f for f in candidates if f.severity in policy.block_on), key=lambda f: (-f.severity, f)))
+    # Only a finding whose premises are all proven can block (a severity configured above what
+    # its evidence allows still reports it, never blocks on it).
+    blocking = tuple(
+        sorted((f for f in candidates if f.severity in policy.block_on and f.proven), key=lambda f: (-f.severity, f))
+    )
     reasons = [
         f"{f.severity.name} {f.code} {f.name} at {f.place}: {f.message}" for f in blocking
     ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from verifier.findings import Finding, Severity
 from verifier.report.model import Report
+from verifier.report.text import because, heat_note
 
 LEVEL = {
     Severity.CRITICAL: "error",
@@ -36,7 +37,11 @@ def annotation(finding: Finding) -> str:
                  + (f" (cell {finding.cell})" if finding.cell is not None else ""),
     }
     listed = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
-    return f"::{LEVEL[finding.severity]} {listed}::{escape_data(finding.message)}"
+    # The annotation shows why the line is hot and what the finding rests on, under the message.
+    note = heat_note(finding)
+    details = [*([f"note: {note}"] if note else []), *(f"because: {reason}" for reason in because(finding))]
+    message = "\n".join([finding.message, *details])
+    return f"::{LEVEL[finding.severity]} {listed}::{escape_data(message)}"
 
 
 def render_github(report: Report) -> str:

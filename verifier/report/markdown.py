@@ -35,6 +35,8 @@ class FindingView:
     impact: str
     # Why the line is that hot: the call sites and the loop of its heat trace ("" at once).
     why_hot: str
+    # Each premise with its status: `**proven** value: ...` (see `Finding.evidence`).
+    evidence: tuple[str, ...]
     measured: tuple[str, ...]
     fix: str
     corrected: str
@@ -182,6 +184,11 @@ def _finding_view(finding: Finding, report: Report, rules: dict, anchor: str, *,
         snippet=textwrap.dedent(finding.source),
         impact=impact,
         why_hot=heat_note(finding, code_span),
+        evidence=tuple(
+            f"**{item.status.value}** {item.premise.value}: {item.text}"
+            + (f" ({code_span(f'{item.path}:{item.line}')})" if item.path and item.line else "")
+            for item in finding.evidence
+        ),
         measured=tuple(_measured_at(finding, report)),
         fix=fix,
         corrected=corrected,

@@ -125,6 +125,13 @@ def _result(finding: Finding, report: Report, index: dict[str, int], *, fingerpr
             "heat": finding.heat.label,
             "category": finding.category.value,
             "fix": finding.fix,
+            # The premises the finding rests on; only a finding with all proven can block.
+            "proven": finding.proven,
+            "evidence": [
+                {"premise": item.premise.value, "status": item.status.value, "text": item.text,
+                 **({"location": f"{item.path}:{item.line}"} if item.path and item.line else {})}
+                for item in finding.evidence
+            ],
             # In a notebook, the cell the region's lines count within.
             **({"cell": finding.cell} if finding.cell is not None else {}),
         },

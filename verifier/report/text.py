@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from verifier.findings import Finding, Heat
+from verifier.findings import Finding, Heat, Premise
 from verifier.report.decision import severity_counts
 from verifier.report.model import Report
 
@@ -28,9 +28,23 @@ def finding_block(finding: Finding, report: Report) -> list[str]:
     note = heat_note(finding)
     if note:
         lines.append(f"    = note: {note}")
+    lines.extend(f"    = because: {reason}" for reason in because(finding))
     if finding.runtime:
         lines.append(f"    {finding.runtime}")
     return lines
+
+
+def because(finding: Finding, place: Callable[[str], str] = str) -> list[str]:
+    """The premises a reader needs beyond the message and the heat note: what shows the value and
+    the rule's own premise, and every premise that is only assumed or unknown, with its status.
+    A proven cost or frequency premise says nothing the line and the note do not."""
+    reasons = []
+    for item in finding.evidence:
+        if item.proven and item.premise in (Premise.COST, Premise.FREQUENCY):
+            continue
+        where = f" ({place(f'{item.path}:{item.line}')})" if item.path and item.line else ""
+        reasons.append(f"{item.premise.value} {item.status.value}: {item.text}{where}")
+    return reasons
 
 
 def heat_note(finding: Finding, place: Callable[[str], str] = str) -> str:

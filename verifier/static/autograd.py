@@ -15,9 +15,21 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from verifier.findings import Status
 from verifier.static.facts import Kind, NameFacts
 from verifier.static.heat import is_model_name
-from verifier.static.names import ImportTable, dotted_name, is_false, is_true, keyword_arg, method_name, positional_arg, receiver, terminal_name
+from verifier.static.names import (
+    ImportTable,
+    dotted_name,
+    is_false,
+    is_true,
+    keyword_arg,
+    method_name,
+    names_in,
+    positional_arg,
+    receiver,
+    terminal_name,
+)
 
 
 class GradMode(enum.Enum):
@@ -106,20 +118,35 @@ def is_loss_callee(name: str | None) -> bool:
     return lowered.endswith(_LOSS_CALLEE_SUFFIXES)
 
 
+# Decorators known to leave grad mode as it is; any other may wrap the function in `no_grad`
+# (a project's `@smart_inference_mode()` returns `torch.inference_mode()(fn)`).
+_GRAD_NEUTRAL_DECORATORS = frozenset(
+    {"staticmethod", "classmethod", "property", "functools.wraps", "functools.cache", "functools.lru_cache",
+     "functools.cached_property", "abc.abstractmethod", "typing.overload", "torch.compile", "torch.jit.script",
+     "torch.jit.ignore", "torch.jit.unused", "dataclasses.dataclass", "contextlib.contextmanager"}
+)
+
+
 @dataclass(eq=False)
 class _Frame:
     key: str | None
     decorator: GradMode | None = None
     statement: GradMode | None = None
     withs: list[GradMode | None] = field(default_factory=list)
-    graphs: dict[str, bool | None] = field(default_factory=dict)
+    # Per name: Status.PROVEN / ASSUMED when it carries a graph (how well that is shown), False
+    # when it is known not to, None when unknown.
+    graphs: dict[str, Status | bool | None] = field(default_factory=dict)
+    # A decorator that is neither a grad-mode one nor known to leave grad mode alone: the
+    # function may run without grad whatever its body says (the text of the decorator).
+    unknown_decorator: str = ""
 
 
 @dataclass(eq=False)
 class _Class:
     name: str
     depth: int
-    graphs: dict[str, bool | None] = field(default_factory=dict)
+    module: bool = False
+    graphs: dict[str, Status | bool | None] = field(default_factory=dict)
 
 
 class AutogradTracker:
@@ -132,7 +159,11 @@ class AutogradTracker:
         self._sites: dict[str, list[GradMode]] = {}
 
     def enter_class(self, node: cst.ClassDef) -> None:
-        self._classes.append(_Class(node.name.value, depth=len(self._frames)))
+        # A class deriving from `nn.Module` (or a torch module class): `self(x)` is its forward.
+        module = any(
+            (self._imports.qualified_name(base.value) or "").startswith("torch.nn.") for base in node.bases
+        )
+        self._classes.append(_Class(node.name.value, depth=len(self._frames), module=module))
 
     def leave_class(self) -> None:
         self._classes.pop()
@@ -146,12 +177,28 @@ class AutogradTracker:
             mode = grad_mode_of(decorator.decorator, self._imports)
             if mode is not None:
                 frame.decorator = mode
+            elif not self._is_grad_neutral(decorator.decorator):
+                frame.unknown_decorator = frame.unknown_decorator or _decorator_text(decorator.decorator)
         if in_class and (name in _HOOKS_WITHOUT_GRAD or name.startswith(_HOOK_PREFIXES_WITHOUT_GRAD)):
             frame.decorator = frame.decorator or GradMode.DISABLED
         self._frames.append(frame)
 
     def leave_function(self) -> None:
         self._frames.pop()
+
+    def _is_grad_neutral(self, decorator: cst.BaseExpression) -> bool:
+        func = decorator.func if type(decorator) is cst.Call else decorator
+        name = self._imports.qualified_name(func) or dotted_name(func) or ""
+        return name in _GRAD_NEUTRAL_DECORATORS or name.rsplit(".", 1)[-1] in ("setter", "getter", "deleter")
+
+    def grad_enabled_proof(self) -> tuple[Status, str]:
+        """How well it is shown that grad mode is on here: no grad-mode context, statement or
+        decorator turns it off, and no decorator the analysis does not know could (a decorator
+        factory may return `torch.inference_mode()(fn)`). Callers in other modules are not seen."""
+        frame = self._frames[-1]
+        if frame.unknown_decorator and frame.decorator is None and not frame.withs and frame.statement is None:
+            return Status.ASSUMED, f"grad mode is on unless the decorator `@{frame.unknown_decorator}` turns it off"
+        return Status.PROVEN, "grad mode is on here (no `no_grad`/`inference_mode` context or decorator)"
 
     def enter_with(self, node: cst.With) -> None:
         modes = [grad_mode_of(item.item, self._imports) for item in node.items]
@@ -191,7 +238,7 @@ class AutogradTracker:
         name = dotted_name(target)
         if name is not None:
             grows = self.grad_mode() is GradMode.ENABLED and self.carries_graph(value)
-            self._scope_for(name)[name] = True if grows else self._lookup(name)
+            self._scope_for(name)[name] = self.graph_status(value) if grows else self._lookup(name)
 
     def grad_mode(self) -> GradMode:
         frame = self._frames[-1]
@@ -264,17 +311,77 @@ class AutogradTracker:
         func = call.func
         if type(func) is cst.Name and func.value == "self":
             return bool(self._classes)
-        if self._imports.qualified_name(func) is not None:
-            return False
+        if self._imports.qualified_name(func) is not None or self._facts.kind_of(call) is Kind.MODULE:
+            return False  # a library call, or a module's constructor (`Net()`), not a forward
         return is_model_name(terminal_name(func)) or self._facts.kind_of(func) is Kind.MODULE
 
-    def _graph_state(self, value: cst.BaseExpression | None) -> bool | None:
-        """True: carries a graph; False: known not to; None: unknown."""
+    def _graph_state(self, value: cst.BaseExpression | None) -> Status | bool | None:
+        """PROVEN or ASSUMED: carries a graph (how well shown); False: known not to; None: unknown."""
         if value is None:
             return None
         if self.grad_mode() is not GradMode.ENABLED or self._is_graph_free(value):
             return False
-        return True if self.carries_graph(value) else None
+        return self.graph_status(value)
+
+    def graph_names(self, node: cst.BaseExpression) -> set[str]:
+        """The names in `node` bound to values that carry a graph: what a backward elsewhere could
+        have freed (a fresh forward in `node` itself builds a graph no other backward frees)."""
+        return {name for name in names_in(node) if self._is_bound(name) and self._lookup(name)}
+
+    def graph_status(self, node: cst.BaseExpression) -> Status | None:
+        """How well it is shown that `node` carries a graph: PROVEN when it rests on an `nn.Module`
+        forward (`self(...)` of a module class, a name bound to an `nn.*` layer) or torch math on
+        such a value; ASSUMED when it rests on names alone (`model(x)`, `compute_loss(...)`); None
+        when `carries_graph` would say no."""
+        if not self.carries_graph(node):
+            return None
+        return Status.PROVEN if self._shown(node) else Status.ASSUMED
+
+    def _shown(self, node: cst.BaseExpression) -> bool:
+        """`carries_graph(node)` holds on structural evidence, not on a name heuristic."""
+        kind = type(node)
+        if kind in (cst.Name, cst.Attribute):
+            name = dotted_name(node)
+            if name is not None and self._is_bound(name):
+                return self._lookup(name) is Status.PROVEN
+            return kind is cst.Attribute and self._shown(node.value)
+        if kind is cst.Subscript:
+            return self._shown(node.value)
+        if kind is cst.BinaryOperation:
+            return any(self.carries_graph(side) and self._shown(side) for side in (node.left, node.right))
+        if kind is cst.UnaryOperation:
+            return self._shown(node.expression)
+        if kind in (cst.List, cst.Tuple):
+            return any(self.carries_graph(e.value) and self._shown(e.value) for e in node.elements)
+        if kind in (cst.ListComp, cst.GeneratorExp):
+            return self._shown(node.elt)
+        if kind is cst.IfExp:
+            return self._shown(node.body) and self._shown(node.orelse)
+        if kind is cst.Call:
+            return self._call_shown(node)
+        return False
+
+    def _call_shown(self, call: cst.Call) -> bool:
+        graph_args = [arg.value for arg in call.args if not arg.star and self.carries_graph(arg.value)]
+        func = call.func
+        if self.is_model_call(call):
+            return (type(func) is cst.Name and func.value == "self" and self._in_module_class) or (
+                self._facts.kind_of(func) is Kind.MODULE
+            )
+        if self._imports.qualified_name(func) is None and is_loss_callee(terminal_name(func)):
+            # A criterion applied to a value shown to carry a graph keeps it, whatever it is called.
+            return any(self._shown(value) for value in graph_args)
+        method = method_name(call)
+        if method is not None and self._imports.call_name(call) is None:
+            owner = receiver(call)
+            if method == "scale":
+                return any(self._shown(value) for value in graph_args)
+            return owner is not None and self._shown(owner)
+        return any(self._shown(value) for value in graph_args)
+
+    @property
+    def _in_module_class(self) -> bool:
+        return bool(self._classes) and self._classes[-1].module
 
     def _is_graph_free(self, node: cst.BaseExpression) -> bool:
         if type(node) in (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString):
@@ -319,3 +426,9 @@ class AutogradTracker:
         if type(func) is cst.Attribute and dotted_name(func.value) == "self" and self._classes:
             return f"{self._classes[-1].name}.{func.attr.value}"
         return None
+
+
+def _decorator_text(decorator: cst.BaseExpression) -> str:
+    func = decorator.func if type(decorator) is cst.Call else decorator
+    name = dotted_name(func) or "..."
+    return f"{name}()" if type(decorator) is cst.Call else name

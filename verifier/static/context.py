@@ -14,7 +14,7 @@ from typing import TypeVar
 import libcst as cst
 
 from verifier.static.facts import NameFacts
-from verifier.static.heat import HeatModel
+from verifier.static.heat import Condition, HeatModel
 from verifier.static.names import ImportTable
 
 T = TypeVar("T")
@@ -47,6 +47,8 @@ class ModuleContext:
     facts: NameFacts
     trackers: dict[Callable[[ModuleContext], object], object] = field(default_factory=dict)
     _memo: dict = field(default_factory=dict)
+    # The branch the walk is in (`conditions.Conditions.current`, set by the engine before the walk).
+    condition_probe: Callable[[], Condition | None] = field(default=lambda: None)
 
     def tracker(self, kind: Callable[[ModuleContext], T]) -> T:
         """The module's one `kind` tracker; created on first ask (after the trackers it asks for)."""
@@ -59,6 +61,7 @@ class ModuleContext:
         """Forget the tree and everything the rules hung on this context, once the file is done."""
         self.trackers = {}
         self._memo = {}
+        self.condition_probe = lambda: None
         self.imports.forget_nodes()
 
     def memo(self, key: object, compute):

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from verifier.config import Settings
-from verifier.findings import Category, Finding, Heat, Severity, SeverityByHeat
+from verifier.findings import Category, Evidence, Finding, Heat, Severity, SeverityByHeat
 from verifier.static.bindings import NUMBER, SOURCE, Bindings, needs_reanalysis
+from verifier.static.conditions import Conditions
 from verifier.static.context import ModuleContext
 from verifier.static.deferred import EVERY_INPUT, DeferredSeverity, JudgementInput
 from verifier.static.discovery import import_root_for, module_name_for
@@ -35,7 +36,8 @@ from verifier.static.notebook import in_cell, is_notebook, read_notebook
 from verifier.static.parse import parse_module
 from verifier.static.placement import HostData, Origin
 from verifier.static.positions import positions as positions_of
-from verifier.static.rule import Candidate, Rule
+from verifier.static.proofs import allowed, premises
+from verifier.static.rule import Candidate, Proof, Rule
 from verifier.static.trace_lines import source_lines
 from verifier.static.source import Source, UnreadableSource, read_source
 from verifier.static.suppression import INVALID_SUPPRESSION, UNUSED_SUPPRESSION, Suppressions, mentions_a_directive
@@ -275,6 +277,9 @@ def analyze_source(
     # Calls under rate-limit guards make their callees periodic, not per step (interprocedural).
     guards = context.tracker(Guards)
     heat.guard_probe = lambda: guards.guarded
+    # The branch each call and finding runs under: part of its frequency premise (`proofs.py`).
+    conditions = context.tracker(Conditions)
+    heat.condition_probe = context.condition_probe = conditions.current
     active = [rule(context) for rule in rules if context.mentions(*rule.tokens)]
     host = context.trackers.get(HostData)
     is_host_batch = (lambda node: host.origin_of(node) is Origin.BATCH) if host is not None else (lambda node: False)
@@ -435,6 +440,7 @@ class _ModuleFacts:
 
     def visit_Call(self, node: cst.Call) -> None:
         self.bindings.on_call(node, self.heat.on_call(node, self.bindings.via_of(node)))
+        self.facts.on_call(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.heat.enter_function(node)
@@ -465,7 +471,7 @@ class _ModuleFacts:
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.heat.enter_class(node)
-        self.facts.enter_class()
+        self.facts.enter_class(node)
 
     def visit_Import(self, node: cst.Import) -> None:
         self.imports.add(node)
@@ -546,7 +552,7 @@ def _to_findings(
     test_code: bool,
 ) -> list[Finding]:
     ignored_here = settings.ignored_in_file(path)
-    kept: list[tuple[Candidate, Heat, Severity]] = []
+    kept: list[tuple[Candidate, Heat, Severity, SeverityByHeat]] = []
     for candidate, record in judged:
         rule = candidate.rule
         if _matches(rule.code, rule.name, ignored_here):
@@ -556,7 +562,7 @@ def _to_findings(
         if severity is None:
             continue
         severity = settings.severity.get(rule.code, severity)
-        kept.append((candidate, where_heat, severity))
+        kept.append((candidate, where_heat, severity, record.table))
     if not kept:
         return []
 
@@ -564,8 +570,11 @@ def _to_findings(
     heat.number_lines(positions)
     lines = source.lines()
     built: list[tuple[type[Rule], Finding]] = []
-    for candidate, where_heat, severity in kept:
+    for candidate, where_heat, severity, table in kept:
         rule = candidate.rule
+        trace = heat_trace(candidate.where) if where_heat is not Heat.ONCE else ()
+        proofs = premises(rule, candidate.evidence, where_heat, table, candidate.condition, trace)
+        severity = allowed(severity, proofs)
         span = positions[candidate.node]
         start, end = span.start, span.end
         snippet_end = min(end.line, start.line + _MAX_SNIPPET_LINES - 1)
@@ -583,10 +592,18 @@ def _to_findings(
                 message=heat_wording(candidate.message, where_heat),
                 source="\n".join(lines[start.line - 1 : snippet_end]),
                 fix=candidate.fix,
-                heat_trace=heat_trace(candidate.where) if where_heat is not Heat.ONCE else (),
+                heat_trace=trace,
+                evidence=tuple(_evidence(proof, path, positions) for proof in proofs),
             )
         built.append((rule, finding))
     return sorted(_one_finding_per_call(built, suppressions))
+
+
+def _evidence(proof: Proof, path: str, positions) -> Evidence:
+    """A stated premise with the line of the code that shows it."""
+    if proof.node is not None and proof.node in positions:
+        return Evidence(proof.premise, proof.status, proof.text, path, positions[proof.node].start.line)
+    return Evidence(proof.premise, proof.status, proof.text, proof.path, proof.line)
 
 
 def _one_finding_per_call(built: list[tuple[type[Rule], Finding]], suppressions: Suppressions) -> set[Finding]:

@@ -47,6 +47,12 @@ _NUMBER_FUNCTIONS = frozenset(
      "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer", "random.random"}
 )
 _NUMBER_METHODS = frozenset({"item", "tolist"})
+# Methods only `nn.Module` has (not tensors, optimizers or schedulers, which share `state_dict`).
+_MODULE_API = frozenset(
+    {"eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children", "named_children",
+     "buffers", "named_buffers", "requires_grad_", "register_forward_hook", "register_forward_pre_hook",
+     "register_full_backward_hook", "load_state_dict"}
+)
 # Functions outside the tensor namespaces that return a tensor on the parameters' device.
 _TENSOR_RETURNING = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.get_total_norm"})
 _NUMBER_BUILTINS = frozenset({"float", "int", "len", "round", "abs", "sum", "min", "max"})
@@ -60,6 +66,9 @@ class NameFacts:
         # What the module's own functions return, when every `return` agrees (`make_schedule()`).
         self._functions: list[tuple[str, list[Kind | None]]] = []
         self._returns: dict[str, Kind | None] = {}
+        # Classes of this module that derive from `torch.nn.Module` (directly or through one
+        # another): calling one builds a module.
+        self._module_classes: set[str] = set()
 
     def enter_function(self, name: str = "") -> None:
         self._scopes.append({})
@@ -79,8 +88,23 @@ class NameFacts:
         if self._functions:
             self._functions[-1][1].append(self.kind_of(value) if value is not None else None)
 
-    def enter_class(self) -> None:
+    def on_call(self, call: cst.Call) -> None:
+        """`model.eval()`, `net.parameters()`: a value used through the `nn.Module` API is a module,
+        whatever it is called (a parameter, an attribute, a project class from another file)."""
+        if method_name(call) not in _MODULE_API:
+            return
+        owner = receiver(call)
+        if owner is not None and type(owner) in (cst.Name, cst.Attribute) and self.kind_of(owner) is None:
+            self._set(owner, Kind.MODULE)
+
+    def enter_class(self, node: cst.ClassDef | None = None) -> None:
         self._class_scopes.append({})
+        if node is not None and any(self._is_module_class(base.value) for base in node.bases):
+            self._module_classes.add(node.name.value)
+
+    def _is_module_class(self, base: cst.BaseExpression) -> bool:
+        qualified = self._imports.qualified_name(base) or ""
+        return qualified.startswith("torch.nn.") or (type(base) is cst.Name and base.value in self._module_classes)
 
     def leave_class(self) -> None:
         self._class_scopes.pop()
@@ -186,6 +210,8 @@ class NameFacts:
         if qualified.startswith("torch.optim.") and last[:1].isupper():
             return Kind.OPTIMIZER
         if qualified.startswith("torch.nn.") and last[:1].isupper():
+            return Kind.MODULE
+        if type(call.func) is cst.Name and not qualified and call.func.value in self._module_classes:
             return Kind.MODULE
         if returns_tensor(qualified):
             return Kind.TENSOR

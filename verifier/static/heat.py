@@ -24,6 +24,7 @@ inherited methods are bound by the project pass (`bindings.py`).
 
 from __future__ import annotations
 
+import enum
 import functools
 import hashlib
 import re
@@ -75,6 +76,61 @@ def is_scaler_name(name: str | None) -> bool:
     return bool(name) and "scaler" in name.lower()
 
 
+class ConditionKind(enum.Enum):
+    """What an enclosing branch says about how often its code runs (`conditions.py` decides).
+
+    Ordered from no effect to the weakest claim: the weakest kind on a finding's path decides
+    whether its frequency premise is proven, assumed or unknown.
+    """
+
+    # Run-constant configuration (`if args.amp:`, `if scaler is not None:`): the heat holds, named.
+    CONSTANT = 0
+    # The update cadence of gradient accumulation (`if (i + 1) % accum == 0: optimizer.step()`).
+    CADENCE = 1
+    # A rate limit (`if step % log_every == 0:`): every N steps, not every step.
+    THROTTLE = 2
+    # Runs once or a few times (`if cache is None:` fills, first-N).
+    ONCE = 3
+    # Depends on the data or on state the step changes (`if loss > 10:`, `except ...:`).
+    DATA = 4
+
+
+_TEST_TEXT_LIMIT = 60
+
+
+@dataclass(frozen=True, eq=False)
+class Condition:
+    """The branch a line runs under: its kind and its test (`not should_log(step)` for the code
+    after `if should_log(step): ...` leaves, or an `else`)."""
+
+    kind: ConditionKind
+    # The test, for the text and the line of the evidence; None once the tree is released.
+    node: cst.CSTNode | None = None
+    negated: bool = False
+    # The text, when there is no test to print (`an exception is raised`) or it was released.
+    described: str = ""
+
+    @functools.cached_property
+    def text(self) -> str:
+        """The test as written, shortened; printed only when a finding or a trace needs it."""
+        if self.described or self.node is None:
+            return self.described
+        test = " ".join(_BARE_MODULE.code_for_node(self.node).split())
+        if len(test) > _TEST_TEXT_LIMIT:
+            test = test[: _TEST_TEXT_LIMIT - 3] + "..."
+        if not self.negated:
+            return test
+        return test[4:] if test.startswith("not ") else f"not ({test})"
+
+    def released(self) -> Condition:
+        """The same condition without its syntax node (a stored summary keeps only data)."""
+        return Condition(self.kind, described=self.text)
+
+
+# Prints a node outside its module (an expression needs nothing of the module's settings).
+_BARE_MODULE = cst.Module(body=())
+
+
 @dataclass(eq=False)
 class CallSite:
     callee: str
@@ -97,6 +153,8 @@ class CallSite:
     through_instance: bool = False
     # The name the caller calls when the callee is its `__call__`/`forward` (`loss_scaler`).
     shown: str = ""
+    # The branch the call runs under within its function (`conditions.py`), None when none.
+    condition: Condition | None = None
 
 
 @dataclass(eq=False)
@@ -242,8 +300,9 @@ class HeatModel:
         self._where: Where | None = None
         # A `for` whose header is being walked: it becomes active when its body starts.
         self._pending: LoopInfo | None = None
-        # Asked at each call: is the walk under a rate-limit guard? (set by the engine)
+        # Asked at each call: is the walk under a rate-limit guard? Under which branch? (set by the engine)
         self.guard_probe: Callable[[], bool] = _never
+        self.condition_probe: Callable[[], Condition | None] = _no_condition
         self._timing_module = bool(_TIMING_MODULE.search(module_name.rsplit(".", 1)[-1]))
         # The module's own text names an accelerator (set by the engine before the walk).
         self.accelerated = True
@@ -428,7 +487,10 @@ class HeatModel:
         site = None
         if callee is not None:
             foreign = not callee.startswith(self._rooted(f"{self._module}."))
-            site = CallSite(callee, self.where(), self.guard_probe(), self.accelerated, foreign, via=via)
+            site = CallSite(
+                callee, self.where(), self.guard_probe(), self.accelerated, foreign, via=via,
+                condition=self.condition_probe(),
+            )
             if via is not None and via[1] == "__call__":
                 site.shown = terminal_name(call.func) or ""
             self._site_nodes.append((site, call))
@@ -641,6 +703,7 @@ class HeatModel:
         """Drop references to syntax nodes so a summary outlives its parsed module cheaply."""
         # The probe is code, not data: a stored summary never carries it.
         self.__dict__.pop("guard_probe", None)
+        self.__dict__.pop("condition_probe", None)
         self._site_nodes = []
         for fn in self._all_functions:
             fn.node = None
@@ -648,10 +711,17 @@ class HeatModel:
                 loop.node = None
         for loop in self._module_loops:
             loop.node = None
+        for site in self.call_sites:
+            if site.condition is not None and site.condition.node is not None:
+                site.condition = site.condition.released()
 
 
 def _never() -> bool:
     return False
+
+
+def _no_condition() -> Condition | None:
+    return None
 
 
 # The callee of a call site known only through its receiver (`CallSite.via`), until bound.
@@ -686,7 +756,7 @@ def heat_trace(where: Where) -> tuple[TraceStep, ...]:
         heat = function.heat if function is not None else Heat.ONCE
         for loop in reversed(where.loops):
             if loop.is_step or loop.is_eval or (loop.is_epoch and heat <= Heat.EPOCH):
-                steps.append(TraceStep(loop.path, loop.line, loop_reason(loop)))
+                steps.append(TraceStep(loop.path, loop.line, loop_reason(loop), inferred=loop_inferred(loop)))
                 return tuple(steps)
             if loop.is_epoch:
                 break
@@ -700,7 +770,12 @@ def heat_trace(where: Where) -> tuple[TraceStep, ...]:
             return (*steps, *function.outer_trace)
         where = site.where
         caller = where.function.path if where.function is not None else where.loops[-1].path if where.loops else ""
-        steps.append(TraceStep(caller, site.line, _call_reason(site, function)))
+        condition = site.condition
+        steps.append(TraceStep(
+            caller, site.line, _call_reason(site, function),
+            branch=condition.text if condition is not None else "",
+            branch_kind=condition.kind.name.lower() if condition is not None else "",
+        ))
 
 
 def function_trace(function: FunctionInfo) -> tuple[TraceStep, ...]:
@@ -744,6 +819,16 @@ def loop_reason(loop: LoopInfo) -> str:
     else:
         reason = "does tensor work on each batch without training"
     return f"{kind} loop: " + (f"{loop.header}, {reason}" if loop.header else reason)
+
+
+def loop_inferred(loop: LoopInfo) -> bool:
+    """Whether the loop's kind rests on weak signals: a benchmark's timed tensor work, or tensor
+    work on batches without a model call or an update (see `loop_reason`)."""
+    if loop.is_step:
+        return not (loop.steps_here or loop.steps_in_call or loop.train_call or loop.because_site is not None)
+    if loop.is_eval:
+        return not (loop.forward_call or loop.because_site is not None)
+    return False
 
 
 def _callee_name(site: CallSite) -> str:

@@ -8,16 +8,17 @@ deal with loops, comments or line numbers themselves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.findings import Category, Premise, Severity, SeverityByHeat, Status
 
 if TYPE_CHECKING:
     from verifier.static.context import ModuleContext
-    from verifier.static.heat import Where
+    from verifier.static.heat import Condition, Where
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,38 @@ class Invalid:
     code: str
     line: int
     severity: Severity
+
+
+@dataclass(frozen=True, eq=False)
+class Proof:
+    """A premise as a rule states it during the walk; `node` (the code that shows it) is turned
+    into a line once positions are known. See `verifier.findings.Evidence`."""
+
+    premise: Premise
+    status: Status
+    text: str
+    node: cst.CSTNode | None = None
+    # Where the evidence lies when it is not a node of this module (a step of the heat trace).
+    path: str = ""
+    line: int = 0
+
+    @classmethod
+    def proven(
+        cls, premise: Premise, text: str, node: cst.CSTNode | None = None, path: str = "", line: int = 0
+    ) -> Proof:
+        return cls(premise, Status.PROVEN, text, node, path, line)
+
+    @classmethod
+    def assumed(
+        cls, premise: Premise, text: str, node: cst.CSTNode | None = None, path: str = "", line: int = 0
+    ) -> Proof:
+        return cls(premise, Status.ASSUMED, text, node, path, line)
+
+    @classmethod
+    def unknown(
+        cls, premise: Premise, text: str, node: cst.CSTNode | None = None, path: str = "", line: int = 0
+    ) -> Proof:
+        return cls(premise, Status.UNKNOWN, text, node, path, line)
 
 
 @dataclass(eq=False)
@@ -39,6 +72,11 @@ class Candidate:
     message: str
     severity: SeverityByHeat
     fix: str
+    # The premises the rule showed (value, its own premise), or callables giving one once the walk
+    # is done; cost and frequency are added by the engine where the rule does not state them.
+    evidence: tuple[Proof | Callable[[], Proof | None], ...] = ()
+    # The branch the node runs under in its function (`conditions.py`): part of its frequency.
+    condition: Condition | None = None
 
 
 class Rule:
@@ -51,6 +89,12 @@ class Rule:
     example: ClassVar[str]
     use_instead: ClassVar[str]
     fix: ClassVar[str]
+    # What the flagged operation costs, in one clause: the cost premise, proven by the match itself
+    # unless a finding states otherwise (`a host read that waits for the device's queue`).
+    cost: ClassVar[str] = ""
+    # Premises beyond cost and frequency that every finding of the rule rests on: a finding that
+    # does not show one has it as assumed ("not shown"), so a rule cannot block by forgetting one.
+    premises: ClassVar[tuple[Premise, ...]] = ()
     references: ClassVar[tuple[str, ...]] = ()
     # A preview rule has not yet reached lenient precision 0.95 on real code: it runs only when
     # preview is enabled (`--preview`, `preview = true`), as ruff's preview rules do.
@@ -76,8 +120,12 @@ class Rule:
         where: Where | None = None,
         severity: SeverityByHeat | None = None,
         fix: str | None = None,
+        evidence: tuple[Proof | Callable[[], Proof | None], ...] = (),
+        condition: Condition | None = None,
     ) -> None:
-        """Report `node`. Pass `where` when reporting later than the node was visited."""
+        """Report `node`. Pass `where` (and the `condition` captured with it) when reporting
+        later than the node was visited, and the premises shown (`Proof`) when the rule's
+        finding rests on more than its match."""
         self.candidates.append(
             Candidate(
                 rule=type(self),
@@ -86,5 +134,7 @@ class Rule:
                 message=message,
                 severity=severity or self.severity,
                 fix=fix if fix is not None else self.fix,
+                evidence=tuple(evidence),
+                condition=condition if where is not None else self.context.condition_probe(),
             )
         )

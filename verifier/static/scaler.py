@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from verifier.findings import Premise
+from verifier.static.facts import Kind
 from verifier.static.heat import Where
 from verifier.static.names import dotted_name, method_name, receiver, terminal_name
-from verifier.static.rule import Rule
+from verifier.static.rule import Proof, Rule
 from verifier.static.tracker import Tracker
 from verifier.static.walk import iter_descendants
 
@@ -101,6 +103,8 @@ class ScalerCall:
     scaler: str
     call: cst.Call
     where: Where
+    # The receiver is known to be a GradScaler (made by `GradScaler(...)`), not only named like one.
+    constructed: bool = False
 
 
 @dataclass(eq=False)
@@ -112,6 +116,11 @@ class AmpScope:
     optimizer_steps: list[tuple[cst.Call, Where]] = field(default_factory=list)
     backwards: list[tuple[cst.Call, Where, bool]] = field(default_factory=list)
     clips: list[tuple[cst.Call, Where, bool]] = field(default_factory=list)
+    # The calls made before each clip (`Clip.before`) and whether this scope itself calls
+    # `scaler.unscale_` (shared calls of a class's methods aside): for "through calls".
+    calls: list[cst.Call] = field(default_factory=list)
+    clip_calls: dict[int, int] = field(default_factory=dict)
+    unscales_here: bool = False
     exempt: set[int] = field(default_factory=set)
     scaled_names: set[str] = field(default_factory=set)
     # Names this scope calls (`helper()`, `self.helper()`) and expressions it passes to calls.
@@ -199,8 +208,13 @@ class AmpScopes(Tracker):
         where = self.context.heat.where()
         method = scaler_method(node, facts)
         if method is not None:
-            scope.scaler_calls.append(ScalerCall(method, self.context.code_for(receiver(node)), node, where))
+            owner = receiver(node)
+            scope.scaler_calls.append(ScalerCall(
+                method, self.context.code_for(owner), node, where, constructed=facts.kind_of(owner) is Kind.SCALER
+            ))
+            scope.unscales_here = scope.unscales_here or method == "unscale_"
             return
+        scope.calls.append(node)
         callee = terminal_name(node.func)
         if callee is not None:
             scope.called_names.add(callee)
@@ -212,6 +226,7 @@ class AmpScopes(Tracker):
             scope.backwards.append((node, where, self._is_scaled(node, scope)))
         elif (name or terminal_name(node.func)) in _CLIPS:
             scope.clips.append((node, where, bool(scope.calls_of("unscale_"))))
+            scope.clip_calls[id(node)] = len(scope.calls) - 1
 
     def _is_scaled(self, call: cst.Call, scope: AmpScope) -> bool:
         target = receiver(call) if method_name(call) == "backward" else (call.args[0].value if call.args else None)
@@ -223,6 +238,43 @@ class AmpScopes(Tracker):
             if dotted_name(part) in scope.scaled_names:
                 return True
         return False
+
+
+def unscaling_functions(scopes: list[AmpScope]) -> set[str]:
+    """Names of this module's functions and methods that call `scaler.unscale_`, directly or
+    through others of them (`self.unscale_gradients()` calls `self.scaler.unscale_(opt)`)."""
+    calls = {scope.name: {terminal_name(call.func) for call in scope.calls} for scope in scopes if scope.name}
+    found = {scope.name for scope in scopes if scope.name and scope.unscales_here}
+    changed = True
+    while changed:
+        changed = False
+        for name, called in calls.items():
+            if name not in found and called & found:
+                found.add(name)
+                changed = True
+    return found
+
+
+def scaler_proof(scope: AmpScope) -> Proof:
+    """The value premise of the GradScaler rules: the object scaling the loss is a GradScaler,
+    made by `GradScaler(...)` or used through its protocol here (`scale(loss)` with `step(optimizer)`
+    or `update()`, or `step(optimizer)` with `update()`); a name and one call are only an assumption."""
+    calls = scope.scaler_calls
+    shown = next((call for call in calls if call.constructed), None)
+    if shown is not None:
+        return Proof.proven(Premise.VALUE, f"`{shown.scaler}` is made by `GradScaler(...)`")
+    for name in dict.fromkeys(call.scaler for call in calls):
+        methods = {call.method for call in calls if call.scaler == name}
+        if ("scale" in methods and methods & {"step", "update"}) or {"step", "update"} <= methods:
+            used = ", ".join(f"`{m}`" for m in sorted(methods))
+            return Proof.proven(Premise.VALUE, f"`{name}` is used through the GradScaler protocol here ({used})")
+    name = calls[0].scaler if calls else "the scaler"
+    return Proof.assumed(Premise.VALUE, f"`{name}` is taken for a GradScaler by its name and one of its calls")
+
+
+def calls_before_clip(scope: AmpScope, clip: cst.Call) -> list[cst.Call]:
+    """The calls the scope makes before `clip`, in walk order."""
+    return scope.calls[: scope.clip_calls.get(id(clip), 0)]
 
 
 class AmpScopeRule(Rule):

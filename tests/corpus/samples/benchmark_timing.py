@@ -49,7 +49,7 @@ def gpu_utilisation_during(model, x, iters=200):
     for i in range(iters):
         model(x)
         query = ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"]
-        out = subprocess.run(query, capture_output=True, text=True)  # expect: VP204[HIGH]
+        out = subprocess.run(query, capture_output=True, text=True)  # expect: VP204[MEDIUM]  (a benchmark loop: its per-iteration frequency is inferred, not shown)
         readings.append(int(out.stdout.strip()))
     return statistics.mean(readings)
 

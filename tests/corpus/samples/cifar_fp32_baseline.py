@@ -49,7 +49,7 @@ for epoch in range(epochs):
         loss = criterion(outputs, labels)
         loss.backward()
         optimizer.step()
-        running_loss += loss  # expect: VP401[CRITICAL]
+        running_loss += loss  # expect: VP401[LOW]  (the backward above frees the activations)
         history.append(loss)  # expect: VP402[HIGH]
         if step % 100 == 99:
             print(f"[{epoch + 1}, {step + 1:5d}] loss: {loss.item():.3f}")

@@ -56,4 +56,4 @@ def train_sharded(model, loader, optimizer, accum_steps, rank):
         dist.all_gather_object(per_rank, {"step": step, "correct": correct.item()})  # expect: VP601[MEDIUM], VP201[MEDIUM]
         if rank == 0:
             print("correct per rank:", [entry["correct"] for entry in per_rank])
-        dist.monitored_barrier()  # expect: VP603[HIGH]
+        dist.monitored_barrier()  # expect: VP603[MEDIUM]

@@ -1,0 +1,306 @@
+"""The branch a line runs under, and what it says about how often the line runs.
+
+A finding's frequency premise ("this runs every step") holds only if nothing between the line
+and the loop that makes it hot can skip it. An `if` whose test is run-constant configuration
+(`if args.amp:`, `if scaler is not None:`, `if rank == 0:`) keeps the heat: the code runs every
+step in the runs that configure it so, and the evidence names the setting. A test that reads what
+the step computes (`if loss > 10:`, `if not should_log(step): return`) or an `except` handler
+makes the frequency unknown: the line may run every step or never. Rate limits, the update
+cadence of gradient accumulation and cache fills are told apart with the guards' own tests.
+
+Tracked in walk order per function: the body and `else` of an `if`, the rest of a block after an
+`if` that leaves it (`continue`, `return`, `break`, `raise`), and `except` handlers. A test is
+run-constant when every name it reads is configuration (`args`, `cfg`, `self.<setting>`, module
+constants) or is bound only from run-constant values where it is bound, and every call in it is a
+pure predicate (`isinstance`, `torch.cuda.is_available()`, `dist.get_rank()`). A parameter of a
+function outside any loop varies with its callers, unless it is named as a switch (`use_amp`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from verifier.static.guards import is_lazy_init, is_rate_limit, steps_an_optimizer
+from verifier.static.heat import Condition, ConditionKind
+from verifier.static.names import dotted_name
+from verifier.static.tracker import Tracker
+from verifier.static.walk import iter_descendants
+
+# Objects that hold a run's configuration (`args.lr`, `self.cfg.amp`).
+_CONFIG_ROOTS = frozenset(
+    {"args", "opt", "opts", "cfg", "config", "conf", "flags", "hparams", "hp", "options", "settings", "training_args"}
+)
+# Parameters named as switches: a caller passes the run's setting, not a per-step value.
+_SWITCH = re.compile(r"^(use|enable|disable|with|no|do)_|_enabled$|^(amp|fp16|bf16|compile|distributed|debug)$")
+# Attributes that change with every step even when the loop's function does not assign them.
+_STEPPING = re.compile(r"step|iter|batch_idx|counter|^_?i$", re.IGNORECASE)
+_PURE_BUILTINS = frozenset({"isinstance", "issubclass", "hasattr", "getattr", "len", "callable", "type", "bool"})
+_PURE_CALLS = frozenset(
+    {
+        "torch.cuda.is_available", "torch.backends.mps.is_available", "torch.distributed.is_initialized",
+        "torch.distributed.is_available", "torch.distributed.get_rank", "torch.distributed.get_world_size",
+        "torch.is_grad_enabled", "torch.is_autocast_enabled", "torch.cuda.device_count", "os.environ.get",
+        "os.getenv", "os.path.exists", "os.path.isfile", "os.path.isdir",
+    }
+)
+_PURE_METHODS = frozenset(
+    {"is_available", "is_initialized", "get_rank", "get_world_size", "is_main_process", "is_local_main_process",
+     "is_global_zero", "startswith", "endswith", "get"}
+)
+_EXITS = (cst.Continue, cst.Return, cst.Break, cst.Raise)
+
+
+@dataclass(eq=False)
+class _Frame:
+    """One function (or the module): per block being walked, innermost last, the weakest branch
+    around it so far (the block's own, an earlier `if ...: continue` in it, or an outer one's)."""
+
+    node: cst.CSTNode
+    params: frozenset[str] = frozenset()
+    weakest: list[Condition | None] = field(default_factory=list)
+    loops: list[cst.CSTNode] = field(default_factory=list)
+
+    def push(self, condition: Condition | None) -> None:
+        self.weakest.append(_weaker(self.weakest[-1] if self.weakest else None, condition))
+
+    def narrow(self, condition: Condition) -> None:
+        """The rest of the innermost block runs only under `condition` too."""
+        self.weakest[-1] = _weaker(self.weakest[-1], condition)
+
+
+def _weaker(outer: Condition | None, inner: Condition | None) -> Condition | None:
+    """The branch that says least about how often code runs; the inner one on a tie (it names
+    the test closest to the line)."""
+    if outer is None or (inner is not None and inner.kind.value >= outer.kind.value):
+        return inner if inner is not None else outer
+    return outer
+
+
+class Conditions(Tracker):
+    """Which branch the walk is in; `current()` is what the engine and rules capture."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._frames: list[_Frame] = [_Frame(context.module)]
+        # Block id -> the condition that opening it starts (an `if` body, `else`, `except`); an
+        # `elif` (an `If` node) opens its region for the whole of it, its own test included.
+        self._opens: dict[int, Condition | _Lazy | None] = {}
+        self._bindings: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
+
+    # ----- what is asked -----
+
+    def current(self) -> Condition | None:
+        """The weakest branch around the walk in this function; a run-constant one is returned
+        too (the evidence names it), None when the line is not in a branch."""
+        weakest = self._frames[-1].weakest
+        return weakest[-1] if weakest else None
+
+    # ----- walk -----
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = frozenset(
+            p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+        )
+        self._frames.append(_Frame(node, params))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._frames.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        self._frames[-1].loops.append(node)
+
+    def leave_For(self, node: cst.For) -> None:
+        self._frames[-1].loops.pop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self._frames[-1].loops.append(node)
+
+    def leave_While(self, node: cst.While) -> None:
+        self._frames[-1].loops.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        if id(node) in self._opens:
+            self._open(node)
+        self._opens[id(node.body)] = _Lazy(self, node, "body")
+        orelse = node.orelse
+        if type(orelse) is cst.Else:
+            self._opens[id(orelse.body)] = _Lazy(self, node, "else")
+        elif type(orelse) is cst.If:
+            # `elif`: it runs when the first test failed (its own test then opens its body).
+            self._opens[id(orelse)] = _Lazy(self, node, "else")
+
+    def leave_If(self, node: cst.If) -> None:
+        self._opens.pop(id(node.body), None)
+        if node.orelse is not None:
+            self._opens.pop(id(node.orelse.body if type(node.orelse) is cst.Else else node.orelse), None)
+        frame = self._frames[-1]
+        # `if not should_log: return` / `if bad: continue`: the rest of the block runs when it fails.
+        if node.orelse is None and frame.weakest and _leaves(node.body):
+            condition = self._classify(node, "rest")
+            if condition is not None:
+                frame.narrow(condition)
+        if id(node) in self._opens:
+            self._close(node)
+            del self._opens[id(node)]
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._opens[id(node.body)] = Condition(ConditionKind.DATA, node, described="an exception is raised")
+
+    def leave_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._opens.pop(id(node.body), None)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._open(node)
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._close(node)
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._open(node)
+
+    def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._close(node)
+
+    def _open(self, body: cst.CSTNode) -> None:
+        opened = self._opens.get(id(body))
+        if type(opened) is _Lazy:
+            opened = opened.resolve()
+        self._frames[-1].push(opened)
+
+    def _close(self, body: cst.CSTNode) -> None:
+        self._frames[-1].weakest.pop()
+
+    # ----- classification -----
+
+    def _classify(self, node: cst.If, branch: str) -> Condition | None:
+        """The kind of the branch of `node` the walk enters: its `body`, its `else`, or the
+        `rest` of the block after it (when its body leaves the block)."""
+        imports = self.context.imports
+        negated = branch != "body"
+        if is_rate_limit(node.test, imports) and not steps_an_optimizer(node.body):
+            # `if step % N == 0:` limits its body; `if step % N: continue` the rest of the block.
+            # The `else` of a rate limit runs on the other steps: as often as the loop.
+            return None if branch == "else" else Condition(ConditionKind.THROTTLE, node.test, negated)
+        if steps_an_optimizer(node.body):
+            return Condition(ConditionKind.CADENCE, node.test, negated)
+        if branch == "body" and is_lazy_init(node):
+            return Condition(ConditionKind.ONCE, node.test)
+        kind = ConditionKind.CONSTANT if self._run_constant(node.test, set()) else ConditionKind.DATA
+        return Condition(kind, node.test, negated)
+
+    def _run_constant(self, test: cst.BaseExpression, seen: set[str]) -> bool:
+        frame = self._frames[-1]
+        for part in (test, *iter_descendants(test)):
+            kind = type(part)
+            if kind is cst.Call and not self._pure_call(part):
+                return False
+            if kind is cst.Name or kind is cst.Attribute:
+                if not self._constant_name(part, frame, seen):
+                    return False
+        return True
+
+    def _pure_call(self, call: cst.Call) -> bool:
+        name = dotted_name(call.func) or ""
+        if name in _PURE_BUILTINS:
+            return True
+        if (self.context.imports.call_name(call) or "") in _PURE_CALLS:
+            return True
+        return type(call.func) is cst.Attribute and call.func.attr.value in _PURE_METHODS
+
+    def _constant_name(self, node: cst.Name | cst.Attribute, frame: _Frame, seen: set[str]) -> bool:
+        name = dotted_name(node)
+        if name is None:
+            return True  # `f().x`, `a[i].b`: the parts are judged on their own
+        root = name.split(".", 1)[0]
+        if root in _CONFIG_ROOTS or (root == "self" and name.split(".")[1:2] and name.split(".")[1] in _CONFIG_ROOTS):
+            return True
+        if name in seen or root in ("None", "True", "False"):
+            return True
+        if root == "self" and "." in name:
+            attribute = name.rsplit(".", 1)[-1]
+            return not _STEPPING.search(attribute) and name not in self._bound_in(frame)
+        bound = self._bound_in(frame)
+        if name in bound:
+            seen.add(name)
+            return all(value is not None and self._run_constant(value, seen) for value in bound[name])
+        if root in bound:
+            return False
+        if root in frame.params and not frame.loops:
+            return bool(_SWITCH.search(root))
+        return True
+
+    def _bound_in(self, frame: _Frame) -> dict[str, list[cst.BaseExpression | None]]:
+        """Names bound inside the innermost loop of the frame (its iterations change them), or in
+        the function when no loop encloses the walk: name -> the values bound to it (None for a
+        loop target or anything not a plain assignment)."""
+        scope = frame.loops[-1] if frame.loops else frame.node
+        found = self._bindings.get(id(scope))
+        if found is None:
+            found = self._bindings[id(scope)] = _bindings(scope)
+        return found
+
+
+class _Lazy:
+    """A branch classified only when the walk enters it (most `if`s hold no finding or call)."""
+
+    __slots__ = ("_owner", "_node", "_branch")
+
+    def __init__(self, owner: Conditions, node: cst.If, branch: str) -> None:
+        self._owner, self._node, self._branch = owner, node, branch
+
+    def resolve(self) -> Condition | None:
+        return self._owner._classify(self._node, self._branch)
+
+
+def _bindings(scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
+    found: dict[str, list[cst.BaseExpression | None]] = {}
+
+    def bind(target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if type(target) in (cst.Tuple, cst.List):
+            for element in target.elements:
+                bind(element.value, None)
+            return
+        if type(target) is cst.StarredElement:
+            bind(target.value, None)
+            return
+        name = dotted_name(target)
+        if name is not None:
+            found.setdefault(name, []).append(value)
+        elif type(target) is cst.Subscript:
+            base = dotted_name(target.value)
+            if base is not None:
+                found.setdefault(base, []).append(None)
+
+    if type(scope) is cst.For:
+        bind(scope.target, None)
+    body = scope.body if type(scope) is not cst.Module else scope
+    for node in iter_descendants(body):
+        kind = type(node)
+        if kind is cst.Assign:
+            for target in node.targets:
+                bind(target.target, node.value)
+        elif kind is cst.AugAssign:
+            bind(node.target, None)
+        elif kind is cst.AnnAssign and node.value is not None:
+            bind(node.target, node.value)
+        elif kind is cst.For:
+            bind(node.target, None)
+        elif kind is cst.NamedExpr:
+            bind(node.target, None)
+        elif kind is cst.WithItem and node.asname is not None:
+            bind(node.asname.name, None)
+        elif kind in (cst.FunctionDef, cst.ClassDef) and node is not scope:
+            found.setdefault(node.name.value, []).append(None)
+    return found
+
+
+def _leaves(body: cst.BaseSuite) -> bool:
+    """The branch ends by leaving the block (`continue`, `return`, `break`, `raise`)."""
+    statements = body.body if type(body) is cst.IndentedBlock else [body]
+    last = statements[-1] if statements else None
+    small = last.body if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else []
+    return any(type(s) in _EXITS for s in small)
+
