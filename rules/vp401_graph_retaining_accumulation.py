@@ -11,60 +11,41 @@ and accumulators that reach a `backward()` in the same function: that is gradien
 accumulation on purpose, and the backward frees the graphs it was built from. In an evaluation
 loop without `no_grad` the accumulator holds every batch's activations until the loop ends
 (an out-of-memory risk VP404 does not block on), so both rules report it.
+
+CRITICAL only when the activations stay alive (RULES.md): when a `backward()` in the same
+function frees the graph of what is added (`loss.backward()` then `total += loss`), the total
+only chains small autograd nodes, and the finding is LOW hygiene. The premises: the value
+carries a graph (shown by an `nn.Module` forward, or only by names: assumed) with grad on (a
+decorator not known to keep it leaves that assumed); no backward frees it (a name handed to
+this module's own code, which may run backward, leaves that assumed).
 """
 
 from __future__ import annotations
 
-import builtins
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from verifier.findings import Category, Premise, Severity, SeverityByHeat, Status
-from verifier.static.autograd import GradMode
+from verifier.static.autograd import BackwardReach, GradMode
 from verifier.static.deferred import deferred
 from verifier.static.heat import Where
-from verifier.static.names import dotted_name, method_name, names_in, receiver, terminal_name
-from verifier.static.facts import TENSOR_METHODS as _TENSOR_METHODS
-from verifier.static.logcalls import is_logging_call
+from verifier.static.names import dotted_name, names_in
 from verifier.static.rule import Invalid, Proof
 from verifier.static.training_state import TrainingStateRule
 
-_BACKWARD_CALLS = frozenset({"backward", "manual_backward"})
 # After a backward frees the activations, the total only chains autograd nodes: hygiene.
 _HYGIENE = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None, eval=Severity.LOW)
 _INIT_METHODS = frozenset({"__init__", "reset", "reset_parameters", "setup"})
-_BUILTINS = frozenset(dir(builtins))
 
 
 @dataclass(eq=False)
 class _Scope:
-    """One function (or the module): where names were bound, and what reaches `backward()`."""
+    """One function (or the module): where names were bound, and what of it reaches `backward()`
+    (the autograd tracker's record of the same function)."""
 
+    reach: BackwardReach
     bindings: dict[str, Where] = field(default_factory=dict)
-    # `target = value` in walk order; the names in `value` are read only if a check needs them.
-    flows: list[tuple[str, cst.CSTNode]] = field(default_factory=list)
-    backward: set[str] = field(default_factory=set)
-    backed: set[str] = field(default_factory=set)
-    # The first `backward()` each name reaches (directly), for the evidence.
-    backward_calls: dict[str, cst.Call] = field(default_factory=dict)
-    # Names handed to calls the analysis does not follow (`self.step(loss)`): one may call backward.
-    passed: dict[str, cst.Call] = field(default_factory=dict)
-    has_accumulation: bool = False
-
-    def close(self) -> None:
-        """Every name whose value flows into a backward() in this scope."""
-        backed = set(self.backward)
-        if backed and self.has_accumulation:
-            flows = [(target, names_in(value)) for target, value in self.flows]
-            changed = True
-            while changed:
-                changed = False
-                for target, sources in flows:
-                    if target in backed and not sources <= backed:
-                        backed |= sources
-                        changed = True
-        self.backed = backed
 
 
 class GraphRetainingAccumulation(TrainingStateRule):
@@ -117,11 +98,10 @@ for x, y in loader:
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._scopes: list[_Scope] = [_Scope()]
+        self._scopes: list[_Scope] = [_Scope(self.autograd.reach())]
         self._function_names: list[str] = []
         # Per class: attribute -> where `__init__` bound it, or None once another method rebinds it.
         self._attributes: list[dict[str, Where | None]] = []
-        self._backed_attributes: set[str] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._attributes.append({})
@@ -130,38 +110,12 @@ for x, y in loader:
         self._attributes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._scopes.append(_Scope())
+        self._scopes.append(_Scope(self.autograd.reach()))
         self._function_names.append(node.name.value)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._scopes.pop().close()
+        self._scopes.pop()
         self._function_names.pop()
-
-    def leave_Module(self, node: cst.Module) -> None:
-        self._scopes[0].close()
-
-    def visit_Call(self, node: cst.Call) -> None:
-        method = method_name(node)
-        qualified = self.context.imports.call_name(node) or ""
-        backward = method in _BACKWARD_CALLS or terminal_name(node.func) in _BACKWARD_CALLS
-        scope = self._scopes[-1]
-        if backward or qualified == "torch.autograd.grad":
-            for part in (receiver(node), *(arg.value for arg in node.args)):
-                if part is not None:
-                    names = names_in(part)
-                    scope.backward |= names
-                    for name in names:
-                        scope.backward_calls.setdefault(name, node)
-                    self._backed_attributes |= {n for n in names if n.startswith("self.")}
-        elif (
-            _may_run_backward(node, qualified)
-            and not self.autograd.is_forward(node)
-            and not is_logging_call(node, self.context.imports)
-        ):
-            # A project function or method may run backward on what it is given.
-            for arg in node.args:
-                for name in names_in(arg.value):
-                    scope.passed.setdefault(name, node)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if type(node.operator) is cst.AddAssign:
@@ -173,24 +127,16 @@ for x, y in loader:
             self._check(node, *accumulation)
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        accumulates = _self_accumulation(node) is not None
+        if _self_accumulation(node) is not None:
+            return
         for target in node.targets:
             name = dotted_name(target.target)
-            if name is None:
-                continue
-            self._scopes[-1].flows.append((name, node.value))
-            if not accumulates:
+            if name is not None:
                 self._bind(name)
-
-    def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        name = dotted_name(node.target)
-        if name is not None:
-            self._scopes[-1].flows.append((name, node.value))
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         name = dotted_name(node.target)
         if name is not None and node.value is not None:
-            self._scopes[-1].flows.append((name, node.value))
             self._bind(name)
 
     def _bind(self, name: str) -> None:
@@ -210,7 +156,6 @@ for x, y in loader:
         if self.autograd.grad_mode() is not GradMode.ENABLED:
             return
         scope = self._scopes[-1]
-        scope.has_accumulation = True
         where = self.context.heat.where()
         key = self.autograd.function_key
         is_attribute = name.startswith("self.")
@@ -224,9 +169,7 @@ for x, y in loader:
 
         def freed_by() -> cst.Call | None:
             """The `backward()` that frees the graph of what is added, if one is in this scope."""
-            if not graph_names & scope.backed:
-                return None
-            return next(iter(scope.backward_calls.values()), None)
+            return scope.reach.freeing(graph_names)
 
         def decide() -> SeverityByHeat | None:
             retained = keeps_graphs()
@@ -234,7 +177,7 @@ for x, y in loader:
             return _HYGIENE if retained is not None and freed_by() is not None else retained
 
         def keeps_graphs() -> SeverityByHeat | None:
-            if name in scope.backed or name in self._backed_attributes:
+            if name in scope.reach.backed or name in self.autograd.backed_attributes:
                 return None
             if self.autograd.called_without_grad(key):
                 return None
@@ -275,7 +218,7 @@ for x, y in loader:
                     "chains every step's autograd nodes (host memory)",
                     backward,
                 )
-            handed = next((scope.passed[n] for n in sorted(added_names) if n in scope.passed), None)
+            handed = scope.reach.handed_to(added_names)
             if handed is not None:
                 return Proof.assumed(
                     Premise.RULE,
@@ -449,15 +392,6 @@ for x, y in loader:
             severity=Severity.CRITICAL,
         ),
     )
-
-
-def _may_run_backward(call: cst.Call, qualified: str) -> bool:
-    """A call of this module's own code (`step(loss)`, `self.optimize(loss)`): not a builtin, not
-    a library function, not a tensor method."""
-    func = call.func
-    if type(func) is cst.Name:
-        return not qualified and func.value not in _BUILTINS
-    return type(func) is cst.Attribute and dotted_name(func.value) == "self" and func.attr.value not in _TENSOR_METHODS
 
 
 def _self_accumulation(node: cst.Assign) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from verifier.findings import Category, Heat, Severity, SeverityByHeat
+from verifier.findings import Category, Heat, Premise, Severity, SeverityByHeat, Status
 from verifier.static.autograd import GradMode
 from verifier.static.deferred import JudgementInput, deferred
 from verifier.static.facts import Kind
 from verifier.static.heat import LoopInfo, Where
 from verifier.static.guards import GuardedRule
 from verifier.static.names import dotted_name, method_name, positional_arg, receiver
-from verifier.static.rule import Invalid
+from verifier.static.rule import Invalid, Proof
 from verifier.static.training_state import TrainingStateRule
 
 _TRIMMING_METHODS = frozenset({"clear", "pop", "remove"})
@@ -45,6 +45,8 @@ class _History:
     bound: Where
     attribute: bool = False
     cuts: list[Where] = field(default_factory=list)
+    # The binding's value (`[]`), for the line of the evidence.
+    node: cst.CSTNode | None = None
 
 
 class UnboundedStepHistory(GuardedRule, TrainingStateRule):
@@ -158,7 +160,7 @@ for epoch in range(epochs):
             return
         self._cut(name)
         where = self.context.heat.where()
-        history = _History(name, where, attribute=name.startswith("self.")) if _is_new_list(value) else None
+        history = _History(name, where, attribute=name.startswith("self."), node=value) if _is_new_list(value) else None
         # An attribute made outside `__init__` may be remade per epoch by a hook: unknown lifetime.
         if history is not None and history.attribute and self._function_names[-1:] != ["__init__"]:
             history = None
@@ -193,24 +195,69 @@ for epoch in range(epochs):
         is_training = self.training_loop_predicate()
         trains = self.evaluation.grad_use()
 
+        reach = self.autograd.reach()
+        graph_names = self.autograd.graph_names(value.value)
+
+        def kept() -> str | None:
+            """What each entry keeps alive once the step's own backward has run: a graph's saved
+            activations, unless that backward frees them (then the tensor itself)."""
+            if kind == "graph" and reach.freeing(graph_names) is not None:
+                return "tensor"
+            return kind
+
         def decide() -> SeverityByHeat | None:
             step_loop = next((loop for loop in where.loops if loop.is_step and is_training(loop)), None)
+            entry = kept()
             if step_loop is None and _per_step_hook(where, self.context.heat) and history.attribute and not history.cuts:
                 # A hook the training loop calls every step, growing a list made in `__init__`.
-                return self.severity if kind in ("graph", "tensor") else _HOST
+                return self.severity if entry in ("graph", "tensor") else _HOST
             lifetime = _lifetime(history, where, step_loop)
-            if kind == "graph":
+            if entry == "graph":
                 return self.severity if lifetime in {"epoch", "call", "run"} else None
+            if entry == "tensor" and kind == "graph" and (lifetime != "run" or not trains(step_loop)):
+                return None
             if kind == "unknown" and not history.attribute:
                 return None
             # Collecting detached outputs over one pass of a dataset is bounded by the data: only
             # a loop that trains (backward or optimizer step) runs for the whole run.
             if lifetime != "run" or not trains(step_loop):
                 return None
-            return self.severity if kind == "tensor" else _HOST
+            return self.severity if entry == "tensor" else _HOST
 
         severity = deferred(decide, outcomes=(self.severity, _HOST), reads=_READS)
-        self.report(node, _MESSAGES[kind].format(name=name, value=text), severity=severity)
+
+        # Read now: the facts of the function are gone once the walk is done.
+        graph = (self.autograd.graph_status(value.value) or Status.ASSUMED) if kind == "graph" else None
+        grad, grad_text = self.autograd.grad_enabled_proof()
+
+        def value_premise() -> Proof:
+            backward = reach.freeing(graph_names) if kind == "graph" else None
+            if backward is not None:
+                return Proof.proven(
+                    Premise.VALUE,
+                    f"`{text}` is a tensor; `{self.context.code_for(backward)}` frees its graph's activations, "
+                    "so each entry keeps the tensor itself",
+                    backward,
+                )
+            if graph is not None:
+                weakest = max((graph, grad), key=list(Status).index)
+                return Proof(
+                    Premise.VALUE, weakest,
+                    f"`{text}` carries an autograd graph and no `backward()` here frees it; {grad_text}",
+                )
+            if kind == "tensor":
+                return Proof.proven(Premise.VALUE, f"`{text}` is a tensor")
+            if kind == "host":
+                return Proof.proven(Premise.VALUE, f"`{text}` is a Python value on the host")
+            return Proof.unknown(Premise.VALUE, f"what `{text}` is, is not known")
+
+        lifetime = Proof.proven(
+            Premise.RULE, f"`{name}` is made once for the loop's whole life and never cleared, trimmed or rebound in it",
+            history.node,
+        )
+        self.report(
+            node, _MESSAGES[kind].format(name=name, value=text), severity=severity, evidence=(value_premise, lifetime)
+        )
 
     def _kind_of(self, value: cst.BaseExpression) -> str | None:
         """"graph", "tensor" (no graph, may hold device memory), "host" (a Python value), or None."""
@@ -319,15 +366,15 @@ for epoch in range(epochs):
         ),
         Invalid(
             """\
-def train_one_epoch(loader):
-    outputs = []
+def train_one_epoch(model, loader):
+    model.train()
+    embeddings = []
     for x, y in loader:
-        out = model(x)
-        loss = criterion(out, y)
+        loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
-        outputs.append(out)
-    return outputs
+        embeddings.append(model.encoder(x))
+    return embeddings
 """,
             line=8,
             severity=Severity.HIGH,
@@ -354,8 +401,8 @@ _MESSAGES = {
         "it grows without bound"
     ),
     "graph": (
-        "`{name}.append({value})` keeps every step's `{value}` with its autograd graph: the saved "
-        "activations of every step stay alive as long as `{name}`"
+        "`{name}.append({value})` keeps every step's `{value}` (a tensor with an autograd graph) alive as long "
+        "as `{name}`"
     ),
     "tensor": (
         "`{name}` grows by one tensor every step for the whole run and is never cleared: its "

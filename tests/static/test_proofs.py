@@ -55,7 +55,7 @@ def test_a_run_constant_setting_keeps_the_heat_and_is_named(tmp_path):
     # Bound before the loop and never in it: the line runs every step of the runs that set it.
     status, text = premises[Premise.FREQUENCY]
     assert status is Status.PROVEN and severity == "HIGH"
-    assert text.endswith("when `strict and scaler is not None` holds (a run-constant setting)")
+    assert text.endswith("when `strict and scaler is not None` holds (run-constant)")
 
 
 @pytest.mark.parametrize(
@@ -73,6 +73,17 @@ def test_a_branch_that_depends_on_the_data_makes_the_frequency_unknown(tmp_path,
     status, text = premises[Premise.FREQUENCY]
     assert status is Status.UNKNOWN and "how often is not known" in text
     assert severity == "LOW"  # unknown caps at LOW
+
+
+@pytest.mark.parametrize(
+    "test",
+    ["self.use_fp16", "p.grad is not None", "isinstance(p, torch.nn.Linear)", "rank == 0 and not args.dry_run"],
+)
+def test_presence_type_and_setting_checks_are_run_constant(tmp_path, test):
+    body = f"for p in model.parameters():\n    if {test}:\n        torch.cuda.synchronize()"
+    code = _loop(body).replace("def train(model, loader, optimizer, args):", "def train(self, model, loader, optimizer, args, rank):")
+    [(_, _, premises)] = evidence(tmp_path, code)
+    assert premises[Premise.FREQUENCY][0] is Status.PROVEN
 
 
 def test_the_else_of_a_rate_limit_runs_every_other_step(tmp_path):

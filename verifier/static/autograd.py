@@ -10,6 +10,7 @@ reported as no graph: rules built on this stay silent rather than guess.
 
 from __future__ import annotations
 
+import builtins
 import enum
 from dataclasses import dataclass, field
 
@@ -70,6 +71,7 @@ _GRAPH_CUTS = frozenset(
 )
 _CONTAINER_FUNCTIONS = frozenset({"sum", "max", "min", "abs"})
 _LOSS_CALLEE_SUFFIXES = ("loss_fn", "loss_func", "loss_function", "lossfn", "_loss", "criterion")
+_BUILTINS = frozenset(dir(builtins))
 
 
 def grad_mode_of(expr: cst.BaseExpression, imports: ImportTable) -> GradMode | None:
@@ -127,6 +129,50 @@ _GRAD_NEUTRAL_DECORATORS = frozenset(
 )
 
 
+_BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+
+
+@dataclass(eq=False)
+class BackwardReach:
+    """What of one function (or the module) reaches a `backward()` in it, for the rules about
+    retained graphs: a backward frees the saved activations of everything that flows into it.
+    Recorded in walk order; read after the walk (`backed` is computed on the first ask)."""
+
+    # `target = value` in walk order: the names of `value` flow into `target`.
+    flows: list[tuple[str, cst.CSTNode]] = field(default_factory=list)
+    # Names read in a backward's target or arguments -> the first such backward.
+    backward: dict[str, cst.Call] = field(default_factory=dict)
+    # Names handed to this module's own functions or methods, which may run backward on them.
+    handed: dict[str, cst.Call] = field(default_factory=dict)
+    _backed: set[str] | None = None
+
+    @property
+    def backed(self) -> set[str]:
+        """Every name whose value flows into a backward() here."""
+        if self._backed is None:
+            backed = set(self.backward)
+            if backed:
+                flows = [(target, names_in(value)) for target, value in self.flows]
+                changed = True
+                while changed:
+                    changed = False
+                    for target, sources in flows:
+                        if target in backed and not sources <= backed:
+                            backed |= sources
+                            changed = True
+            self._backed = backed
+        return self._backed
+
+    def freeing(self, names: set[str]) -> cst.Call | None:
+        """The backward that frees the graph of values bound to `names`, if one is here."""
+        if not names & self.backed:
+            return None
+        return next(iter(self.backward.values()), None)
+
+    def handed_to(self, names: set[str]) -> cst.Call | None:
+        return next((self.handed[name] for name in sorted(names) if name in self.handed), None)
+
+
 @dataclass(eq=False)
 class _Frame:
     key: str | None
@@ -139,6 +185,7 @@ class _Frame:
     # A decorator that is neither a grad-mode one nor known to leave grad mode alone: the
     # function may run without grad whatever its body says (the text of the decorator).
     unknown_decorator: str = ""
+    reach: BackwardReach = field(default_factory=BackwardReach)
 
 
 @dataclass(eq=False)
@@ -157,6 +204,8 @@ class AutogradTracker:
         self._classes: list[_Class] = []
         # Call sites by callee key (`f`, `Class.method`): the grad mode at each call.
         self._sites: dict[str, list[GradMode]] = {}
+        # `self.` attributes some backward() of the module reads (`self.loss.backward()`).
+        self.backed_attributes: set[str] = set()
 
     def enter_class(self, node: cst.ClassDef) -> None:
         # A class deriving from `nn.Module` (or a torch module class): `self(x)` is its forward.
@@ -219,11 +268,31 @@ class AutogradTracker:
         key = self._callee_key(call)
         if key is not None:
             self._sites.setdefault(key, []).append(self.grad_mode())
+        reach = self._frames[-1].reach
+        method = method_name(call)
+        qualified = self._imports.call_name(call) or ""
+        if method in _BACKWARD_METHODS or terminal_name(call.func) in _BACKWARD_METHODS or (
+            qualified == "torch.autograd.grad"
+        ):
+            for part in (receiver(call), *(arg.value for arg in call.args)):
+                for name in names_in(part) if part is not None else ():
+                    reach.backward.setdefault(name, call)
+                    if name.startswith("self."):
+                        self.backed_attributes.add(name)
+        elif key is not None and not qualified and not self.is_forward(call) and (
+            type(call.func) is not cst.Name or call.func.value not in _BUILTINS
+        ):
+            for arg in call.args:
+                for name in names_in(arg.value):
+                    reach.handed.setdefault(name, call)
+
+    def reach(self) -> BackwardReach:
+        """What reaches a backward in the function being walked (complete once the walk is done)."""
+        return self._frames[-1].reach
 
     def bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         if type(target) in (cst.Tuple, cst.List):
-            for element in target.elements:
-                self.bind(element.value, None)
+            self._unpack(target, value)
             return
         if type(target) is cst.StarredElement:
             self.bind(target.value, None)
@@ -232,11 +301,37 @@ class AutogradTracker:
         if name is None:
             return
         self._scope_for(name)[name] = self._graph_state(value)
+        if value is not None:
+            self._frames[-1].reach.flows.append((name, value))
+
+    def _unpack(self, target: cst.Tuple | cst.List, value: cst.BaseExpression | None) -> None:
+        """`a, b = x, y` element by element; `logits, loss = model(x, y)`: every output of a
+        forward carries its graph; the elements of any other value are unknown (a loss helper's
+        `loss, parts = ...` often returns its parts detached)."""
+        elements = target.elements
+        values = value.elements if type(value) in (cst.Tuple, cst.List) else None
+        if values is not None and len(values) == len(elements) and not any(
+            type(e) is cst.StarredElement for e in (*elements, *values)
+        ):
+            for element, item in zip(elements, values):
+                self.bind(element.value, item.value)
+            return
+        forward = type(value) is cst.Call and self.is_model_call(value) and self.grad_mode() is GradMode.ENABLED
+        state = self.graph_status(value) if forward else None
+        for element in elements:
+            inner = element.value
+            if type(element) is cst.StarredElement or type(inner) in (cst.Tuple, cst.List):
+                self.bind(inner, None)
+                continue
+            name = dotted_name(inner)
+            if name is not None:
+                self._scope_for(name)[name] = state
 
     def bind_in_place(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """`x += v`: x keeps its graph and gains v's."""
         name = dotted_name(target)
         if name is not None:
+            self._frames[-1].reach.flows.append((name, value))
             grows = self.grad_mode() is GradMode.ENABLED and self.carries_graph(value)
             self._scope_for(name)[name] = self.graph_status(value) if grows else self._lookup(name)
 
@@ -365,8 +460,10 @@ class AutogradTracker:
         graph_args = [arg.value for arg in call.args if not arg.star and self.carries_graph(arg.value)]
         func = call.func
         if self.is_model_call(call):
+            # `self(x)` in a module class, a module (`model(x)`), or a part of one (`model.encoder(x)`).
             return (type(func) is cst.Name and func.value == "self" and self._in_module_class) or (
                 self._facts.kind_of(func) is Kind.MODULE
+                or (type(func) is cst.Attribute and self._facts.kind_of(func.value) is Kind.MODULE)
             )
         if self._imports.qualified_name(func) is None and is_loss_callee(terminal_name(func)):
             # A criterion applied to a value shown to carry a graph keeps it, whatever it is called.

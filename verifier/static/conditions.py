@@ -27,7 +27,7 @@ from verifier.static.guards import is_lazy_init, is_rate_limit, steps_an_optimiz
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.names import dotted_name
 from verifier.static.tracker import Tracker
-from verifier.static.walk import iter_descendants
+from verifier.static.walk import children, iter_descendants
 
 # Objects that hold a run's configuration (`args.lr`, `self.cfg.amp`).
 _CONFIG_ROOTS = frozenset(
@@ -51,6 +51,15 @@ _PURE_METHODS = frozenset(
      "is_global_zero", "startswith", "endswith", "get"}
 )
 _EXITS = (cst.Continue, cst.Return, cst.Break, cst.Raise)
+_STRUCTURE_CHECKS = frozenset({"isinstance", "issubclass", "hasattr", "callable", "type"})
+
+
+def _presence_check(comparison: cst.Comparison) -> bool:
+    """`x is None` / `x is not None` (chained or not): a presence check, stable from step to step."""
+    return all(
+        type(c.operator) in (cst.Is, cst.IsNot) and type(c.comparator) is cst.Name and c.comparator.value == "None"
+        for c in comparison.comparisons
+    )
 
 
 @dataclass(eq=False)
@@ -89,6 +98,7 @@ class Conditions(Tracker):
         # `elif` (an `If` node) opens its region for the whole of it, its own test included.
         self._opens: dict[int, Condition | _Lazy | None] = {}
         self._bindings: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
+        self._kinds: dict[int, ConditionKind] = {}
 
     # ----- what is asked -----
 
@@ -178,28 +188,49 @@ class Conditions(Tracker):
     def _classify(self, node: cst.If, branch: str) -> Condition | None:
         """The kind of the branch of `node` the walk enters: its `body`, its `else`, or the
         `rest` of the block after it (when its body leaves the block)."""
-        imports = self.context.imports
-        negated = branch != "body"
-        if is_rate_limit(node.test, imports) and not steps_an_optimizer(node.body):
-            # `if step % N == 0:` limits its body; `if step % N: continue` the rest of the block.
-            # The `else` of a rate limit runs on the other steps: as often as the loop.
-            return None if branch == "else" else Condition(ConditionKind.THROTTLE, node.test, negated)
+        kind = self._kinds.get(id(node))
+        if kind is None:
+            kind = self._kinds[id(node)] = self._kind_of(node)
+        if kind is ConditionKind.THROTTLE and branch == "else":
+            return None  # the `else` of a rate limit runs on the other steps: as often as the loop
+        if kind is ConditionKind.ONCE and branch != "body":
+            kind = self._test_kind(node.test)
+        return Condition(kind, node.test, negated=branch != "body")
+
+    def _kind_of(self, node: cst.If) -> ConditionKind:
+        """What the test of `node` says, once per `if` (its body and its `else` both ask)."""
         if steps_an_optimizer(node.body):
-            return Condition(ConditionKind.CADENCE, node.test, negated)
-        if branch == "body" and is_lazy_init(node):
-            return Condition(ConditionKind.ONCE, node.test)
-        kind = ConditionKind.CONSTANT if self._run_constant(node.test, set()) else ConditionKind.DATA
-        return Condition(kind, node.test, negated)
+            return ConditionKind.CADENCE
+        # `if step % N == 0:` limits its body; `if step % N: continue` the rest of the block.
+        if is_rate_limit(node.test, self.context.imports):
+            return ConditionKind.THROTTLE
+        if is_lazy_init(node):
+            return ConditionKind.ONCE
+        return self._test_kind(node.test)
+
+    def _test_kind(self, test: cst.BaseExpression) -> ConditionKind:
+        return ConditionKind.CONSTANT if self._run_constant(test, set()) else ConditionKind.DATA
 
     def _run_constant(self, test: cst.BaseExpression, seen: set[str]) -> bool:
         frame = self._frames[-1]
-        for part in (test, *iter_descendants(test)):
+        pending: list[cst.CSTNode] = [test]
+        while pending:
+            part = pending.pop()
             kind = type(part)
-            if kind is cst.Call and not self._pure_call(part):
-                return False
             if kind is cst.Name or kind is cst.Attribute:
-                if not self._constant_name(part, frame, seen):
+                if dotted_name(part) is not None:
+                    # `self.use_fp16` is judged whole; its `self` is not a value of its own.
+                    if not self._constant_name(part, frame, seen):
+                        return False
+                    continue
+            elif kind is cst.Call:
+                if not self._pure_call(part):
                     return False
+                if (dotted_name(part.func) or "") in _STRUCTURE_CHECKS:
+                    continue  # `isinstance(p, Linear)`: what a value is, not what it holds
+            elif kind is cst.Comparison and _presence_check(part):
+                continue  # `p.grad is not None`: whether a value is there, not what it holds
+            pending.extend(children(part))
         return True
 
     def _pure_call(self, call: cst.Call) -> bool:

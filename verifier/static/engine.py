@@ -525,10 +525,7 @@ _SEEDED_KINDS = {NUMBER: Kind.NUMBER, SOURCE: Kind.DATALOADER}
 
 
 def _bind(facts: NameFacts, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-    if type(target) in (cst.Tuple, cst.List):
-        _bind_unknown(facts, target)
-    else:
-        facts.bind(target, value)
+    facts.bind(target, value)
 
 
 def _bind_unknown(facts: NameFacts, target: cst.BaseExpression) -> None:

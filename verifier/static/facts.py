@@ -110,7 +110,34 @@ class NameFacts:
         self._class_scopes.pop()
 
     def bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if type(target) in (cst.Tuple, cst.List):
+            self._unpack(target, value)
+            return
+        if type(target) is cst.StarredElement:
+            self._set(target.value, None)
+            return
         self._set(target, self.kind_of(value) if value is not None else None)
+
+    def _unpack(self, target: cst.Tuple | cst.List, value: cst.BaseExpression | None) -> None:
+        """`a, b = x, y` element by element; `logits, loss = model(x, y)`: every element of a
+        tensor-valued result (a forward's outputs, `t.max(dim=1)`, `t.chunk(2)`) is a tensor; a
+        starred element collects a list; anything else is unknown."""
+        elements = target.elements
+        values = value.elements if type(value) in (cst.Tuple, cst.List) else None
+        if values is not None and len(values) == len(elements) and not any(
+            type(e) is cst.StarredElement for e in (*elements, *values)
+        ):
+            for element, item in zip(elements, values):
+                self.bind(element.value, item.value)
+            return
+        kind = self.kind_of(value) if value is not None and values is None else None
+        for element in elements:
+            if type(element) is cst.StarredElement:
+                self.bind(element, None)
+            elif type(element.value) in (cst.Tuple, cst.List):
+                self._unpack(element.value, None)
+            else:
+                self._set(element.value, Kind.TENSOR if kind is Kind.TENSOR else None)
 
     def bind_in_place(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """`x += v`: what `x + v` would be."""

@@ -66,7 +66,7 @@ def frequency(heat: Heat, condition: Condition | None, trace: tuple[TraceStep, .
             if kind is weak:
                 return _skippable(kind, text, node, path, line, heat)
     settings = [text for kind, text, *_ in branches if kind is ConditionKind.CONSTANT]
-    named = "; when " + " and ".join(f"`{text}` holds (a run-constant setting)" for text in settings) if settings else ""
+    named = "; when " + " and ".join(f"`{text}` holds (run-constant)" for text in settings) if settings else ""
     last = trace[-1] if trace else None
     if last is None:
         return Proof.assumed(Premise.FREQUENCY, f"runs {heat.often}: no loop or caller shown{named}")
