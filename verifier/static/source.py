@@ -44,9 +44,20 @@ class Source:
 
     def lines(self) -> list[str]:
         """Lines as Python counts them (form feeds and other separators do not break lines)."""
-        text = self.text
-        # Without a carriage return the three line breaks are one: a plain split, at C speed.
-        return text.split("\n") if "\r" not in text else _LINE_BREAK.split(text)
+        return split_lines(self.text)
+
+
+def split_lines(text: str) -> list[str]:
+    """`text` split where Python breaks lines: `\\r\\n`, `\\r` and `\\n`, nothing else (not
+    `str.splitlines`, which also breaks at form feeds and Unicode separators)."""
+    # Without a carriage return the three line breaks are one: a plain split, at C speed.
+    return text.split("\n") if "\r" not in text else _LINE_BREAK.split(text)
+
+
+def with_newlines(text: str) -> str:
+    """`text` with each of Python's line breaks written `\\n`: the same lines and columns, so a
+    scan or a tokenizer that reads lines by `\\n` numbers them as Python does."""
+    return text if "\r" not in text else _LINE_BREAK.sub("\n", text)
 
 
 def read_bytes(path: str, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> bytes:
