@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from io import BytesIO
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_BYTE_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -129,9 +131,27 @@ def decode_source(data: bytes) -> Source:
         raise UnreadableSource(f"cannot decode file: {error}") from None
     try:
         text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as error:
-        line = data[: getattr(error, "start", 0)].count(b"\n") + 1
-        raise UnreadableSource(f"cannot decode file as {encoding}: {error.reason if hasattr(error, 'reason') else error}", line) from None
+    except (UnicodeError, LookupError) as error:  # UnicodeError: `undefined`, `punycode`
+        line = len(_BYTE_LINE_BREAK.split(data[: getattr(error, "start", 0)]))
+        reason = error.reason if isinstance(error, UnicodeDecodeError) else str(error)
+        raise UnreadableSource(f"cannot decode file as {encoding}: {_printable(reason)}", line) from None
+    if encoding not in _NO_SURROGATES and (surrogate := _SURROGATE.search(text)):
+        # `unicode_escape` and kin decode `\\ud800` to a lone surrogate, which Python refuses too.
+        line = len(split_lines(text[: surrogate.start()]))
+        raise UnreadableSource(
+            f"cannot decode file as {encoding}: it decodes to a lone surrogate "
+            f"(U+{ord(surrogate.group()):04X}), which Python source cannot hold",
+            line,
+        )
     if text.startswith("\ufeff"):
         text = text[1:]
     return Source(data, text, encoding)
+
+
+def _printable(text: str) -> str:
+    """One line: a codec's message may quote the newline it choked on."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+# Strict UTF-8 never decodes to a surrogate: the common case skips the search.
+_NO_SURROGATES = frozenset({"utf-8", "utf-8-sig"})
