@@ -17,6 +17,7 @@ from verifier.config import FileConfig, Settings, find_config, load_config
 from verifier.dynamic.results import DynamicResult
 from verifier.errors import EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, UsageError
 from verifier.findings import Finding
+from verifier.integers import parse_whole, shown
 from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
 from verifier.report.render import STATISTICS_FORMATS, render
 from verifier.scope import find_scope, project_root, relative_to_cwd
@@ -148,13 +149,18 @@ def _env_jobs() -> int | None:
     value = os.environ.get("VERIFY_PERF_JOBS", "")
     if not value:
         return None
-    if not value.isdigit() or not 1 <= int(value) <= MAX_JOBS:
-        raise UsageError(f"VERIFY_PERF_JOBS={value!r}: expected an integer from 1 to {MAX_JOBS}")
-    return int(value)
+    try:
+        return parse_whole(value, 1, MAX_JOBS)
+    except ValueError as error:
+        raise UsageError(f"VERIFY_PERF_JOBS: {error}") from None
 
 
 def _first_set(*values):
     return next(v for v in values if v is not None)
+
+
+# 9999-12-31T23:59:59Z: the last second a YYYY-MM-DD date can show.
+_LAST_SECOND = 253_402_300_799
 
 
 def report_date(option: str | None, source_date_epoch: str | None) -> str:
@@ -168,9 +174,12 @@ def report_date(option: str | None, source_date_epoch: str | None) -> str:
             raise UsageError(f"--date {option!r}: expected a date as YYYY-MM-DD") from None
     if source_date_epoch:
         try:
-            return dt.datetime.fromtimestamp(int(source_date_epoch), tz=dt.timezone.utc).date().isoformat()
+            seconds = parse_whole(source_date_epoch, 0, _LAST_SECOND)
+            return dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc).date().isoformat()
         except (ValueError, OverflowError, OSError):
-            raise UsageError(f"SOURCE_DATE_EPOCH={source_date_epoch!r}: expected whole seconds since 1970") from None
+            raise UsageError(
+                f"SOURCE_DATE_EPOCH={shown(source_date_epoch)}: expected whole seconds since 1970"
+            ) from None
     return dt.datetime.now(dt.timezone.utc).date().isoformat()
 
 

@@ -21,6 +21,7 @@ from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.errors import EXIT_ERROR, UsageError
 from verifier.extras import DYNAMIC
 from verifier.extras import require as require_extra
+from verifier.integers import parse_whole, shown
 
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 DEFAULT_REPORT_DIR = "reports"
@@ -38,18 +39,20 @@ def _codes(text: str) -> list[str]:
 
 
 def _min_score(text: str) -> int:
-    if not text.isdigit() or not 0 <= int(text) <= 100:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 100, got {text!r}")
-    return int(text)
+    try:
+        return parse_whole(text, 0, 100)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 MIN_FILE_TIMEOUT, MAX_FILE_TIMEOUT = 0.1, 86_400.0
 
 
 def _jobs(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"expected an integer from 1 to {MAX_JOBS}, got {text!r}")
-    return int(text)
+    try:
+        return parse_whole(text, 1, MAX_JOBS)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _seconds(text: str) -> float:
@@ -60,7 +63,7 @@ def _seconds(text: str) -> float:
     # nan fails both comparisons; inf fails the upper bound.
     if not MIN_FILE_TIMEOUT <= value <= MAX_FILE_TIMEOUT:
         raise argparse.ArgumentTypeError(
-            f"expected a number of seconds from {MIN_FILE_TIMEOUT:g} to {MAX_FILE_TIMEOUT:g}, got {text!r}"
+            f"expected a number of seconds from {MIN_FILE_TIMEOUT:g} to {MAX_FILE_TIMEOUT:g}, got {shown(text)}"
         )
     return value
 
@@ -69,7 +72,7 @@ def _size(text: str) -> int:
     try:
         return parse_size(text)
     except ValueError as error:
-        raise argparse.ArgumentTypeError(f"{error}, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"{error}, got {shown(text)}") from None
 
 
 def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentParser:
