@@ -22,6 +22,7 @@ from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
 from verifier.report.render import STATISTICS_FORMATS, render
 from verifier.scope import find_scope, project_root, relative_to_cwd
 from verifier.show import show_files, show_settings
+from verifier.stdout import require_stdout, write_stdout_safely
 from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.static.patterns import as_patterns
 from verifier.static.parallel import MAX_JOBS, default_jobs
@@ -39,11 +40,16 @@ def run_check(args: argparse.Namespace) -> int:
     if args.statistics and args.format not in STATISTICS_FORMATS:
         raise UsageError(f"--statistics prints text or json, not --format {args.format}")
     if args.show_settings:
-        show_settings(settings, root=_root(args, settings), heat_scope=args.heat_scope)
+        require_stdout("the settings", "redirect it to a file")
+        write_stdout_safely(lambda: show_settings(settings, root=_root(args, settings), heat_scope=args.heat_scope))
         return EXIT_PASS
     if args.show_files:
-        show_files(_reported_files(args, settings))
+        require_stdout("the file list", "redirect it to a file")
+        files = _reported_files(args, settings)
+        write_stdout_safely(lambda: show_files(files))
         return EXIT_PASS
+    if (args.output or "-") == "-" and not args.add_noqa:
+        require_stdout(f"the {args.format} output")
 
     analysed = _analyse(args, settings)
     files, findings, internal_errors = analysed.files, analysed.findings, analysed.errors
@@ -85,7 +91,8 @@ def run_check(args: argparse.Namespace) -> int:
         output = render_terminal(report, quiet=args.quiet)
     else:
         output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
-    write_output(args.output or "-", output, force=args.force)
+    # A reader that has gone (`| head`) ends the output quietly; the exit code is still the run's.
+    write_stdout_safely(lambda: write_output(args.output or "-", output, force=args.force))
     # A report sent to standard output is already in front of the reader: no note naming "-".
     if report_path is not None and report_path != "-" and not args.quiet:
         total = report.scorecard.total
