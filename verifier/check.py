@@ -238,7 +238,7 @@ def _scope(args: argparse.Namespace, settings: Settings):
     if args.diff:
         from verifier.gitdiff import changed_lines, select_changed
 
-        changed = changed_lines(args.diff, args.paths[0])
+        changed = changed_lines(args.diff, args.paths)
         reported = select_changed(reported, changed)
     return scope, reported, changed
 
