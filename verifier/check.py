@@ -137,6 +137,7 @@ def effective_settings(args: argparse.Namespace) -> Settings:
         jobs=args.jobs or _env_jobs() or default_jobs(),
         cache_dir=None if args.no_cache else (args.cache_dir or os.environ.get("VERIFY_PERF_CACHE_DIR") or DEFAULT_CACHE_DIR),
         file_timeout=args.file_timeout,
+        run_timeout=args.run_timeout,
         max_file_size=_first_set(args.max_file_size, config.max_file_size, defaults.max_file_size),
         unanalysable=_first_set(config.unanalysable, defaults.unanalysable),
         include_tests=_first_set(config.include_tests, defaults.include_tests),
@@ -250,7 +251,7 @@ def _reported_files(args: argparse.Namespace, settings: Settings) -> list[str]:
 def _analyse(args: argparse.Namespace, settings: Settings):
     """Analyse the project, report the named paths (and with --diff, only changed lines)."""
     from verifier.progress import analysis_progress
-    from verifier.static.engine import UNANALYSABLE
+    from verifier.static.engine import UNANALYSABLE, run_limit_message
     from verifier.static.runner import analyze_files
 
     scope, reported, changed = _scope(args, settings)
@@ -268,8 +269,15 @@ def _analyse(args: argparse.Namespace, settings: Settings):
         from verifier.gitdiff import on_changed_lines
 
         findings = on_changed_lines(findings, changed)
-    # A folder that could not be listed may hold changed code: it is reported in every mode.
+    # A folder that could not be listed may hold changed code, and a file of the project that the
+    # run's time limit cut off lends no heat to the reported ones: each is reported in every mode.
     folders = {folder for folder, _ in scope.unreadable}
+    if settings.run_timeout:
+        cut_off = run_limit_message(settings.run_timeout)
+        folders |= {
+            r.path for r in result.files
+            if r.path not in wanted and any(f.code == UNANALYSABLE and f.message == cut_off for f in r.findings)
+        }
     listing = [f for r in result.files if r.path in folders for f in r.findings]
     findings = sorted([*findings, *listing])
     unanalysable = {r.path for r in shown if any(f.code == UNANALYSABLE for f in (*r.findings, *r.suppressed))}

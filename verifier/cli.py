@@ -163,6 +163,9 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
                        help="parse every file, even those that mention none of the tokens any rule needs")
     speed.add_argument("--file-timeout", type=_seconds, metavar="SECONDS", default=60.0,
                        help="per-file analysis limit, 0.1 to 86400; a file over it is reported as VP900 (default: 60)")
+    speed.add_argument("--run-timeout", type=_seconds, metavar="SECONDS", default=600.0,
+                       help="limit for the whole analysis, 0.1 to 86400; every file not analysed by then is "
+                            "reported as VP900, which blocks (default: 600)")
     speed.add_argument("--max-file-size", type=_size, metavar="SIZE",
                        help="larger files are not read and are reported as VP900, e.g. 20MiB "
                             "(config: max-file-size; default: 10MiB)")

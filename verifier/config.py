@@ -44,6 +44,8 @@ class Settings:
     preview: bool = False
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
     file_timeout: float | None = 60.0
+    # The whole run's analysis: files not done by then are VP900 (`run_limit_message`).
+    run_timeout: float | None = 600.0
     # How the run is carried out; not part of the cache key.
     jobs: int = 1
     cache_dir: str | None = None
