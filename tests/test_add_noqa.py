@@ -165,6 +165,29 @@ def test_add_noqa_merges_into_our_directive_and_a_second_run_adds_nothing(projec
     assert capsys.readouterr().err == "Added 0 suppressions to 0 files.\n"
 
 
+@pytest.mark.parametrize("text", ["# verify-perf: ignore[VP201]", "# verify-perf: ignore"], ids=["listed", "bare"])
+def test_add_noqa_never_edits_a_string_that_looks_like_a_directive(project, capsys, text):
+    path = project / "train.py"
+    line = f"    torch.cuda.synchronize(); note = {text!r}\n"
+    path.write_text(SYNC_LOOP.replace("    torch.cuda.synchronize()\n", line))
+    assert main(["train.py", "--add-noqa", "--no-cache"]) == 0
+    assert capsys.readouterr().err == "Added 1 suppression to 1 file.\n"
+    # The string is program data: it stays as it was, and a real comment silences the finding.
+    assert path.read_text() == SYNC_LOOP.replace(
+        "    torch.cuda.synchronize()\n", line.replace("\n", "  # verify-perf: ignore[VP203]\n")
+    )
+    assert findings(capsys, "train.py") == ([], 1)
+
+
+def test_add_noqa_counts_lines_as_python_does_after_a_stray_carriage_return(project, capsys):
+    path = project / "train.py"
+    path.write_bytes(SYNC_LOOP.replace("import torch\n", "import torch\rstarted = 1\n").encode())
+    assert main(["train.py", "--add-noqa", "--no-cache"]) == 0
+    assert capsys.readouterr().err == "Added 1 suppression to 1 file.\n"
+    assert path.read_bytes().decode() == SUPPRESSED_LOOP.replace("import torch\n", "import torch\rstarted = 1\n")
+    assert findings(capsys, "train.py") == ([], 1)
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_add_noqa_with_diff_suppresses_the_changed_lines_only(project, capsys):
     def git(*args):

@@ -209,10 +209,110 @@ def test_a_modified_file_with_a_space_reports_only_its_changed_line(repo, capsys
     assert [(f["code"], f["line"]) for f in report["findings"]] == [("VP201", 10)]
 
 
-def test_a_renamed_file_reports_only_its_edited_lines(repo, capsys):
+def test_a_renamed_file_is_new_at_its_new_path(repo, capsys):
+    # Renames are git's guess (a similarity score), not a fact: the code is new under this name.
     git(repo, "mv", "src/train.py", "src/renamed train.py")
     (repo / "src" / "renamed train.py").write_text(CHANGED)
     git(repo, "commit", "-qam", "rename and log")
     _, report = findings(capsys, "src", "--diff", "main")
     assert report["files"] == ["src/renamed train.py"]
+    assert [(f["code"], f["line"]) for f in report["findings"]] == [("VP203", 9), ("VP201", 10)]
+
+
+# ----- git's facts, not git's presentation -----
+
+
+@pytest.mark.parametrize("attributes", ["*.py -diff\n", "*.py binary\n", "*.py diff=hide\n"],
+                         ids=["minus-diff", "binary", "textconv-driver"])
+def test_attributes_added_by_the_change_hide_no_line(repo, capsys, attributes):
+    # A driver the machine configured (here in the repository's config) would show other text.
+    git(repo, "config", "diff.hide.textconv", "head -n 1")
+    (repo / ".gitattributes").write_text(attributes)
+    (repo / "src" / "train.py").write_text(CHANGED)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "log the loss, and hide it")
+    code, report = findings(capsys, "src", "--diff", "main")
+    assert [(f["path"], f["code"], f["line"]) for f in report["findings"]] == [("src/train.py", "VP201", 10)]
+    assert code == 0
+
+
+def test_diff_options_from_the_environment_do_not_widen_the_changed_lines(repo, capsys, monkeypatch):
+    monkeypatch.setenv("GIT_DIFF_OPTS", "--unified=5")  # git lets it win over --unified=0
+    monkeypatch.setenv("GIT_EXTERNAL_DIFF", "true")
+    (repo / "src" / "train.py").write_text(CHANGED)
+    _, report = findings(capsys, "src", "--diff", "main")
     assert [(f["code"], f["line"]) for f in report["findings"]] == [("VP201", 10)]
+
+
+def test_a_symlink_that_becomes_a_file_full_of_bad_code_is_reported(repo, capsys):
+    os.symlink("other.py", repo / "src" / "model.py")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "model is an alias")
+    git(repo, "branch", "-f", "main")
+    (repo / "src" / "model.py").unlink()
+    (repo / "src" / "model.py").write_text(TRAIN)  # git status: T (type change)
+    git(repo, "commit", "-qam", "model is its own code now")
+    code, report = findings(capsys, "src", "--diff", "main")
+    assert report["files"] == ["src/model.py"]
+    assert [(f["path"], f["code"], f["line"]) for f in report["findings"]] == [("src/model.py", "VP203", 9)]
+    assert code == 1
+
+
+def test_a_link_to_a_changed_file_keeps_the_files_own_changed_lines(repo, capsys):
+    (repo / "src" / "train.py").write_text(CHANGED)
+    os.symlink("train.py", repo / "src" / "zz_alias.py")  # listed after train.py: it used to win
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "log the loss, add an alias")
+    code, report = findings(capsys, "src", "--diff", "main")
+    # The link is a new name for the code: all of it is new there; the file keeps its own lines.
+    assert [(f["path"], f["code"], f["line"]) for f in report["findings"]] == [
+        ("src/train.py", "VP201", 10), ("src/zz_alias.py", "VP203", 9), ("src/zz_alias.py", "VP201", 10),
+    ]
+    assert code == 1
+
+
+def test_an_unchanged_link_shows_the_changes_of_the_file_it_names(repo, capsys):
+    os.symlink("train.py", repo / "src" / "alias.py")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "an alias")
+    git(repo, "branch", "-f", "main")
+    (repo / "src" / "train.py").write_text(CHANGED)
+    _, report = findings(capsys, "src", "--diff", "main")
+    assert [(f["path"], f["code"], f["line"]) for f in report["findings"]] == [
+        ("src/alias.py", "VP201", 10), ("src/train.py", "VP201", 10),
+    ]
+
+
+def test_every_named_repository_counts(tmp_path, monkeypatch, capsys):
+    for name in ("first", "second"):
+        folder = tmp_path / name
+        folder.mkdir()
+        git(folder, "init", "-q", "-b", "main")
+        (folder / "train.py").write_text(TRAIN)
+        git(folder, "add", ".")
+        git(folder, "commit", "-q", "-m", "base")
+        git(folder, "checkout", "-q", "-b", "feature")
+        (folder / "train.py").write_text(CHANGED)
+        git(folder, "commit", "-qam", "log the loss")
+    monkeypatch.chdir(tmp_path)
+    _, report = findings(capsys, "first", "second", "--diff", "main")
+    assert [(f["path"], f["code"], f["line"]) for f in report["findings"]] == [
+        ("first/train.py", "VP201", 10), ("second/train.py", "VP201", 10),
+    ]
+
+
+def test_a_new_repository_inside_the_work_tree_is_wholly_changed(repo, capsys):
+    nested = repo / "src" / "vendored"
+    nested.mkdir()
+    git(nested, "init", "-q", "-b", "main")
+    (nested / "step.py").write_text(TRAIN)
+    git(nested, "add", ".")
+    git(nested, "commit", "-q", "-m", "its own history")
+    _, report = findings(capsys, "src", "--diff", "main")
+    assert [(f["path"], f["code"], f["line"]) for f in report["findings"]] == [("src/vendored/step.py", "VP203", 9)]
+
+
+def test_a_ref_that_looks_like_an_option_is_refused(repo, capsys):
+    assert main(["src", "--diff=--output=stolen.txt", "--no-report"]) == 2
+    assert capsys.readouterr().err == "verify-perf: error: --diff '--output=stolen.txt': a git ref cannot start with '-'\n"
+    assert not (repo / "stolen.txt").exists()

@@ -41,3 +41,57 @@ def test_an_internal_error_is_one_line_and_exit_2(capsys, monkeypatch, tmp_path)
     err = capsys.readouterr().err
     assert err.startswith("verify-perf: internal error: RuntimeError: boom")
     assert "Traceback" not in err
+
+
+HUGE = "9" * 5000  # past Python's 4,300-digit limit for converting text to an integer
+HUGE_SHOWN = f"{HUGE[:40]!r}... (5000 characters)"
+
+
+@pytest.mark.parametrize(
+    ("argv", "environment", "message"),
+    [
+        ([], {"VERIFY_PERF_JOBS": "²"}, "VERIFY_PERF_JOBS: expected an integer from 1 to 256, got '²'"),
+        ([], {"VERIFY_PERF_JOBS": "٣"}, "VERIFY_PERF_JOBS: expected an integer from 1 to 256, got '٣'"),
+        ([], {"VERIFY_PERF_JOBS": HUGE}, f"VERIFY_PERF_JOBS: expected an integer from 1 to 256, got {HUGE_SHOWN}"),
+        ([], {"SOURCE_DATE_EPOCH": HUGE}, f"SOURCE_DATE_EPOCH={HUGE_SHOWN}: expected whole seconds since 1970"),
+        (["--jobs", "²"], {}, "argument -j/--jobs: expected an integer from 1 to 256, got '²'"),
+        (["--min-score", HUGE], {}, f"argument --min-score: expected an integer from 0 to 100, got {HUGE_SHOWN}"),
+        (["--max-file-size", HUGE], {},
+         f"argument --max-file-size: expected a size such as 10MiB or a number of bytes, got {HUGE_SHOWN}"),
+    ],
+    ids=["jobs-superscript", "jobs-arabic-indic", "jobs-huge", "epoch-huge", "option-jobs", "option-min-score",
+         "option-max-file-size"],
+)
+def test_integers_from_options_and_the_environment_are_checked_before_conversion(
+    capsys, monkeypatch, tmp_path, argv, environment, message
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("x = 1\n")
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["train.py", "--no-report", "--no-cache", *argv]) == 2
+    assert capsys.readouterr().err == f"verify-perf: error: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        (f"min-score = {HUGE}", "invalid TOML: an integer with too many digits to read"),
+        (f"min-score = {'9' * 4000}",
+         f"[tool.verify-perf] min-score: expected an integer from 0 to 100, got int {'9' * 40}... (4000 characters)"),
+        (f"thresholds = {{ speedup = {'9' * 400} }}",
+         f"[tool.verify-perf] thresholds.speedup: expected a number of at least 0, got int {'9' * 40}... (400 characters)"),
+        (f'max-file-size = "{HUGE}"',
+         f"[tool.verify-perf] max-file-size: expected a size such as 10MiB or a number of bytes, got str '{'9' * 39}... "
+         "(5002 characters)"),
+        ('max-file-size = "٣MiB"',
+         "[tool.verify-perf] max-file-size: expected a size such as 10MiB or a number of bytes, got str '٣MiB'"),
+    ],
+    ids=["toml-past-the-digit-limit", "min-score-huge", "speedup-past-float", "size-huge", "size-arabic-indic"],
+)
+def test_integers_from_the_config_are_checked_before_conversion(capsys, monkeypatch, tmp_path, setting, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("x = 1\n")
+    (tmp_path / "pyproject.toml").write_text(f"[tool.verify-perf]\n{setting}\n")
+    assert cli.main(["train.py", "--no-report", "--no-cache"]) == 2
+    assert capsys.readouterr().err == f"verify-perf: error: {tmp_path / 'pyproject.toml'}: {message}\n"

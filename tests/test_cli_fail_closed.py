@@ -181,6 +181,7 @@ def test_an_unreadable_folder_blocks(folder, capsys, monkeypatch):
         (["--file-timeout", "inf"], "--file-timeout: expected a number of seconds from 0.1 to 86400, got 'inf'"),
         (["--file-timeout", "nan"], "--file-timeout: expected a number of seconds from 0.1 to 86400, got 'nan'"),
         (["--jobs", "100000"], "--jobs: expected an integer from 1 to 256, got '100000'"),
+        (["--run-timeout", "0"], "--run-timeout: expected a number of seconds from 0.1 to 86400, got '0'"),
         (["--max-file-size", "0"], "--max-file-size: expected a size from 1 byte to 1024 GiB, got '0'"),
         (["--max-file-size", "ten"], "--max-file-size: expected a size such as 10MiB or a number of bytes, got 'ten'"),
     ],
@@ -260,3 +261,16 @@ def test_when_no_file_could_be_analysed_there_is_no_score(folder, capsys):
     assert code == 0
     assert document["score"]["total"] is None
     assert document["score"]["not_scored"] == "nothing was analysed: none of the 1 files could be analysed"
+
+
+def test_a_project_file_the_runs_time_limit_cut_off_is_reported_and_blocks(folder, capsys):
+    """It lends no heat to the named file, whose findings may then be missing: never a silent PASS."""
+    (folder.parent / "pyproject.toml").write_text("[tool.verify-perf]\n")
+    (folder / "train.py").write_text("import torch\n\nx = torch.zeros(3)\n")
+    (folder.parent / "lib").mkdir()
+    (folder.parent / "lib" / "slow.py").write_text("import torch\ny = x" + ".a" * 20_000 + "\n")
+    code, report = run_json(capsys, "src/train.py", "--run-timeout", "3", "--no-prefilter")
+    assert (code, vp900(report)) == (1, [("slow.py", 1, "HIGH")])
+    assert [f["message"] for f in report["findings"]] == [
+        "not analysed: the run reached its time limit of 3 s first (--run-timeout)"
+    ]

@@ -9,7 +9,15 @@ console script never has it. `os` and `sys` are already loaded by the interprete
 import os
 import sys
 
-if not sys.flags.safe_path and sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.realpath(os.curdir):
+
+def _is_working_directory(entry: str) -> bool:
+    try:
+        return os.path.realpath(entry or os.curdir) == os.path.realpath(os.curdir)
+    except OSError:  # the working directory was deleted: `main` says so; nothing is imported from it
+        return entry in ("", os.curdir)
+
+
+if not sys.flags.safe_path and sys.path and _is_working_directory(sys.path[0]):
     del sys.path[0]
 
 from verifier.cli import main  # noqa: E402 - only once the working directory is off the path

@@ -1,7 +1,7 @@
 """`--add-noqa`: adopt the gate on an existing code base by suppressing today's findings in place.
 
 Each finding gets `# verify-perf: ignore[CODE]` on its first line (merged into a directive
-already there), or, when that line ends inside a string or continues with a backslash (where a
+already in that line's comment, never into a string that only looks like one), or, when that line ends inside a string or continues with a backslash (where a
 comment would change the code), on the line that string or continuation ends on, as in ruff. Files keep their encoding, line endings and
 permissions; they are replaced atomically. The audit's own findings (VP900-VP902) are not
 suppressed: they say the file or a comment needs fixing.
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from verifier.findings import Finding
 from verifier.static.discovery import display_path
+from verifier.static.comments import comments
 from verifier.static.source import UnreadableSource, decode_source, read_bytes
 from verifier.static.suppression import comment_lines
 from verifier.writing import replace_file_bytes
@@ -64,8 +65,11 @@ def _add_to_file(path: str, findings: list[Finding]) -> tuple[int, list[Finding]
             skipped.append(finding)
         else:
             codes_by_line[line].add(finding.code)
+    # The column of each line's comment: a directive is looked for there, not in a string.
+    comment_at = {line: column for line, column, _ in comments(source.text)}
     # utf-8-sig would write a BOM before every edited line; the BOM stays in the first line's bytes.
     codec = "utf-8" if source.encoding == "utf-8-sig" else source.encoding
+    # bytes.splitlines breaks at `\r\n`, `\r` and `\n` only: Python's lines, as the findings count them.
     lines = source.data.splitlines(keepends=True)
     added = 0
     for number, codes in codes_by_line.items():
@@ -75,7 +79,10 @@ def _add_to_file(path: str, findings: list[Finding]) -> tuple[int, list[Finding]
         body = raw.rstrip(b"\r\n")
         ending = raw[len(body):]
         text = body.decode(codec)
-        edited = _with_directive(text, sorted(codes))
+        column = comment_at.get(number)
+        if column is not None and number == 1 and text.startswith("\ufeff"):
+            column += 1  # the decoded source text has no BOM; this line's text still does
+        edited = _with_directive(text, sorted(codes), column)
         if edited != text:
             lines[number - 1] = edited.encode(codec) + ending
             added += 1
@@ -84,8 +91,10 @@ def _add_to_file(path: str, findings: list[Finding]) -> tuple[int, list[Finding]
     return added, skipped
 
 
-def _with_directive(line: str, codes: list[str]) -> str:
-    existing = _OURS.search(line)
+def _with_directive(line: str, codes: list[str], comment_column: int | None) -> str:
+    """`line` with the codes added: merged into our directive in its comment (which starts at
+    `comment_column`), else appended as a new one."""
+    existing = _OURS.search(line, comment_column) if comment_column is not None else None
     if existing is None:
         return f"{line.rstrip()}  # verify-perf: ignore[{', '.join(codes)}]"
     if existing.group("bracket") is None:

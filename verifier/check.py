@@ -17,10 +17,12 @@ from verifier.config import FileConfig, Settings, find_config, load_config
 from verifier.dynamic.results import DynamicResult
 from verifier.errors import EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, UsageError
 from verifier.findings import Finding
+from verifier.integers import parse_whole, shown
 from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
 from verifier.report.render import STATISTICS_FORMATS, render
 from verifier.scope import find_scope, project_root, relative_to_cwd
 from verifier.show import show_files, show_settings
+from verifier.stdout import require_stdout, write_stdout_safely
 from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.static.patterns import as_patterns
 from verifier.static.parallel import MAX_JOBS, default_jobs
@@ -38,11 +40,16 @@ def run_check(args: argparse.Namespace) -> int:
     if args.statistics and args.format not in STATISTICS_FORMATS:
         raise UsageError(f"--statistics prints text or json, not --format {args.format}")
     if args.show_settings:
-        show_settings(settings, root=_root(args, settings), heat_scope=args.heat_scope)
+        require_stdout("the settings", "redirect it to a file")
+        write_stdout_safely(lambda: show_settings(settings, root=_root(args, settings), heat_scope=args.heat_scope))
         return EXIT_PASS
     if args.show_files:
-        show_files(_reported_files(args, settings))
+        require_stdout("the file list", "redirect it to a file")
+        files = _reported_files(args, settings)
+        write_stdout_safely(lambda: show_files(files))
         return EXIT_PASS
+    if (args.output or "-") == "-" and not args.add_noqa:
+        require_stdout(f"the {args.format} output")
 
     analysed = _analyse(args, settings)
     files, findings, internal_errors = analysed.files, analysed.findings, analysed.errors
@@ -84,7 +91,8 @@ def run_check(args: argparse.Namespace) -> int:
         output = render_terminal(report, quiet=args.quiet)
     else:
         output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
-    write_output(args.output or "-", output, force=args.force)
+    # A reader that has gone (`| head`) ends the output quietly; the exit code is still the run's.
+    write_stdout_safely(lambda: write_output(args.output or "-", output, force=args.force))
     # A report sent to standard output is already in front of the reader: no note naming "-".
     if report_path is not None and report_path != "-" and not args.quiet:
         total = report.scorecard.total
@@ -129,6 +137,7 @@ def effective_settings(args: argparse.Namespace) -> Settings:
         jobs=args.jobs or _env_jobs() or default_jobs(),
         cache_dir=None if args.no_cache else (args.cache_dir or os.environ.get("VERIFY_PERF_CACHE_DIR") or DEFAULT_CACHE_DIR),
         file_timeout=args.file_timeout,
+        run_timeout=args.run_timeout,
         max_file_size=_first_set(args.max_file_size, config.max_file_size, defaults.max_file_size),
         unanalysable=_first_set(config.unanalysable, defaults.unanalysable),
         include_tests=_first_set(config.include_tests, defaults.include_tests),
@@ -148,13 +157,18 @@ def _env_jobs() -> int | None:
     value = os.environ.get("VERIFY_PERF_JOBS", "")
     if not value:
         return None
-    if not value.isdigit() or not 1 <= int(value) <= MAX_JOBS:
-        raise UsageError(f"VERIFY_PERF_JOBS={value!r}: expected an integer from 1 to {MAX_JOBS}")
-    return int(value)
+    try:
+        return parse_whole(value, 1, MAX_JOBS)
+    except ValueError as error:
+        raise UsageError(f"VERIFY_PERF_JOBS: {error}") from None
 
 
 def _first_set(*values):
     return next(v for v in values if v is not None)
+
+
+# 9999-12-31T23:59:59Z: the last second a YYYY-MM-DD date can show.
+_LAST_SECOND = 253_402_300_799
 
 
 def report_date(option: str | None, source_date_epoch: str | None) -> str:
@@ -168,9 +182,12 @@ def report_date(option: str | None, source_date_epoch: str | None) -> str:
             raise UsageError(f"--date {option!r}: expected a date as YYYY-MM-DD") from None
     if source_date_epoch:
         try:
-            return dt.datetime.fromtimestamp(int(source_date_epoch), tz=dt.timezone.utc).date().isoformat()
+            seconds = parse_whole(source_date_epoch, 0, _LAST_SECOND)
+            return dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc).date().isoformat()
         except (ValueError, OverflowError, OSError):
-            raise UsageError(f"SOURCE_DATE_EPOCH={source_date_epoch!r}: expected whole seconds since 1970") from None
+            raise UsageError(
+                f"SOURCE_DATE_EPOCH={shown(source_date_epoch)}: expected whole seconds since 1970"
+            ) from None
     return dt.datetime.now(dt.timezone.utc).date().isoformat()
 
 
@@ -222,7 +239,7 @@ def _scope(args: argparse.Namespace, settings: Settings):
     if args.diff:
         from verifier.gitdiff import changed_lines, select_changed
 
-        changed = changed_lines(args.diff, args.paths[0])
+        changed = changed_lines(args.diff, args.paths)
         reported = select_changed(reported, changed)
     return scope, reported, changed
 
@@ -234,7 +251,7 @@ def _reported_files(args: argparse.Namespace, settings: Settings) -> list[str]:
 def _analyse(args: argparse.Namespace, settings: Settings):
     """Analyse the project, report the named paths (and with --diff, only changed lines)."""
     from verifier.progress import analysis_progress
-    from verifier.static.engine import UNANALYSABLE
+    from verifier.static.engine import UNANALYSABLE, run_limit_message
     from verifier.static.runner import analyze_files
 
     scope, reported, changed = _scope(args, settings)
@@ -252,8 +269,15 @@ def _analyse(args: argparse.Namespace, settings: Settings):
         from verifier.gitdiff import on_changed_lines
 
         findings = on_changed_lines(findings, changed)
-    # A folder that could not be listed may hold changed code: it is reported in every mode.
+    # A folder that could not be listed may hold changed code, and a file of the project that the
+    # run's time limit cut off lends no heat to the reported ones: each is reported in every mode.
     folders = {folder for folder, _ in scope.unreadable}
+    if settings.run_timeout:
+        cut_off = run_limit_message(settings.run_timeout)
+        folders |= {
+            r.path for r in result.files
+            if r.path not in wanted and any(f.code == UNANALYSABLE and f.message == cut_off for f in r.findings)
+        }
     listing = [f for r in result.files if r.path in folders for f in r.findings]
     findings = sorted([*findings, *listing])
     unanalysable = {r.path for r in shown if any(f.code == UNANALYSABLE for f in (*r.findings, *r.suppressed))}

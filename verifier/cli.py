@@ -18,9 +18,11 @@ from verifier import __version__
 from verifier.config import parse_size
 from verifier.static.parallel import MAX_JOBS
 from verifier.static.cache import DEFAULT_CACHE_DIR
-from verifier.errors import EXIT_ERROR, UsageError
+from verifier.errors import EXIT_ERROR, EXIT_PASS, UsageError
 from verifier.extras import DYNAMIC
 from verifier.extras import require as require_extra
+from verifier.integers import parse_whole, shown
+from verifier.stdout import discard_stdout, hold_standard_descriptors, write_stdout_safely
 
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 DEFAULT_REPORT_DIR = "reports"
@@ -38,18 +40,20 @@ def _codes(text: str) -> list[str]:
 
 
 def _min_score(text: str) -> int:
-    if not text.isdigit() or not 0 <= int(text) <= 100:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 100, got {text!r}")
-    return int(text)
+    try:
+        return parse_whole(text, 0, 100)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 MIN_FILE_TIMEOUT, MAX_FILE_TIMEOUT = 0.1, 86_400.0
 
 
 def _jobs(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"expected an integer from 1 to {MAX_JOBS}, got {text!r}")
-    return int(text)
+    try:
+        return parse_whole(text, 1, MAX_JOBS)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _seconds(text: str) -> float:
@@ -60,7 +64,7 @@ def _seconds(text: str) -> float:
     # nan fails both comparisons; inf fails the upper bound.
     if not MIN_FILE_TIMEOUT <= value <= MAX_FILE_TIMEOUT:
         raise argparse.ArgumentTypeError(
-            f"expected a number of seconds from {MIN_FILE_TIMEOUT:g} to {MAX_FILE_TIMEOUT:g}, got {text!r}"
+            f"expected a number of seconds from {MIN_FILE_TIMEOUT:g} to {MAX_FILE_TIMEOUT:g}, got {shown(text)}"
         )
     return value
 
@@ -69,7 +73,7 @@ def _size(text: str) -> int:
     try:
         return parse_size(text)
     except ValueError as error:
-        raise argparse.ArgumentTypeError(f"{error}, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"{error}, got {shown(text)}") from None
 
 
 def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentParser:
@@ -159,6 +163,9 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
                        help="parse every file, even those that mention none of the tokens any rule needs")
     speed.add_argument("--file-timeout", type=_seconds, metavar="SECONDS", default=60.0,
                        help="per-file analysis limit, 0.1 to 86400; a file over it is reported as VP900 (default: 60)")
+    speed.add_argument("--run-timeout", type=_seconds, metavar="SECONDS", default=600.0,
+                       help="limit for the whole analysis, 0.1 to 86400; every file not analysed by then is "
+                            "reported as VP900, which blocks (default: 600)")
     speed.add_argument("--max-file-size", type=_size, metavar="SIZE",
                        help="larger files are not read and are reported as VP900, e.g. 20MiB "
                             "(config: max-file-size; default: 10MiB)")
@@ -209,25 +216,13 @@ def build_bench_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    hold_standard_descriptors()
     try:
-        if args and args[0] == "rule":
-            from verifier.explain import run_rule_command
-
-            return run_rule_command(build_rule_parser().parse_args(args[1:]))
-        if args and args[0] == "clean":
-            from verifier.clean import run_clean
-
-            parsed = build_clean_parser().parse_args(args[1:])
-            return run_clean(parsed.cache_dir or os.environ.get("VERIFY_PERF_CACHE_DIR") or None)
-        if args and args[0] == "bench":
-            parsed = build_bench_parser().parse_args(args[1:])
-            return importlib.import_module("verifier.dynamic.command").run_bench(parsed)
-        from verifier.check import run_check
-
-        parsed = build_check_parser(harness_arguments="--dynamic" in args).parse_args(args)
-        if parsed.dynamic:
-            require_extra(DYNAMIC, "--dynamic")
-        return run_check(parsed)
+        _working_directory()
+        code = _run(args)
+        # Buffered output that cannot be written fails here with a message, not at exit.
+        write_stdout_safely(lambda: None)
+        return code
     except UsageError as error:
         print(f"verify-perf: error: {error}", file=sys.stderr)
         return EXIT_ERROR
@@ -236,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except SystemExit as stop:  # argparse's --help, --version and usage errors
         return stop.code if isinstance(stop.code, int) else EXIT_ERROR
+    except BrokenPipeError:  # the reader of `verify-perf rule --all | head` has gone: done
+        discard_stdout()
+        return EXIT_PASS
     except Exception as error:  # a bug in verify-perf: one line and exit 2, the traceback on request
         if os.environ.get("VERIFY_PERF_DEBUG"):
             raise
@@ -245,3 +243,35 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
+
+
+def _working_directory() -> None:
+    """Paths are relative to it: a folder deleted under the shell is a usage error up front."""
+    try:
+        os.getcwd()
+    except OSError as error:
+        raise UsageError(
+            f"the working directory is gone ({error.strerror or error}): it was deleted or moved; "
+            "change to an existing folder and run again"
+        ) from None
+
+
+def _run(args: list[str]) -> int:
+    if args and args[0] == "rule":
+        from verifier.explain import run_rule_command
+
+        return run_rule_command(build_rule_parser().parse_args(args[1:]))
+    if args and args[0] == "clean":
+        from verifier.clean import run_clean
+
+        parsed = build_clean_parser().parse_args(args[1:])
+        return run_clean(parsed.cache_dir or os.environ.get("VERIFY_PERF_CACHE_DIR") or None)
+    if args and args[0] == "bench":
+        parsed = build_bench_parser().parse_args(args[1:])
+        return importlib.import_module("verifier.dynamic.command").run_bench(parsed)
+    from verifier.check import run_check
+
+    parsed = build_check_parser(harness_arguments="--dynamic" in args).parse_args(args)
+    if parsed.dynamic:
+        require_extra(DYNAMIC, "--dynamic")
+    return run_check(parsed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,8 @@ class Settings:
     preview: bool = False
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
     file_timeout: float | None = 60.0
+    # The whole run's analysis: files not done by then are VP900 (`run_limit_message`).
+    run_timeout: float | None = 600.0
     # How the run is carried out; not part of the cache key.
     jobs: int = 1
     cache_dir: str | None = None
@@ -153,6 +156,9 @@ def _read_toml(path: str) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read config: {str(error).removeprefix('cannot read file: ')}") from None
     except tomllib.TOMLDecodeError as error:
         raise UsageError(f"{path}: invalid TOML: {error}") from None
+    except ValueError:
+        # tomllib converts integers as it reads them; Python refuses more than 4,300 digits.
+        raise UsageError(f"{path}: invalid TOML: an integer with too many digits to read") from None
     except RecursionError:
         raise UsageError(f"{path}: invalid TOML: values nested too deeply") from None
     except UnicodeDecodeError as error:
@@ -310,14 +316,17 @@ class _Validator:
         if key not in table:
             return default
         value = table[key]
-        in_range = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= low
+        # An integer past float's range (10**400) is no number of seconds, ratio or fraction either.
+        in_range = isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= _LARGEST
         if not in_range or (high is not None and value > high):
             bound = f"from {low:g} to {high:g}" if high is not None else f"of at least {low:g}"
             raise self.fail(f"thresholds.{key}", f"expected a number {bound}, got {_shown(value)}")
         return float(value)
 
 
-_SIZE = re.compile(r"\s*(\d+)\s*(B|KiB|MiB|GiB)?\s*")
+_LARGEST = sys.float_info.max
+# ASCII digits only (`\d` would take `٣`), at most as many as the largest size has.
+_SIZE = re.compile(r"\s*([0-9]{1,16})\s*(B|KiB|MiB|GiB)?\s*")
 _UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 MAX_SIZE = 1 << 40
 
@@ -336,4 +345,7 @@ def parse_size(value: Any) -> int:
 
 
 def _shown(value: Any) -> str:
-    return f"{type(value).__name__} {value!r}"
+    text = repr(value)
+    if len(text) > 60:  # a 4,000-digit integer is named, not printed
+        text = f"{text[:40]}... ({len(text)} characters)"
+    return f"{type(value).__name__} {text}"

@@ -11,6 +11,7 @@ import sys
 
 from verifier.errors import EXIT_PASS, UsageError
 from verifier.report.rule_docs import rule_markdown, rule_record
+from verifier.stdout import require_stdout, write_stdout_safely
 
 
 def run_rule_command(args: argparse.Namespace) -> int:
@@ -27,9 +28,11 @@ def run_rule_command(args: argparse.Namespace) -> int:
     if args.format == "json":
         payload = [rule_record(r) for r in rules]
         one = not args.all and _names_one_rule(args.rule, rules)
-        sys.stdout.write(json.dumps(payload[0] if one else payload, indent=2) + "\n")
+        text = json.dumps(payload[0] if one else payload, indent=2) + "\n"
     else:
-        sys.stdout.write("\n".join(rule_markdown(r) for r in rules))
+        text = "\n".join(rule_markdown(r) for r in rules)
+    require_stdout("the rules' documentation", "redirect it to a file")
+    write_stdout_safely(lambda: sys.stdout.write(text))
     return EXIT_PASS
 
 

@@ -43,10 +43,16 @@ def nul_separated(output: bytes) -> list[str]:
     return [os.fsdecode(part) for part in output.split(b"\0") if part]
 
 
+# Variables that change what `git diff` prints whatever its options ask (GIT_DIFF_OPTS=-u5 wins
+# over --unified=0): git's answers must not depend on them.
+_PRESENTATION = frozenset({"GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF"})
+
+
 def _run(folder: str, args: tuple[str, ...], purpose: str) -> subprocess.CompletedProcess:
+    environment = {name: value for name, value in os.environ.items() if name not in _PRESENTATION}
     try:
         return subprocess.run(
-            ["git", "--literal-pathspecs", "-C", folder, *args], capture_output=True, check=False
+            ["git", "--literal-pathspecs", "-C", folder, *args], capture_output=True, check=False, env=environment
         )
     except FileNotFoundError:
         raise UsageError(f"{purpose} needs git, which is not on PATH") from None

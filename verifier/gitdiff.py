@@ -3,14 +3,22 @@
 Changes are taken against the merge base of BASE and HEAD, working tree included, so a pull
 request is judged on what it adds, not on what landed on the base branch meanwhile. Untracked
 files (not ignored) count as wholly changed. Only line numbers of the new side are kept.
-File names come from `-z` output, never from the patch headers git quotes.
+
+Git's facts, never its presentation, which the change itself could steer: file names come from
+`--name-status -z` with every status (a symlink that became a file is a type change, `T`) and no
+rename guessing (a renamed file is new at its new path); line numbers come from a diff that
+ignores attributes and drivers (`--text`, no textconv, no external diff), so adding `*.py -diff`
+or `*.py binary` to `.gitattributes` hides no line. Each path is its own entry: a symbolic link
+that changed counts as wholly changed under its own name and never replaces the lines of the
+file it points to. Every named path's work tree is asked, so two repositories both count.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from verifier.errors import UsageError
 from verifier.findings import Finding
@@ -19,42 +27,106 @@ from verifier.git import git_output, nul_separated, run_git, top_level
 _HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(?P<start>\d+)(?:,(?P<count>\d+))? @@", re.MULTILINE)
 WHOLE_FILE = frozenset({0})
 """Marker for a file whose every line counts as changed (untracked or newly added)."""
+# How a diff is read for its line numbers: the same for every file, whatever the attributes say.
+_LINE_DIFF = (
+    "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--no-renames", "--unified=0",
+    "--inter-hunk-context=0",
+)
 
 
-def changed_lines(base: str, where: str) -> dict[str, frozenset[int]]:
-    """Map each changed file (real path) to its changed line numbers on the new side."""
-    top = top_level(where)
+@dataclass
+class Changes:
+    """What changed, by path: the new-side lines of each file, and folders whose every file is
+    new (a nested repository the work tree does not track, a submodule that moved)."""
+
+    files: dict[str, frozenset[int]] = field(default_factory=dict)
+    folders: set[str] = field(default_factory=set)
+
+    def lines_of(self, path: str) -> frozenset[int] | None:
+        """The changed lines of the file at `path` (WHOLE_FILE: all), None when it did not change.
+        A symbolic link that did not change itself shows the changes of the file it names."""
+        found = self.files.get(identity(path))
+        if found is None and os.path.islink(path):
+            found = self.files.get(os.path.realpath(path))
+        if found is None and self.folders:
+            real = os.path.realpath(path)
+            if any(real.startswith(folder + os.sep) for folder in self.folders):
+                return WHOLE_FILE
+        return found
+
+    def add(self, path: str, lines: frozenset[int]) -> None:
+        known = self.files.get(path)
+        if known is None or lines is WHOLE_FILE:
+            self.files[path] = lines
+        elif known is not WHOLE_FILE:
+            self.files[path] = known | lines
+
+
+def identity(path: str) -> str:
+    """The path with its folders resolved and its own name kept: a link and the file it names
+    are two entries, while a file reached through a linked folder is the file itself."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(folder), name)
+
+
+def changed_lines(base: str, paths: Sequence[str]) -> Changes:
+    """The changes since `base` in the work tree of every path in `paths`."""
+    if base.startswith("-"):
+        raise UsageError(f"--diff {base!r}: a git ref cannot start with '-'")
+    changes = Changes()
+    for top in dict.fromkeys(_work_tree(path) for path in paths):
+        _add_changes(changes, top, base)
+    return changes
+
+
+def _work_tree(path: str) -> str:
+    top = top_level(path)
     if top is None:
-        folder = where if os.path.isdir(where) else os.path.dirname(os.path.abspath(where))
+        folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
         run_git(folder, "rev-parse", "--show-toplevel")  # raises with git's own reason
-        raise UsageError(f"--diff: {where} is not inside a git work tree")
+        raise UsageError(f"--diff: {path} is not inside a git work tree")
+    return top
+
+
+def _add_changes(changes: Changes, top: str, base: str) -> None:
     if git_output(top, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}") is None:
         raise UsageError(f"--diff {base}: not a commit in {top} (fetch it first, e.g. `git fetch origin {base}`)")
     # No common history (e.g. an orphan branch): compare with BASE itself.
     found = git_output(top, "merge-base", base, "HEAD")
     merge_base = found.decode().strip() if found else base
-    changed: dict[str, frozenset[int]] = {}
     status = nul_separated(run_git(
-        top, "diff", "--name-status", "-z", "--no-ext-diff", "--find-renames", "--diff-filter=AMR", merge_base, "--"
+        top, "diff", "--name-status", "-z", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", merge_base, "--"
     ))
-    for names in _status_records(status):
-        patch = run_git(top, "diff", "--no-color", "--no-ext-diff", "--unified=0", "--find-renames", merge_base, "--", *names)
-        lines = hunk_lines(patch)
-        if lines:
-            changed[os.path.realpath(os.path.join(top, names[-1]))] = lines
+    for kind, name in _status_records(status):
+        if kind == "D":
+            continue
+        path = os.path.join(top, name)
+        if os.path.islink(path):
+            # A new or retargeted link puts code at a new name: all of it is new there.
+            changes.add(identity(path), WHOLE_FILE)
+        elif os.path.isdir(path):
+            changes.folders.add(os.path.realpath(path))  # a submodule that moved: its files are new here
+        else:
+            lines = hunk_lines(run_git(top, *_LINE_DIFF, merge_base, "--", name))
+            if lines:
+                changes.add(identity(path), lines)
     untracked = run_git(top, "ls-files", "--others", "--exclude-standard", "-z")
-    for path in nul_separated(untracked):
-        changed[os.path.realpath(os.path.join(top, path))] = WHOLE_FILE
-    return changed
+    for name in nul_separated(untracked):
+        path = os.path.join(top, name)
+        if name.endswith("/"):
+            changes.folders.add(os.path.realpath(path))  # a repository of its own, new to this one
+        else:
+            changes.add(identity(path), WHOLE_FILE)
 
 
-def _status_records(fields: list[str]) -> Iterable[tuple[str, ...]]:
-    """(path,) per added or modified file and (old, new) per rename, from `--name-status -z`."""
+def _status_records(fields: list[str]) -> Iterable[tuple[str, str]]:
+    """(status letter, path) per record of `--name-status -z --no-renames`: every status has one
+    path; a rename or copy (should a git ignore --no-renames) yields its new path."""
     position = 0
     while position < len(fields):
         status = fields[position]
         width = 2 if status[:1] in ("R", "C") else 1
-        yield tuple(fields[position + 1 : position + 1 + width])
+        yield status[:1], fields[position + width]
         position += 1 + width
 
 
@@ -68,15 +140,15 @@ def hunk_lines(patch: bytes) -> frozenset[int]:
     return frozenset(lines)
 
 
-def select_changed(files: Iterable[str], changed: dict[str, frozenset[int]]) -> list[str]:
-    return [path for path in files if os.path.realpath(path) in changed]
+def select_changed(files: Iterable[str], changes: Changes) -> list[str]:
+    return [path for path in files if changes.lines_of(path) is not None]
 
 
-def on_changed_lines(findings: Iterable[Finding], changed: dict[str, frozenset[int]]) -> list[Finding]:
+def on_changed_lines(findings: Iterable[Finding], changes: Changes) -> list[Finding]:
     """Findings that touch a changed line; a file-level finding (VP900) counts for its whole file."""
     kept = []
     for finding in findings:
-        lines = changed.get(os.path.realpath(finding.path))
+        lines = changes.lines_of(finding.path)
         if lines is None:
             continue
         span = range(finding.line, max(finding.line, finding.end_line) + 1)

@@ -34,6 +34,7 @@ def settings_text(settings: Settings, *, root: str | None, heat_scope: str) -> s
         f"preview = {str(settings.preview).lower()}",
         f"max-file-size = {settings.max_file_size}",
         f"file-timeout = {settings.file_timeout:g}" if settings.file_timeout else "file-timeout = (none)",
+        f"run-timeout = {settings.run_timeout:g}" if settings.run_timeout else "run-timeout = (none)",
         f"prefilter = {str(settings.prefilter).lower()}",
         f"jobs = {settings.jobs}",
         f"cache-dir = {settings.cache_dir or '(disabled)'}",

@@ -123,3 +123,53 @@ def test_a_baseline_without_recorded_rules_compares_its_score(tmp_path):
     assert baseline.rules is None
     comparison = compare([], baseline, None, tolerance=0.05, max_accuracy_drop=0.01, rules=["VP201"])
     assert comparison.score_compared and comparison.comparable_score == baseline.score
+
+
+def test_an_integer_past_the_digit_limit_is_refused_before_conversion(tmp_path):
+    path = tmp_path / "baseline.json"
+    path.write_text(render_json(make_report([make_finding()])).replace('"line": 10', '"line": ' + "9" * 5000))
+    with pytest.raises(UsageError) as raised:
+        load_baseline(str(path))
+    assert str(raised.value) == (
+        f"--baseline {path}: not a verify-perf JSON report (an integer of 5000 digits (at most 30 are read))"
+    )
+
+
+def with_samples(samples):
+    run = make_dynamic()
+    return replace(run, modes=(replace(run.modes[0], step_time=summarize(samples)), *run.modes[1:]))
+
+
+def test_a_dynamic_baseline_with_more_samples_than_a_run_records_is_refused_at_once(tmp_path):
+    """200,000 stored samples took minutes to compare (2,000 bootstrap rounds of each): refused
+    while loading, before any comparison, in well under a second."""
+    import time
+
+    path = tmp_path / "baseline.json"
+    path.write_text(render_json(make_report([], dynamic=with_samples([10.0 + (i % 7) / 10 for i in range(200_000)]))))
+    assert path.stat().st_size > 4_000_000
+    started = time.perf_counter()
+    with pytest.raises(UsageError) as raised:
+        load_baseline(str(path))
+    assert time.perf_counter() - started < 5
+    assert str(raised.value) == (
+        f"--baseline {path}: refused: mode 'fp32' holds 200,000 step-time samples, over the limit of 1,000 "
+        "(a run records one per timed repeat)"
+    )
+
+
+def test_a_dynamic_baseline_at_the_sample_limit_is_compared(tmp_path):
+    baseline = store(tmp_path, [], dynamic=with_samples([10.0 + (i % 7) / 10 for i in range(1_000)]))
+    comparison = compare([], baseline, with_samples([30.0, 31.0, 32.0]), tolerance=0.05, max_accuracy_drop=0.01)
+    assert [(r.mode, r.metric) for r in comparison.regressions] == [("fp32", "step time (median)")]
+
+
+@pytest.mark.parametrize("figure", ['"fast"', "[1]", "true"])
+def test_stored_figures_that_are_not_numbers_are_refused(tmp_path, figure):
+    path = tmp_path / "baseline.json"
+    document = json.loads(render_json(make_report([], dynamic=make_dynamic())))
+    document["dynamic"]["result"]["modes"][0]["step_time"]["median_ms"] = json.loads(figure)
+    path.write_text(json.dumps(document))
+    with pytest.raises(UsageError) as raised:
+        load_baseline(str(path))
+    assert str(raised.value) == f"--baseline {path}: refused: a figure of mode 'fp32' is not a finite number"

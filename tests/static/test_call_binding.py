@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from verifier.config import Settings
 from verifier.static.runner import analyze_paths
 
@@ -367,3 +369,53 @@ def test_the_trace_names_the_called_instance_as_the_caller_calls_it(tmp_path):
         ("engine.py", 5, "calls criterion()"),
         ("engine.py", 3, "step loop: iterates loader, calls optimizer.step()"),
     ]
+
+
+# --- Deep chains: the project pass follows them without running out of stack ---
+
+
+def forwarding_chain(helpers: int) -> str:
+    """`forward_0(value)` ... each passing its argument on to the next, the last one building a
+    tensor from it; defined far end first, so binding the last parameter starts the whole chain."""
+    last = f"def forward_{helpers}(value):\n    return torch.tensor(value).cuda()\n"
+    links = "".join(f"\n\ndef forward_{n}(value):\n    return forward_{n + 1}(value)\n" for n in reversed(range(helpers)))
+    loop = (
+        "\n\ndef train(model, loader, optimizer):\n    for images in loader:\n        loss = model(images)\n"
+        "        loss.backward()\n        optimizer.step()\n        forward_0(loss.item())\n"
+    )
+    return "import torch\n\n\n" + last + links + loop
+
+
+def test_a_number_forwarded_through_400_helpers_still_reaches_the_last_one(tmp_path):
+    (tmp_path / "chain.py").write_text(forwarding_chain(400))
+    result = analyze_paths([str(tmp_path)], Settings(select=("VP104",)))
+    assert result.internal_errors == []
+    assert [(f.code, f.line, f.heat.label) for f in result.findings] == [("VP104", 5, "step")]
+
+
+DEEP_SUBSCRIPT = "import torch\n\n\ndef pick(batch):\n    return batch\n\n\ndef first(x):\n    return pick(x" + "[0]" * 500 + ")\n"
+NESTED_BY_STATEMENTS = (
+    "import torch\n\n\ndef unpack(loader):\n    x0 = loader\n"
+    + "".join(f"    x{n + 1} = (next(x{n}), 1)\n" for n in range(600))
+    + "    return consume(x600)\n\n\ndef consume(value):\n    return value\n"
+)
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["no-cache", "cache"])
+def test_deep_chains_anywhere_in_the_project_leave_every_files_findings(tmp_path, monkeypatch, capsys, cached):
+    """A 500-level subscript chain, 400 forwarding helpers or 600 statements nesting a value used
+    to end the whole run in a RecursionError (exit 2, no findings)."""
+    from verifier.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    write(tmp_path, {"distributed.py": DISTRIBUTED, "pretrain.py": PRETRAIN})
+    (tmp_path / "deep.py").write_text(DEEP_SUBSCRIPT)
+    (tmp_path / "nested.py").write_text(NESTED_BY_STATEMENTS)
+    (tmp_path / "chain.py").write_text(forwarding_chain(400))
+    cache = ["--cache-dir", str(tmp_path / "cache")] if cached else ["--no-cache"]
+    for _ in range(1 + cached):  # with the cache, once to fill it and once to read it
+        assert main([".", "--select", "VP104", "--no-report", "-q", *cache]) == 0
+        message = ("VP104 [MEDIUM] `torch.tensor(value)` is created on the host and copied to the device here: "
+                   "create it with `device=` (or once, outside the loop)")
+        assert capsys.readouterr().out.splitlines() == [f"chain.py:5:12: {message}", f"distributed.py:8:19: {message}"]

@@ -35,7 +35,13 @@ def test_an_open_string_is_left_to_the_tokenizer():
     assert comments.comments("s = '''open\n# after\n", parsed=True) == []  # the tokenizer gives up
 
 
-def test_unparsed_text_and_carriage_returns_use_the_tokenizer(monkeypatch):
+def test_unparsed_text_uses_the_tokenizer(monkeypatch):
     monkeypatch.setattr(comments, "_scan", lambda text: pytest.fail("scanned"))
     assert comments.comments("x = 1  # a\n") == [(1, 7, "# a")]
-    assert comments.comments("x = 1  # a\r\n", parsed=True) == [(1, 7, "# a")]
+
+
+@pytest.mark.parametrize("parsed", [True, False], ids=["scan", "tokenizer"])
+def test_lines_are_counted_as_python_counts_them(parsed):
+    # A lone `\r` ends a line for Python, `\r\n` is one break, a form feed is none.
+    text = "a = 1\rb = 2  # two\r\nc = 3  # three\rd = '\x0c'  # four\n"
+    assert comments.comments(text, parsed=parsed) == [(2, 7, "# two"), (3, 7, "# three"), (4, 9, "# four")]

@@ -45,10 +45,10 @@ def analysed_again(monkeypatch) -> list[str]:
     again: list[str] = []
     original = AnalysisPool.analyse
 
-    def spy(pool, paths, codes, settings, external=None):
+    def spy(pool, paths, codes, settings, external=None, deadline=None):
         if external is not None:
             again.extend(p.rsplit("/", 1)[-1] for p in paths)
-        return original(pool, paths, codes, settings, external)
+        return original(pool, paths, codes, settings, external, deadline)
 
     monkeypatch.setattr(AnalysisPool, "analyse", spy)
     return again

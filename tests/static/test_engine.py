@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from verifier.config import Settings
 from verifier.static.runner import analyze_paths
 
@@ -128,3 +130,27 @@ def test_bracket_depth_check_counts_only_ascii_brackets_at_the_limit():
     assert not may_nest_too_deeply("({é\ud800})" * (MAX_NESTING + 1))
     assert may_nest_too_deeply("é\ud800".join("{" * (MAX_NESTING + 1)))
     assert not may_nest_too_deeply(")" * 1000 + "(" * MAX_NESTING)
+
+
+@pytest.mark.parametrize(
+    ("declared", "body", "line", "reason"),
+    [
+        ("undefined", b"x = 1\n", 1, "cannot decode file as undefined: decoding with 'undefined' codec failed "
+                                     "(UnicodeError: undefined encoding)"),
+        ("punycode", b"x = 1\n", 1, "cannot decode file as punycode: decoding with 'punycode' codec failed "
+                                    "(UnicodeError: Invalid extended code point '\\n')"),
+        ("unicode_escape", b"x = 1\ns = '\\ud800'\n", 3,
+         "cannot decode file as unicode_escape: it decodes to a lone surrogate (U+D800), which Python source cannot hold"),
+        ("raw_unicode_escape", b"x = 1  # \\udc80\n", 2,
+         "cannot decode file as raw_unicode_escape: it decodes to a lone surrogate (U+DC80), which Python source cannot hold"),
+    ],
+    ids=["undefined", "punycode", "unicode_escape", "raw_unicode_escape"],
+)
+def test_an_encoding_python_refuses_is_a_vp900_with_its_reason(tmp_path, declared, body, line, reason):
+    # Python refuses each of these files with a SyntaxError: not source, so INFO as other decode errors.
+    (tmp_path / "odd.py").write_bytes(f"# -*- coding: {declared} -*-\n".encode() + body)
+    (tmp_path / "train.py").write_text(SYNC_LOOP)
+    result = analyze_paths([str(tmp_path)], Settings(select=("VP201", "VP900")))
+    rows = [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name, f.message) for f in result.findings]
+    assert rows == [("odd.py", "VP900", line, "INFO", reason), ("train.py", "VP201", 4, "MEDIUM", rows[1][4])]
+    assert result.internal_errors == []

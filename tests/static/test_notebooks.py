@@ -128,3 +128,13 @@ def test_add_noqa_leaves_notebooks_alone(project, capsys):
 )
 def test_ipython_syntax_is_blanked_without_moving_lines(cell, expected):
     assert python_lines(cell) == expected
+
+
+def test_a_lone_carriage_return_in_a_cell_breaks_the_line_as_python_does(project, capsys):
+    # Without it the cell would count one line fewer than the parser and name the wrong line.
+    loop = "for x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    optimizer.step()\n    torch.cuda.synchronize()"
+    (project / "train.ipynb").write_text(notebook([("code", "import torch\rstarted = 1"), ("code", loop)]))
+    assert main(["train.ipynb", "--no-report", "--no-cache", "-q", "--select", "VP203"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "train.ipynb:cell 2:5:5: VP203 [HIGH] `synchronize()` in a loop blocks the host on every iteration",
+    ]

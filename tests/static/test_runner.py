@@ -85,3 +85,34 @@ def test_json_output_is_identical_across_runs_processes_and_cache(tmp_path, caps
         outputs.append(capsys.readouterr().out)
     assert len(set(outputs)) == 1
     assert (tmp_path / ".verify_perf_cache").is_dir()
+
+
+# Each under the per-file limit, together as long as they like: a 20,000-attribute chain takes
+# libcst tens of seconds to parse.
+SLOW = "import torch\ny = x" + ".a" * 20_000 + "\n"
+QUICK = (
+    "import torch\n\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    optimizer.step()\n"
+    "    torch.cuda.synchronize()\n"
+)
+
+
+def test_files_not_done_within_the_runs_time_limit_become_blocking_vp900s(tmp_path):
+    import time
+
+    from verifier.static.runner import _cacheable
+
+    (tmp_path / "a_quick.py").write_text(QUICK)
+    for name in ("b_slow.py", "c_slow.py"):
+        (tmp_path / name).write_text(SLOW)
+    settings = Settings(file_timeout=120, run_timeout=4, select=("VP203", "VP900"), prefilter=False)
+    started = time.monotonic()
+    result = analyze_paths([str(tmp_path)], settings)
+    assert time.monotonic() - started < 4 + 10
+    reason = "not analysed: the run reached its time limit of 4 s first (--run-timeout)"
+    assert [(Path(f.path).name, f.line, f.code, f.severity.name, f.message) for f in result.findings] == [
+        ("a_quick.py", 7, "VP203", "HIGH", result.findings[0].message),
+        ("b_slow.py", 1, "VP900", "HIGH", reason),
+        ("c_slow.py", 1, "VP900", "HIGH", reason),
+    ]
+    # Cut off by a busy machine, not by what the cache key covers: tried again next run.
+    assert [_cacheable(r, settings) for r in result.files] == [True, False, False]

@@ -113,3 +113,34 @@ def test_the_audit_can_be_ignored_like_any_rule(tmp_path):
     text = SYNC_LOOP.format(comment="  # verify-perf: ignore[VP2O3]")
     assert [f.code for f in run(tmp_path, text, ignore=("VP901",)).findings] == ["VP203"]
     assert [f.code for f in run(tmp_path, text, select=("VP203",)).findings] == ["VP203", "VP901"]
+
+
+# Line 2 holds two statements for Python: a lone carriage return breaks a line as `\n` does.
+STRAY_CR = (
+    "import torch\nstarted = 1\rsteps = 0\n\nmodel.cuda()\nfor x in loader:\n"
+    "    with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n        loss = model(x).sum()\n"
+    "    loss.backward()\n    torch.cuda.synchronize()\n    steps += 1{comment}\n"
+)
+
+
+def write_bytes_run(tmp_path, text: str, **settings):
+    from verifier.config import Settings
+    from verifier.static.runner import analyze_paths
+
+    path = tmp_path / "train.py"
+    path.write_bytes(text.encode())  # newlines exactly as written
+    return analyze_paths([str(path)], Settings(**settings))
+
+
+def test_after_a_stray_carriage_return_a_comment_silences_its_own_line_only(tmp_path):
+    result = write_bytes_run(tmp_path, STRAY_CR.format(comment="  # verify-perf: ignore[VP203]"))
+    # The synchronize is on line 10; the directive is on line 11, where there is nothing to silence.
+    assert [(f.code, f.line) for f in result.findings] == [("VP203", 10), ("VP902", 11)]
+    assert [f.code for r in result.files for f in r.suppressed] == []
+
+
+def test_suppressions_work_in_a_file_with_carriage_returns_only(tmp_path):
+    text = SYNC_LOOP.format(comment="  # verify-perf: ignore[VP203]").replace("\n", "\r")
+    result = write_bytes_run(tmp_path, text)
+    assert result.findings == []
+    assert [(f.code, f.line) for r in result.files for f in r.suppressed] == [("VP203", 8)]

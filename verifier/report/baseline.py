@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from verifier.dynamic.results import DynamicResult, ModeResult, StepTiming
+from verifier.integers import json_integer, shown
 from verifier.dynamic.intervals import median_interval
 from verifier.findings import Finding
 from verifier.report import figures
@@ -107,18 +109,23 @@ class BaselineComparison:
 
 
 _MAX_BASELINE_SIZE = 256 * 1024 * 1024
+MAX_SAMPLES = 1_000
+"""Step-time samples a stored mode may hold. A run records one per timed repeat (a few dozen at
+most in practice), and comparing bootstraps them 2,000 times: 200,000 would take minutes."""
 
 
 def load_baseline(path: str) -> Baseline:
     """A stored `--format json` output; anything else is a usage error naming the problem."""
     try:
-        document = json.loads(read_bytes(path, _MAX_BASELINE_SIZE).decode("utf-8"))
+        document = json.loads(read_bytes(path, _MAX_BASELINE_SIZE).decode("utf-8"), parse_int=json_integer)
     except UnreadableSource as error:
         raise UsageError(f"--baseline {path}: cannot read: {str(error).removeprefix('cannot read file: ')}") from None
     except UnicodeDecodeError as error:
         raise UsageError(f"--baseline {path}: not UTF-8 text ({error.reason})") from None
     except json.JSONDecodeError as error:
         raise UsageError(f"--baseline {path}: not JSON ({error}); write one with `--format json -o {path}`") from None
+    except ValueError as error:  # an integer refused before conversion (`json_integer`)
+        raise UsageError(f"--baseline {path}: not a verify-perf JSON report ({error})") from None
     except RecursionError:
         raise UsageError(f"--baseline {path}: not a verify-perf JSON report (values nested too deeply)") from None
     if not isinstance(document, dict) or not isinstance(document.get("findings"), list):
@@ -130,12 +137,40 @@ def load_baseline(path: str) -> Baseline:
         dynamic = DynamicResult.from_dict(result) if isinstance(result, dict) else None
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
         raise UsageError(f"--baseline {path}: unexpected content: {type(error).__name__}: {error}") from None
+    problem = _compared_figures_problem(dynamic) if dynamic is not None else None
+    if problem is not None:
+        raise UsageError(f"--baseline {path}: refused: {problem}")
     score = document.get("score", {}).get("total") if isinstance(document.get("score"), dict) else None
     rules = document.get("rules")
     if rules is not None and not (isinstance(rules, list) and all(isinstance(code, str) for code in rules)):
         raise UsageError(f"--baseline {path}: unexpected content: rules is not a list of rule codes")
     return Baseline(path, stored, score if type(score) is int else None, dynamic,
                     frozenset(rules) if rules is not None else None)
+
+
+def _compared_figures_problem(dynamic: DynamicResult) -> str | None:
+    """Why the stored figures a comparison reads cannot be compared (not numbers, or too many
+    samples to compare quickly), else None."""
+    for mode in dynamic.modes:
+        name = shown(str(mode.mode))
+        timing = mode.step_time
+        if timing is not None and not isinstance(timing, StepTiming):
+            return f"the step time of mode {name} is not a step-time record"
+        if timing is not None and len(timing.samples_ms) > MAX_SAMPLES:
+            return (
+                f"mode {name} holds {len(timing.samples_ms):,} step-time samples, over the limit of "
+                f"{MAX_SAMPLES:,} (a run records one per timed repeat)"
+            )
+        figures_read = (mode.peak_memory_bytes, mode.accuracy, mode.user_syncs_per_step)
+        if timing is not None:
+            figures_read += (timing.median_ms, timing.min_ms, timing.max_ms, *timing.samples_ms)
+        if not all(value is None or _finite_number(value) for value in figures_read):
+            return f"a figure of mode {name} is not a finite number"
+    return None
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 _TEXT_FIELDS = ("path", "code", "source", "fingerprint", "name", "severity", "message")

@@ -152,10 +152,12 @@ class Bindings:
             return self._term_of_call(node, concrete)
         if kind is cst.Subscript:
             inner = self.term_of(node.value)
-            return ("part", inner) if inner is not None else self._known(node) if concrete else None
+            if inner is not None and inner[0] == "part":
+                return inner  # a part of a part is a part: `x[0][0]...[0]` stays one level deep
+            return _bounded(("part", inner)) if inner is not None else self._known(node) if concrete else None
         if kind is cst.Tuple:
             terms = tuple(self.term_of(e.value) if type(e) is cst.Element else None for e in node.elements)
-            return ("tuple", *terms) if any(t is not None for t in terms) else None
+            return _bounded(("tuple", *terms)) if any(t is not None for t in terms) else None
         if kind is cst.BooleanOperation and type(node.operator) is cst.Or:
             # `sampler or UniformSampler(d)`: may be an instance of that class (for calls, not values).
             right = self.term_of(node.right)
@@ -167,7 +169,7 @@ class Bindings:
         first = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
         if func_name == "next" and first is not None:
             inner = self.term_of(first)
-            return ("element", inner) if inner is not None else None
+            return _bounded(("element", inner)) if inner is not None else None
         if func_name == "iter" and first is not None:
             return self.term_of(first)
         known = self._known(call) if concrete else None
@@ -185,9 +187,9 @@ class Bindings:
         """What one iteration over `iterable` binds (`enumerate` pairs a number with it)."""
         if type(iterable) is cst.Call and dotted_name(iterable.func) == "enumerate" and iterable.args:
             inner = self.term_of(iterable.args[0].value)
-            return ("tuple", NUMBER, ("element", inner)) if inner is not None else None
+            return _bounded(("tuple", NUMBER, ("element", inner))) if inner is not None else None
         inner = self.term_of(iterable)
-        return ("element", inner) if inner is not None else None
+        return _bounded(("element", inner)) if inner is not None else None
 
     def _known(self, node: cst.BaseExpression) -> tuple | None:
         """Facts the walk already holds: a number, a DataLoader, a host batch."""
@@ -226,7 +228,7 @@ class Bindings:
                     self._bind(element.value, item.value, self.term_of(item.value))
                 return
             for index, element in enumerate(target.elements):
-                part = ("item", term, index) if term is not None and type(element) is cst.Element else None
+                part = _bounded(("item", term, index)) if term is not None and type(element) is cst.Element else None
                 self._bind(element.value, None, part)
             return
         name = dotted_name(target)
@@ -250,6 +252,22 @@ class Bindings:
                     summary.reassigned.add(attribute)
 
 
+# How deeply terms may nest. Statements can nest them without end (`x1 = next(x0)`, `x2 =
+# next(x1)`, ...); a deeper term reads as unknown, so no later step (evaluation, comparison,
+# the results cache) walks thousands of levels. Real code nests a handful.
+_MAX_TERM_DEPTH = 32
+
+
+def _bounded(term: tuple) -> tuple | None:
+    """`term`, or None (unknown) when it nests more than `_MAX_TERM_DEPTH` levels."""
+    level = [term]
+    for _ in range(_MAX_TERM_DEPTH):
+        level = [part for outer in level for part in outer[1:] if type(part) is tuple]
+        if not level:
+            return term
+    return None
+
+
 def _class_of(function: FunctionInfo) -> str:
     return function.key.rsplit(".", 1)[0]
 
@@ -261,6 +279,19 @@ def _names_a_class(node: cst.BaseExpression) -> bool:
 
 
 # ----- the project pass -----
+
+# Terms `value` follows on the stack at once (each costs about five frames): a longer chain is
+# evaluated in pieces, far end first, instead of overflowing Python's stack.
+_MAX_DEPTH = 50
+
+
+class _TooDeep(Exception):
+    """A term `_MAX_DEPTH` terms deep, to be evaluated before the ones that lead to it."""
+
+    def __init__(self, term: tuple) -> None:
+        super().__init__()
+        self.term = term
+
 
 
 class _Project:
@@ -279,6 +310,10 @@ class _Project:
         self._unique_classes = defined_once(self.classes)
         self.calls: dict[str, list[tuple[CallSite, int]]] = {}
         self._memo: dict[tuple, tuple | None] = {}
+        # Terms being evaluated (`value`'s recursion depth), and the chain of terms deferred until
+        # a deeper one is known.
+        self._depth = 0
+        self._deferred: list[tuple] = []
         self._function_keys: dict[str, str | None] = {}
         self._class_keys: dict[str, str | None] = {}
         # Sites whose target does not depend on any value (no receiver to read), found once.
@@ -370,8 +405,38 @@ class _Project:
             return term if tag != "instance" else ("instance", self.class_key(term[1]) or term[1])
         if term in self._memo:
             return self._memo[term]
+        if term in self._deferred:
+            return None  # being evaluated further out: a cycle, which reads as unknown
+        if self._depth:
+            if self._depth >= _MAX_DEPTH:
+                raise _TooDeep(term)
+            return self._evaluate_once(term)
+        # Outermost: a chain deeper than the bound (400 helpers each forwarding an argument, a
+        # 500-level `x[0][0]...`) is evaluated from its far end first, so the stack stays short.
+        self._deferred.append(term)
+        try:
+            while self._deferred:
+                deepest = self._deferred[-1]
+                try:
+                    if deepest not in self._memo:
+                        self._evaluate_once(deepest)
+                    self._deferred.pop()
+                except _TooDeep as deeper:
+                    self._deferred.append(deeper.term)
+        finally:
+            self._deferred.clear()
+        return self._memo[term]
+
+    def _evaluate_once(self, term: tuple) -> tuple | None:
         self._memo[term] = None  # a cycle reads as unknown
-        found = self._evaluate(term)
+        self._depth += 1
+        try:
+            found = self._evaluate(term)
+        except _TooDeep:
+            del self._memo[term]  # not evaluated: it is, again, once the deeper term is known
+            raise
+        finally:
+            self._depth -= 1
         self._memo[term] = found
         return found
 

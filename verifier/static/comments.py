@@ -5,7 +5,9 @@ file; finding the comments that may hold a suppression only needs to know where 
 comments start and end. Outside strings and comments every quote opens a string and every
 `#` opens a comment, so one left-to-right scan over string and comment literals finds the
 same comments as the tokenizer, at C speed. Source that parsed is assumed; anything the scan
-cannot vouch for (a `\\r`, a string left open) falls back to the tokenizer.
+cannot vouch for (a string left open) falls back to the tokenizer. Both read the text with every
+line break Python counts (`\\r\\n`, a lone `\\r`, `\\n`) written as `\\n`, so a comment's line is
+Python's line even after a stray carriage return.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import io
 import re
 import sys
 import tokenize
+
+from verifier.static.source import with_newlines
 
 # Strings as unrolled loops: each character can be consumed in exactly one way, so backtracking
 # cannot change where a string ends (nor take long). A quote that opens no string is `open`.
@@ -35,7 +39,8 @@ def comments(text: str, parsed: bool = False) -> list[tuple[int, int, str]]:
     `parsed`: the text is valid Python (libcst parsed it), so the scan may stand in for the
     tokenizer; otherwise the tokenizer decides (it gives up on some invalid text).
     """
-    if parsed and _SCAN and "\r" not in text:
+    text = with_newlines(text)
+    if parsed and _SCAN:
         found = _scan(text)
         if found is not None:
             return found

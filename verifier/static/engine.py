@@ -216,6 +216,10 @@ def timeout_message(limit: float | None) -> str:
     return f"analysis exceeded the per-file time limit of {limit:g} s (--file-timeout)"
 
 
+def run_limit_message(limit: float | None) -> str:
+    return f"not analysed: the run reached its time limit of {limit:g} s first (--run-timeout)"
+
+
 class FileTimeout(Exception):
     """Raised inside a file's analysis when it exceeds the per-file time limit."""
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from verifier.findings import Finding
 
-from verifier.static.source import DEFAULT_MAX_FILE_SIZE, Source, UnreadableSource, read_bytes
+from verifier.static.source import DEFAULT_MAX_FILE_SIZE, Source, UnreadableSource, read_bytes, split_lines
 
 NOTEBOOK_SUFFIX = ".ipynb"
 # Cell magics whose body is Python code that runs as written.
@@ -70,7 +70,7 @@ def notebook_source(data: bytes) -> tuple[Source, tuple[Cell, ...]]:
 
 def python_lines(text: str) -> list[str]:
     """The cell's lines with IPython-only syntax blanked (an indented one becomes `pass`)."""
-    lines = text.split("\n")
+    lines = split_lines(text)
     if lines and lines[-1] == "":
         lines.pop()
     if lines and lines[0].startswith("%%"):

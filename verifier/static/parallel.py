@@ -4,7 +4,9 @@ libcst's native parser can crash (1,500 unclosed brackets), recurse or allocate 
 and a signal cannot interrupt it while it runs. So files are analysed in long-lived worker
 processes, each with a memory limit, while this process keeps a hard deadline per file. A
 worker that crashes, runs out of memory or passes the deadline is replaced, and only the file
-it was working on becomes a VP900 saying why; every other file's findings are kept. Workers
+it was working on becomes a VP900 saying why; every other file's findings are kept. The whole
+run has a deadline too (`--run-timeout`): many files each just under the per-file limit would
+otherwise take as long as they like, so the files not done by then become VP900s as well. Workers
 die with this process (Linux: a parent-death signal; elsewhere when they next read their pipe).
 
 Workers receive paths and rule codes, never trees; each result carries only findings and the
@@ -71,9 +73,11 @@ class AnalysisPool:
         self._context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
     def analyse(
-        self, paths: Sequence[str], rule_codes: Sequence[str], settings: Settings, external: dict | None = None
+        self, paths: Sequence[str], rule_codes: Sequence[str], settings: Settings, external: dict | None = None,
+        deadline: float | None = None,
     ) -> Iterator:
-        """Yield a FileResult for each path, in order, using up to `settings.jobs` workers."""
+        """Yield a FileResult for each path, in order, using up to `settings.jobs` workers; a
+        file not done by `deadline` (time.monotonic()) is a VP900 saying so."""
         if not paths:
             return
         self._configure(tuple(rule_codes), settings, external)
@@ -83,8 +87,11 @@ class AnalysisPool:
         next_index = 0
         try:
             while next_index < len(paths):
-                self._dispatch(pending, wanted)
-                self._collect(done, pending)
+                if deadline is not None and time.monotonic() >= deadline:
+                    self._give_up(done, pending)
+                else:
+                    self._dispatch(pending, wanted)
+                    self._collect(done, pending, deadline)
                 while next_index in done:
                     yield done.pop(next_index)
                     next_index += 1
@@ -170,11 +177,13 @@ class AnalysisPool:
         child_end.close()  # so that the worker's death reads as end-of-file here
         return _Worker(process, parent_end)
 
-    def _collect(self, done: dict, pending: collections.deque) -> None:
+    def _collect(self, done: dict, pending: collections.deque, run_deadline: float | None = None) -> None:
         busy = {w.connection: w for w in self._workers if w.in_flight}
         limit = self._settings.file_timeout
         now = time.monotonic()
         deadlines = [w.started + limit + _GRACE_SECONDS for w in busy.values()] if limit else []
+        if run_deadline is not None:
+            deadlines.append(run_deadline)
         timeout = max(0.0, min(deadlines) - now) if deadlines else None
         for connection in wait(list(busy), timeout):
             worker = busy[connection]
@@ -193,6 +202,20 @@ class AnalysisPool:
             for worker in [w for w in self._workers if w.in_flight and now > w.started + limit + _GRACE_SECONDS]:
                 self._stop(worker)
                 self._lose(worker, done, pending, timeout_message(limit))
+
+    def _give_up(self, done: dict, pending: collections.deque) -> None:
+        """The run's deadline passed: the busy workers stop, and every file not done is a VP900."""
+        from verifier.static.engine import run_limit_message
+
+        reason = run_limit_message(self._settings.run_timeout)
+        for worker in [w for w in self._workers if w.in_flight]:
+            self._stop(worker)
+            self._workers.remove(worker)
+            pending.extendleft(reversed(worker.in_flight))
+            worker.in_flight.clear()
+        while pending:
+            index, path = pending.popleft()
+            done[index] = self._unanalysable(path, reason, self._rules, self._settings)
 
     def _lose(self, worker: _Worker, done: dict, pending: collections.deque, reason: str) -> None:
         """The worker is gone: its current file gets the VP900, files queued behind it go back."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -14,7 +15,7 @@ from verifier.findings import Finding
 from verifier.static.cache import ResultCache, open_cache, run_key
 from verifier.static.discovery import discover
 from verifier.static.engine import (
-    FileResult, ModuleAnalysis, number_lines_again, timeout_message, unanalysable_result,
+    FileResult, ModuleAnalysis, number_lines_again, run_limit_message, timeout_message, unanalysable_result,
 )
 from verifier.static.bindings import bind_project
 from verifier.static.heat import FunctionFacts, project_facts, resolve_key, resolve_project
@@ -60,10 +61,12 @@ def analyze_files(
     when `settings.cache_dir` is set; results come back in the given order either way. With
     `reported` (a subset of `files`), the other files only lend their heat: their findings are
     not brought up to date by the project-wide pass. Each of the `unreadable` folders (path,
-    reason) found while listing them is reported as a VP900 of its own.
+    reason) found while listing them is reported as a VP900 of its own. Files not analysed
+    within `settings.run_timeout` of the start are VP900s too (`run_limit_message`).
     """
+    deadline = time.monotonic() + settings.run_timeout if settings.run_timeout else None
     with _rare_garbage_collection():
-        return _analyze_files(files, settings, on_file, on_start, reported, unreadable)
+        return _analyze_files(files, settings, on_file, on_start, reported, unreadable, deadline=deadline)
 
 
 # Parsing allocates millions of objects that die by reference counting; with the default
@@ -89,6 +92,7 @@ def _analyze_files(
     reported: Collection[str] | None,
     unreadable: Sequence[tuple[str, str]],
     reuse: bool = True,
+    deadline: float | None = None,
 ) -> AnalysisResult:
     """With `reuse` False the cache is written but never read (every stored result is replaced)."""
     rules = settings.selected_rules()
@@ -125,7 +129,7 @@ def _analyze_files(
                 notify(result)
         missing = [i for i, result in enumerate(results) if result is None]
         stored = len(missing) < len(files)
-        for index, result in zip(missing, pool.analyse([files[i] for i in missing], codes, settings)):
+        for index, result in zip(missing, pool.analyse([files[i] for i in missing], codes, settings, deadline=deadline)):
             results[index] = result
             notify(result)
             if cache and keys[index] and _cacheable(result, settings):
@@ -133,14 +137,14 @@ def _analyze_files(
 
         analysis = AnalysisResult(list(results))
         try:
-            _apply_project_heat(analysis.files, keys, codes, settings, cache, pool, wanted, reuse)
+            _apply_project_heat(analysis.files, keys, codes, settings, cache, pool, wanted, reuse, deadline)
         except Exception:
             if not stored:
                 raise
             # A stored heat summary that passed the format checks but does not work as one (an
             # entry crafted and re-signed): every file is analysed again and its entry replaced.
             cleanup.close()
-            return _analyze_files(files, settings, None, None, reported, unreadable, reuse=False)
+            return _analyze_files(files, settings, None, None, reported, unreadable, reuse=False, deadline=deadline)
         if whole_run is not None and all(_cacheable(r, settings) for r in analysis.files):
             cache.store(whole_run, AnalysisResult([replace(r, analysis=None) for r in analysis.files]))
     analysis.files[:0] = folders
@@ -153,13 +157,16 @@ def _belongs_to(result: FileResult, path: str) -> bool:
 
 
 def _cacheable(result: FileResult, settings: Settings) -> bool:
-    """A bug in verify-perf is tried again next run, and so is a time-out: it depends on how busy
-    the machine was, not only on what the key covers. A file over the size limit stays over it
-    for the same content and settings (the limits are part of the key)."""
+    """A bug in verify-perf is tried again next run, and so is a time-out (the file's or the run's):
+    it depends on how busy the machine was, not only on what the key covers. A file over the
+    size limit stays over it for the same content and settings (the limits are part of the key)."""
     if result.internal_error:
         return False
-    timed_out = timeout_message(settings.file_timeout) if settings.file_timeout else None
-    return not any(f.code == "VP900" and f.message == timed_out for f in result.findings)
+    timed_out = {
+        message(limit) for message, limit in ((timeout_message, settings.file_timeout),
+                                              (run_limit_message, settings.run_timeout)) if limit
+    }
+    return not any(f.code == "VP900" and f.message in timed_out for f in result.findings)
 
 
 def _apply_project_heat(
@@ -171,6 +178,7 @@ def _apply_project_heat(
     pool: AnalysisPool,
     wanted: frozenset[int] | None,
     reuse: bool = True,
+    deadline: float | None = None,
 ) -> None:
     """Heat crosses modules: a helper imported by another file's batch loop is step code.
 
@@ -201,7 +209,7 @@ def _apply_project_heat(
                     file_result.findings, file_result.suppressed = cached.findings, cached.suppressed
                     continue
             redo.append((index, key))
-    again = pool.analyse([files[i].path for i, _ in redo], codes, settings, external=project)
+    again = pool.analyse([files[i].path for i, _ in redo], codes, settings, external=project, deadline=deadline)
     for (index, key), result in zip(redo, again):
         files[index].findings, files[index].suppressed = result.findings, result.suppressed
         files[index].internal_error = files[index].internal_error or result.internal_error

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from io import BytesIO
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_BYTE_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -44,9 +46,20 @@ class Source:
 
     def lines(self) -> list[str]:
         """Lines as Python counts them (form feeds and other separators do not break lines)."""
-        text = self.text
-        # Without a carriage return the three line breaks are one: a plain split, at C speed.
-        return text.split("\n") if "\r" not in text else _LINE_BREAK.split(text)
+        return split_lines(self.text)
+
+
+def split_lines(text: str) -> list[str]:
+    """`text` split where Python breaks lines: `\\r\\n`, `\\r` and `\\n`, nothing else (not
+    `str.splitlines`, which also breaks at form feeds and Unicode separators)."""
+    # Without a carriage return the three line breaks are one: a plain split, at C speed.
+    return text.split("\n") if "\r" not in text else _LINE_BREAK.split(text)
+
+
+def with_newlines(text: str) -> str:
+    """`text` with each of Python's line breaks written `\\n`: the same lines and columns, so a
+    scan or a tokenizer that reads lines by `\\n` numbers them as Python does."""
+    return text if "\r" not in text else _LINE_BREAK.sub("\n", text)
 
 
 def read_bytes(path: str, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> bytes:
@@ -118,9 +131,27 @@ def decode_source(data: bytes) -> Source:
         raise UnreadableSource(f"cannot decode file: {error}") from None
     try:
         text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as error:
-        line = data[: getattr(error, "start", 0)].count(b"\n") + 1
-        raise UnreadableSource(f"cannot decode file as {encoding}: {error.reason if hasattr(error, 'reason') else error}", line) from None
+    except (UnicodeError, LookupError) as error:  # UnicodeError: `undefined`, `punycode`
+        line = len(_BYTE_LINE_BREAK.split(data[: getattr(error, "start", 0)]))
+        reason = error.reason if isinstance(error, UnicodeDecodeError) else str(error)
+        raise UnreadableSource(f"cannot decode file as {encoding}: {_printable(reason)}", line) from None
+    if encoding not in _NO_SURROGATES and (surrogate := _SURROGATE.search(text)):
+        # `unicode_escape` and kin decode `\\ud800` to a lone surrogate, which Python refuses too.
+        line = len(split_lines(text[: surrogate.start()]))
+        raise UnreadableSource(
+            f"cannot decode file as {encoding}: it decodes to a lone surrogate "
+            f"(U+{ord(surrogate.group()):04X}), which Python source cannot hold",
+            line,
+        )
     if text.startswith("\ufeff"):
         text = text[1:]
     return Source(data, text, encoding)
+
+
+def _printable(text: str) -> str:
+    """One line: a codec's message may quote the newline it choked on."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+# Strict UTF-8 never decodes to a surrogate: the common case skips the search.
+_NO_SURROGATES = frozenset({"utf-8", "utf-8-sig"})

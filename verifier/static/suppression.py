@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from verifier.findings import Category, Finding, Heat, Severity
 from verifier.static.comments import comments
+from verifier.static.source import with_newlines
 
 _DIRECTIVE = re.compile(
     r"#\s*(?:(?P<ours>verify-perf\s*:\s*ignore)(?:\[(?P<bracket>[^\]]*)\])?|noqa(?::\s*(?P<noqa>[\w\-, ]+))?)",
@@ -166,7 +167,7 @@ def comment_lines(lines: list[str], text: str) -> dict[int, int]:
     f_string_start, f_string_end = getattr(tokenize, "FSTRING_START", -1), getattr(tokenize, "FSTRING_END", -1)
     open_f_strings: list[int] = []
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        for token in tokenize.generate_tokens(io.StringIO(with_newlines(text)).readline):
             if token.type == tokenize.STRING and token.end[0] > token.start[0]:
                 moved.update((n, token.end[0]) for n in range(token.start[0], token.end[0]))
             elif token.type == f_string_start:
