@@ -19,6 +19,7 @@ from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.deferred import deferred
 from verifier.static.placement import HostDataRule, Origin
 from verifier.static.rule import Invalid
+from verifier.static.places import Place
 from verifier.static.transfers import device_move
 
 
@@ -91,6 +92,9 @@ for x, y in loader:
         move = device_move(node, self.context.imports, self.context.facts)
         if move is None or not move.blocks:
             return
+        placed = self.context.places.placement_of(move.source)
+        if placed is not None and placed.place is Place.DEVICE:
+            return  # already on the device (`accelerator.prepare`d loaders yield device batches): a no-op
         origin = self.host.origin_of(move.source)
         source = self.context.code_for(move.source)
         if origin in (Origin.BATCH, Origin.HOST):

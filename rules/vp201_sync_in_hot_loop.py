@@ -6,11 +6,12 @@ import functools
 
 import libcst as cst
 
-from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.findings import Category, Premise, Severity, SeverityByHeat
 from verifier.static.deferred import DeferredSeverity, JudgementInput, deferred
 from verifier.static.guards import GuardedRule
 from verifier.static.names import method_name, terminal_name
-from verifier.static.rule import Candidate, Invalid
+from verifier.static.places import Place, Placement
+from verifier.static.rule import Candidate, Invalid, Proof
 from verifier.static.scaler import is_finite_guard
 from verifier.static.syncs import Sync, sync_of_call, sync_of_fstring, sync_of_test
 from verifier.static.walk import iter_descendants
@@ -61,6 +62,17 @@ def _if_accelerated(function, table: SeverityByHeat) -> SeverityByHeat | None:
     return table if function.accelerated else None
 
 
+def on_the_accelerator(subject: str, placement: Placement | None, is_tensor: bool) -> Proof:
+    """The value premise of a host read: the value is a tensor on the accelerator."""
+    if placement is not None and placement.place is Place.DEVICE:
+        return Proof.proven(Premise.VALUE, f"`{subject}` is on the accelerator: {placement.why}", placement.node)
+    if is_tensor:
+        return Proof.assumed(
+            Premise.VALUE, f"`{subject}` is a tensor in code that uses a device; where it lives is not shown"
+        )
+    return Proof.unknown(Premise.VALUE, f"`{subject}` is not known to be a tensor on the accelerator")
+
+
 class SyncInHotLoop(GuardedRule):
     code = "VP201"
     name = "sync-in-hot-loop"
@@ -95,6 +107,7 @@ print(running.item() / len(loader))
 """
     fix = "Accumulate on the device (`total += loss.detach()`) and read once per log interval or epoch."
     tokens = ("torch", ".item(", ".cpu(", ".numpy(", ".tolist(", "loss", "model(")
+    premises = (Premise.VALUE,)
     references = (
         "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
         "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
@@ -209,6 +222,9 @@ print(running.item() / len(loader))
             return
         if statement is not None and type(sync.node) is not cst.If and type(sync.node) is not cst.While:
             self._reported.add(statement)
+        placement = self.context.places.placement_of(sync.subject)
+        if placement is not None and placement.place is Place.HOST:
+            return  # a host tensor: reading it waits for nothing
         subject = self.context.code_for(sync.subject)
         proven = self.context.facts.is_tensor(sync.subject) and not (
             type(sync.subject) is cst.Name and sync.subject.value in self._host_made
@@ -224,7 +240,10 @@ print(running.item() / len(loader))
                 functools.partial(_if_accelerated, function, table), outcomes=(table,), reads=(JudgementInput.DEVICE,)
             )
         often = "once per parameter tensor {often}" if per_parameter else "{often}"
-        self.report(sync.node, f"`{sync.how}` of `{subject}` {{loop}} waits for the device {often}", severity=table)
+        self.report(
+            sync.node, f"`{sync.how}` of `{subject}` {{loop}} waits for the device {often}", severity=table,
+            evidence=(on_the_accelerator(subject, placement, proven),),
+        )
 
     def _in_loop_over_parameters(self, subject: cst.BaseExpression) -> bool:
         """`for p in params: norm(p).item()`: the read runs once per parameter tensor."""

@@ -21,7 +21,8 @@ from verifier.static.guards import GuardedRule
 from verifier.static.heat import Where
 from verifier.static.names import dotted_name, keyword_arg, method_name, positional_arg, receiver
 from verifier.static.rule import Invalid
-from verifier.static.transfers import destination, is_module
+from verifier.static.devices import destination
+from verifier.static.transfers import is_module
 
 _MODULE_READS = frozenset({"parameters", "named_parameters", "state_dict", "buffers", "modules", "children"})
 

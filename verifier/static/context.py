@@ -16,6 +16,7 @@ import libcst as cst
 from verifier.static.facts import NameFacts
 from verifier.static.heat import Condition, HeatModel
 from verifier.static.names import ImportTable
+from verifier.static.places import PlaceFacts
 
 T = TypeVar("T")
 
@@ -45,6 +46,8 @@ class ModuleContext:
     imports: ImportTable
     heat: HeatModel
     facts: NameFacts
+    # Where values live (accelerator or host), fed by the engine like `facts`.
+    places: PlaceFacts
     trackers: dict[Callable[[ModuleContext], object], object] = field(default_factory=dict)
     _memo: dict = field(default_factory=dict)
     # The branch the walk is in (`conditions.Conditions.current`, set by the engine before the walk).

@@ -35,6 +35,7 @@ from verifier.static.names import ImportTable
 from verifier.static.notebook import in_cell, is_notebook, read_notebook
 from verifier.static.parse import parse_module
 from verifier.static.placement import HostData, Origin
+from verifier.static.places import PlaceFacts
 from verifier.static.positions import positions as positions_of
 from verifier.static.proofs import allowed, premises
 from verifier.static.rule import Candidate, Proof, Rule
@@ -274,7 +275,8 @@ def analyze_source(
         # What every visible call site passes: the parameters start with it (`bindings.py`).
         heat.seeds = {key: known.bound for key, known in external.items() if known.bound}
     facts = NameFacts(imports)
-    context = ModuleContext(path, source.text, module, imports, heat, facts)
+    places = PlaceFacts(imports, facts)
+    context = ModuleContext(path, source.text, module, imports, heat, facts, places)
     # A module that never names a device runs on the host unless a caller's module does.
     heat.accelerated = context.may_use_accelerator
     # A rule whose tokens the file never mentions cannot fire here: it does not join the walk.
@@ -287,7 +289,7 @@ def analyze_source(
     active = [rule(context) for rule in rules if context.mentions(*rule.tokens)]
     host = context.trackers.get(HostData)
     is_host_batch = (lambda node: host.origin_of(node) is Origin.BATCH) if host is not None else (lambda node: False)
-    own = _ModuleFacts(heat, facts, imports, Bindings(heat, facts, is_host_batch))
+    own = _ModuleFacts(heat, facts, places, imports, Bindings(heat, facts, is_host_batch))
     visitors, leavers = _dispatch_tables(own, [*context.trackers.values(), *active])
     try:
         walk(module, visitors, leavers)
@@ -439,8 +441,10 @@ class _ModuleFacts:
     `x = f()` still sees what `x` meant before the assignment.
     """
 
-    def __init__(self, heat: HeatModel, facts: NameFacts, imports: ImportTable, bindings: Bindings) -> None:
-        self.heat, self.facts, self.imports, self.bindings = heat, facts, imports, bindings
+    def __init__(
+        self, heat: HeatModel, facts: NameFacts, places: PlaceFacts, imports: ImportTable, bindings: Bindings
+    ) -> None:
+        self.heat, self.facts, self.places, self.imports, self.bindings = heat, facts, places, imports, bindings
 
     def visit_Call(self, node: cst.Call) -> None:
         self.bindings.on_call(node, self.heat.on_call(node, self.bindings.via_of(node)))
@@ -449,6 +453,7 @@ class _ModuleFacts:
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.heat.enter_function(node)
         self.facts.enter_function(node.name.value)
+        self.places.enter_function()
         function = self.heat.where().function
         self.bindings.enter_function(function)
         for name, fact in function.bound:
@@ -460,6 +465,10 @@ class _ModuleFacts:
         self.heat.enter_loop(node)
         self.bindings.on_for(node.target, node.iter)
         _bind_unknown(self.facts, node.target)
+        self.places.bind_loop(node.target, node.iter)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.places.bind_loop(node.target, node.iter)
 
     def visit_Yield(self, node: cst.Yield) -> None:
         self.bindings.on_yield(node)
@@ -476,6 +485,7 @@ class _ModuleFacts:
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.heat.enter_class(node)
         self.facts.enter_class(node)
+        self.places.enter_class()
 
     def visit_Import(self, node: cst.Import) -> None:
         self.imports.add(node)
@@ -483,9 +493,14 @@ class _ModuleFacts:
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self.imports.add(node)
 
+    def visit_Expr(self, node: cst.Expr) -> None:
+        self.places.on_statement(node)
+
     def leave_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets]
         for target in targets:
+            # Where it lives first: it reads the value's kind before the target is rebound.
+            self.places.bind(target, node.value)
             _bind(self.facts, target, node.value)
             if type(node.value) in (cst.Attribute, cst.IfExp):
                 self.imports.add_alias(target, node.value)
@@ -494,6 +509,7 @@ class _ModuleFacts:
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
+            self.places.bind(node.target, node.value)
             _bind(self.facts, node.target, node.value)
             self.bindings.on_assign([node.target], node.value)
 
@@ -502,11 +518,13 @@ class _ModuleFacts:
         self.bindings.on_return(node.value)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        self.places.bind_in_place(node.target, node.value)
         self.facts.bind_in_place(node.target, node.value)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.heat.leave_function()
         self.facts.leave_function()
+        self.places.leave_function()
         self.bindings.leave_function()
 
     def leave_For(self, node: cst.For) -> None:
@@ -518,10 +536,12 @@ class _ModuleFacts:
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self.heat.leave_class()
         self.facts.leave_class()
+        self.places.leave_class()
 
     def leave_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             _bind_unknown(self.facts, node.asname.name)
+            self.places.bind(node.asname.name, None)
 
 
 # A parameter bound to a number or a batch source starts as that kind (a host batch: `HostData`).

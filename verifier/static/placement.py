@@ -29,7 +29,7 @@ from verifier.static.names import (
 )
 from verifier.static.rule import Rule
 from verifier.static.tracker import Tracker
-from verifier.static.transfers import destination
+from verifier.static.devices import destination
 
 if TYPE_CHECKING:
     from verifier.static.context import ModuleContext

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from verifier.static.devices import destination
 from verifier.static.facts import Kind, NameFacts
 from verifier.static.heat import is_model_name
 from verifier.static.names import (
@@ -26,10 +27,6 @@ from verifier.static.names import (
     terminal_name,
 )
 
-_HOST_DEVICES = frozenset({"cpu", "meta"})
-# Variables that by convention name a device (`device`, `self.dev`, `local_rank`, `gpu_id`).
-_DEVICE_WORDS = ("device", "gpu")
-_DEVICE_NAMES = frozenset({"dev", "cuda", "rank", "local_rank"})
 
 
 @dataclass(frozen=True)
@@ -61,45 +58,6 @@ def device_move(call: cst.Call, imports: ImportTable, facts: NameFacts) -> Devic
     if device is None or destination(device.value, imports) is not True:
         return None
     return DeviceMove(call, source, _non_blocking(call, imports, extra_positional=0 if device.keyword else 1))
-
-
-def destination(node: cst.BaseExpression, imports: ImportTable) -> bool | None:
-    """True for an accelerator, False for the host or a dtype, None when it cannot be told."""
-    if type(node) is cst.SimpleString:
-        text = literal_string(node)
-        return None if text is None else text.split(":", 1)[0] not in _HOST_DEVICES
-    if type(node) is cst.FormattedString:
-        head = node.parts[0] if node.parts else None
-        if type(head) is cst.FormattedStringText:
-            return head.value.split(":", 1)[0] not in _HOST_DEVICES if head.value else None
-        return None
-    if type(node) is cst.Integer:
-        return True
-    if type(node) is cst.Call:
-        qualified = imports.call_name(node) or ""
-        if qualified == "torch.device":
-            first = positional_arg(node, 0) or keyword_arg(node, "type")
-            return destination(first.value, imports) if first is not None else None
-        if qualified.startswith("torch.cuda."):
-            return True
-        # `dist_util.dev()`, `get_device()`: a helper whose name says it returns a device.
-        return True if _names_a_device(terminal_name(node.func)) and not node.args else None
-    if type(node) in (cst.Name, cst.Attribute):
-        if (imports.qualified_name(node) or "").startswith("torch."):
-            return False  # torch.float16, torch.long: a dtype cast, not a copy
-        name = (terminal_name(node) or "").lower()
-        if "cpu" in name or "dtype" in name:
-            return False
-        if name in _DEVICE_NAMES or any(word in name for word in _DEVICE_WORDS):
-            return True
-    return None
-
-
-def _names_a_device(name: str | None) -> bool:
-    lowered = (name or "").lower()
-    if not lowered or "cpu" in lowered:
-        return False
-    return lowered in _DEVICE_NAMES or any(word in lowered for word in _DEVICE_WORDS)
 
 
 def is_module(node: cst.BaseExpression, facts: NameFacts) -> bool:

@@ -1,0 +1,135 @@
+"""Where values live: the value premise of host reads and copies, from evidence only."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from verifier.config import Settings
+from verifier.findings import Premise, Status
+from verifier.static.runner import analyze_paths
+
+
+def reads(tmp_path, code: str, select: str = "VP201"):
+    """[(line, severity, value status, value text)] for the selected rule's findings."""
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(code), encoding="utf-8")
+    result = analyze_paths([str(path)], Settings(select=(select,), cache_dir=None))
+    found = []
+    for finding in result.findings:
+        value = next((e for e in finding.evidence if e.premise is Premise.VALUE), None)
+        found.append((finding.line, finding.severity.name, value.status if value else None, value.text if value else ""))
+    return found
+
+
+STEP = """\
+import numpy as np
+import torch
+device = "cuda"
+{setup}
+for x, y in loader:
+    loss = criterion(model(x.to(device)), y.to(device))
+    loss.backward()
+    optimizer.step()
+    {read}
+"""
+
+
+@pytest.mark.parametrize(
+    ("setup", "read"),
+    [
+        ("table = torch.from_numpy(np.arange(10))", "v = table[3].item()"),
+        ("steps = torch.tensor([1, 2, 3])", "v = steps.sum().item()"),
+        ("counts = torch.zeros(10)", "v = counts.tolist()"),
+        ("header = torch.zeros(4).cpu()", "v = float(header[0])"),
+        ("pinned = torch.empty(8).pin_memory()", "v = pinned.numpy()"),
+    ],
+    ids=["from-numpy", "tensor-of-a-list", "factory-without-device", "moved-to-the-host", "pinned"],
+)
+def test_a_host_tensor_is_never_read_as_a_sync(tmp_path, setup, read):
+    assert reads(tmp_path, STEP.format(setup=setup, read=read)) == []
+
+
+def test_a_module_moved_in_place_puts_its_outputs_on_the_device(tmp_path):
+    code = """\
+    import torch
+    model = GPT(config)
+    model.to(device)
+    for x, y in loader:
+        logits, loss = model(x, y)
+        loss = loss / accumulation
+        loss.backward()
+        optimizer.step()
+        print(loss.item())
+    """
+    [(line, severity, status, text)] = reads(tmp_path, code)
+    assert (line, severity, status) == (9, "MEDIUM", Status.PROVEN)
+    assert text == "`loss` is on the accelerator: the output of `model`, which is moved with `.to(device)`"
+
+
+def test_what_a_tensor_was_moved_to_is_where_it_is(tmp_path):
+    code = """\
+    import torch
+    for x, y in loader:
+        x = x.cuda()
+        loss = (model(x) - y.cuda()).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        total = x.sum().item()
+    """
+    [(line, _, status, text)] = reads(tmp_path, code)
+    assert (line, status, text) == (7, Status.PROVEN, "`x.sum()` is on the accelerator: moved with `.cuda()`")
+
+
+def test_a_tensor_whose_place_is_not_shown_is_only_assumed(tmp_path):
+    code = """\
+    import torch
+    def step(batch):
+        loss = compute(batch)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    device = "cuda"
+    for batch in loader:
+        loss = step(batch)
+        total = loss.item()
+    """
+    [(_, severity, status, _)] = reads(tmp_path, code)
+    assert (severity, status) == ("LOW", Status.UNKNOWN)
+
+
+def test_parameters_live_with_their_module_and_a_read_per_parameter_blocks_only_when_shown(tmp_path):
+    code = """\
+    import torch
+    model = Net().to("cuda")
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        for p in model.parameters():
+            norm = p.grad.norm().item()
+        optimizer.step()
+    """
+    [(line, severity, status, text)] = reads(tmp_path, code)
+    assert (line, severity, status) == (7, "HIGH", Status.PROVEN)
+    assert text.endswith("moved with `.to(device)`")
+    unplaced = code.replace('Net().to("cuda")', "Net()").replace("model(x)", "model(x.to(device))")
+    assert [(s, v) for _, s, v, _ in reads(tmp_path, unplaced)] == [("MEDIUM", Status.ASSUMED)]
+
+
+def test_batches_of_a_prepared_loader_are_on_the_device(tmp_path):
+    code = """\
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for step, batch in enumerate(loader):
+        batch = {k: v.to(accelerator.device) for k, v in batch.items()}
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        optimizer.step()
+    """
+    # The copy of a batch the prepared loader already placed is a no-op: no blocking copy.
+    assert reads(tmp_path, code, select="VP102") == []
+    plain = code.replace("model, optimizer, loader = accelerator.prepare(model, optimizer, loader)", "")
+    assert [line for line, *_ in reads(tmp_path, plain, select="VP102")] == [5]

@@ -1,0 +1,301 @@
+"""Where a value lives: on the accelerator or in host memory, and the line that shows it.
+
+The value premise of the sync and copy rules: reading a tensor on the host costs a device sync
+only when the tensor is on the accelerator. Learned in walk order, per function (with `self.x`
+kept per class), from evidence only:
+- on the accelerator: `.to(device)` / `.cuda()` (a device that is not a CPU literal), a factory
+  with `device=`, a module moved with `model.to(device)` (a call whose result is dropped moves a
+  module in place), what `accelerator.prepare(...)` / `fabric.setup(...)` returns (a prepared
+  loader yields device batches), the outputs of a module on the device, and torch math that
+  involves a value on the device;
+- in host memory: `.cpu()`, `.numpy()`, `.pin_memory()`, a factory without `device=`,
+  `torch.from_numpy`, `torch.tensor(data)`, a batch from a plain DataLoader, and torch math on
+  host values only.
+Anything else is not known (None): the rules then only assume where it lives.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import libcst as cst
+
+from verifier.static.devices import destination
+from verifier.static.facts import Kind, NameFacts
+from verifier.static.names import ImportTable, dotted_name, keyword_arg, method_name, positional_arg, receiver
+
+
+class Place(enum.Enum):
+    DEVICE = "on the accelerator"
+    HOST = "in host memory"
+
+
+@dataclass(frozen=True, eq=False)
+class Placement:
+    """Where a value lives and why it is known: `moved with `.to(device)``, at `node`."""
+
+    place: Place
+    why: str
+    node: cst.CSTNode | None = None
+
+
+_HOST_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "zeros", "ones", "empty", "full", "tensor", "arange", "range", "linspace", "logspace", "eye", "rand",
+        "randn", "randint", "randperm", "as_tensor", "from_numpy", "frombuffer", "normal", "bernoulli",
+    )
+)
+_TO_HOST_METHODS = frozenset({"cpu", "numpy", "pin_memory"})
+_MODULE_MOVES = frozenset({"to", "cuda"})
+# Objects whose `prepare`/`setup` place what they return on the accelerator.
+_PLACERS = frozenset({"accelerate.Accelerator", "lightning.fabric.Fabric", "lightning.Fabric", "lightning_fabric.Fabric"})
+_PLACING_METHODS = frozenset({"prepare", "prepare_model", "prepare_data_loader", "setup", "setup_dataloaders"})
+# Methods of a module whose tensors live where the module does.
+_MODULE_TENSORS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers"})
+
+
+class PlaceFacts:
+    """Placements by name, in walk order; scopes as `NameFacts` keeps kinds."""
+
+    def __init__(self, imports: ImportTable, facts: NameFacts) -> None:
+        self._imports = imports
+        self._facts = facts
+        self._scopes: list[dict[str, Placement | None]] = [{}]
+        self._class_scopes: list[dict[str, Placement | None]] = []
+        # Names bound to an Accelerator or a Fabric (their `prepare` places what it returns), per
+        # function and, for `self.` names, per class.
+        self._placers: list[set[str]] = [set()]
+        self._class_placers: list[set[str]] = []
+
+    # ----- scopes -----
+
+    def enter_function(self) -> None:
+        self._scopes.append({})
+        self._placers.append(set())
+
+    def leave_function(self) -> None:
+        self._scopes.pop()
+        self._placers.pop()
+
+    def enter_class(self) -> None:
+        self._class_scopes.append({})
+        self._class_placers.append(set())
+
+    def leave_class(self) -> None:
+        self._class_scopes.pop()
+        self._class_placers.pop()
+
+    # ----- recording -----
+
+    def bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if type(target) in (cst.Tuple, cst.List):
+            values = value.elements if type(value) in (cst.Tuple, cst.List) else None
+            if values is not None and len(values) == len(target.elements):
+                for element, item in zip(target.elements, values):
+                    self.bind(element.value, item.value)
+                return
+            # `model, opt, loader = accelerator.prepare(model, opt, loader)`, `logits, loss = model(x)`.
+            placement = self.placement_of(value) if value is not None else None
+            for element in target.elements:
+                inner = element.value
+                self.bind(inner, None) if type(element) is cst.StarredElement else self._unpacked(inner, placement)
+            return
+        if type(target) is cst.StarredElement:
+            self._set(target.value, None)
+            return
+        name = dotted_name(target)
+        if name is not None:
+            placers = self._class_placers[-1] if name.startswith("self.") and self._class_placers else self._placers[-1]
+            if value is not None and self._makes_placer(value):
+                placers.add(name)
+            else:
+                placers.discard(name)
+        self._set(target, self.placement_of(value) if value is not None else None)
+
+    def bind_in_place(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """`x += v`: where `x + v` would be."""
+        self._set(target, _joined(*map(self.placement_of, self._tensor_operands(target, value))))
+
+    def _unpacked(self, target: cst.BaseExpression, placement: Placement | None) -> None:
+        if type(target) in (cst.Tuple, cst.List):
+            for element in target.elements:
+                self._unpacked(element.value, placement)
+        else:
+            self._set(target, placement)
+
+    def bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """`for p in model.parameters()`: the module's place; `for x, y in loader`: a batch."""
+        self._unpacked(target, self._element_placement(iterable))
+
+    def on_statement(self, node: cst.Expr) -> None:
+        """`model.to(device)` / `model.cuda()` as a statement: the result is dropped, so it moves a
+        module in place (a tensor's `.to()` returns a copy and changes nothing)."""
+        call = node.value
+        if type(call) is not cst.Call or method_name(call) not in _MODULE_MOVES:
+            return
+        owner = receiver(call)
+        if owner is None or type(owner) not in (cst.Name, cst.Attribute):
+            return
+        moved = self._moved(call)
+        if moved is not None:
+            self._set(owner, moved)
+
+    # ----- asking -----
+
+    def placement_of(self, node: cst.BaseExpression) -> Placement | None:
+        kind = type(node)
+        if kind is cst.Name or kind is cst.Attribute:
+            name = dotted_name(node)
+            if name is not None:
+                found = self._lookup(name)
+                if found is not None or kind is cst.Name:
+                    return found
+            return self.placement_of(node.value) if kind is cst.Attribute else None
+        if kind is cst.Subscript:
+            return self.placement_of(node.value)
+        if kind is cst.Call:
+            return self._of_call(node)
+        if kind is cst.BinaryOperation:
+            return _joined(*map(self.placement_of, self._tensor_operands(node.left, node.right)))
+        if kind is cst.UnaryOperation:
+            return self.placement_of(node.expression)
+        if kind is cst.Comparison:
+            sides = self._tensor_operands(node.left, *(c.comparator for c in node.comparisons))
+            return _joined(*map(self.placement_of, sides))
+        return None
+
+    def _tensor_operands(self, *operands: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The operands that may be tensors: `loss * x.size(0)` is where `loss` is."""
+        kept = [
+            operand for operand in operands
+            if type(operand) not in (cst.Integer, cst.Float) and self._facts.kind_of(operand) is not Kind.NUMBER
+        ]
+        return kept or list(operands)
+
+    def _of_call(self, call: cst.Call) -> Placement | None:
+        qualified = self._imports.call_name(call) or ""
+        method = method_name(call)
+        owner = receiver(call)
+        if method in _MODULE_MOVES and owner is not None:
+            return self._moved(call) or self.placement_of(owner)
+        if method in _TO_HOST_METHODS:
+            return Placement(Place.HOST, f"made on the host by `.{method}()`", call)
+        if qualified in _HOST_FACTORIES or (qualified.startswith("torch.") and qualified.endswith("_like")):
+            return self._factory(call, qualified)
+        if method in _PLACING_METHODS and owner is not None and self._is_placer(owner):
+            return Placement(Place.DEVICE, f"placed by `{dotted_name(owner) or 'it'}.{method}(...)`", call)
+        if method in _MODULE_TENSORS and owner is not None:
+            return self.placement_of(owner)
+        arguments = [arg.value for arg in call.args if not arg.star]
+        # Something called that was moved to the device is a module (a tensor cannot be called):
+        # its outputs live with its parameters. So do those of a part of it (`model.encoder(x)`).
+        module = self._callee_placement(call.func)
+        if module is not None and module.place is Place.DEVICE:
+            return Placement(Place.DEVICE, f"the output of `{dotted_name(call.func)}`, which is {module.why}", module.node)
+        if owner is not None and method is not None and not qualified:
+            # A tensor method keeps its receiver's place (`loss.detach()`, `x.float()`).
+            return _joined(self.placement_of(owner), *map(self.placement_of, arguments))
+        if qualified.startswith("torch.") or not qualified:
+            return _joined(*map(self.placement_of, arguments))
+        return None
+
+    def _callee_placement(self, func: cst.BaseExpression) -> Placement | None:
+        """Where a called thing was put: bound itself (`model`, `self.net`), or a part of a known
+        module (`model.encoder`); never the object a method is looked up on (`x.sum`)."""
+        name = dotted_name(func)
+        if name is None:
+            return None
+        found = self._lookup(name)
+        if found is None and type(func) is cst.Attribute and self._facts.kind_of(func.value) is Kind.MODULE:
+            found = self.placement_of(func.value)
+        return found
+
+    def _factory(self, call: cst.Call, qualified: str) -> Placement | None:
+        device = keyword_arg(call, "device")
+        if device is not None:
+            where = destination(device.value, self._imports)
+            if where is None:
+                return None
+            place = Place.DEVICE if where else Place.HOST
+            return Placement(place, f"made by `{qualified}(..., device=...)`", call)
+        if qualified.endswith("_like"):
+            first = positional_arg(call, 0)
+            return self.placement_of(first.value) if first is not None else None
+        if qualified == "torch.as_tensor":
+            first = positional_arg(call, 0)
+            if first is not None and self._facts.kind_of(first.value) is Kind.TENSOR:
+                return self.placement_of(first.value)
+        return Placement(Place.HOST, f"made on the host by `{qualified}(...)` without `device=`", call)
+
+    def _moved(self, call: cst.Call) -> Placement | None:
+        """The place `.to(...)` / `.cuda()` sends its receiver to; None for a dtype cast or an unknown target."""
+        if method_name(call) == "cuda":
+            return Placement(Place.DEVICE, "moved with `.cuda()`", call)
+        target = keyword_arg(call, "device") or positional_arg(call, 0)
+        if target is None:
+            return None
+        where = destination(target.value, self._imports)
+        if where is None:
+            return None
+        if not where:
+            # `.to("cpu")` moves to the host; `.to(torch.float16)` keeps the place (unknown here).
+            text = target.value
+            return Placement(Place.HOST, "moved to the host", call) if type(text) is cst.SimpleString else None
+        return Placement(Place.DEVICE, "moved with `.to(device)`", call)
+
+    def _element_placement(self, iterable: cst.BaseExpression) -> Placement | None:
+        if type(iterable) is cst.Call:
+            method = method_name(iterable)
+            owner = receiver(iterable)
+            if method in _MODULE_TENSORS and owner is not None:
+                return self.placement_of(owner)
+            if (dotted_name(iterable.func) or "") in ("enumerate", "zip") and iterable.args:
+                return _joined(*(self._element_placement(arg.value) for arg in iterable.args if not arg.star))
+            if method in ("items", "values") and owner is not None:
+                return self.placement_of(owner)  # the entries of a batch dict live where the batch does
+            return None
+        found = self.placement_of(iterable)
+        if found is not None:
+            return found
+        if self._facts.kind_of(iterable) is Kind.DATALOADER:
+            return Placement(Place.HOST, f"a batch from the DataLoader `{dotted_name(iterable)}`", iterable)
+        return None
+
+    def _makes_placer(self, value: cst.BaseExpression) -> bool:
+        return type(value) is cst.Call and (self._imports.call_name(value) or "") in _PLACERS
+
+    def _is_placer(self, owner: cst.BaseExpression) -> bool:
+        name = dotted_name(owner)
+        if name is None:
+            return False
+        if name.startswith("self.") and self._class_placers:
+            return name in self._class_placers[-1]
+        return any(name in placers for placers in self._placers)
+
+    def _set(self, target: cst.BaseExpression, placement: Placement | None) -> None:
+        name = dotted_name(target)
+        if name is None:
+            return
+        scope = self._class_scopes[-1] if name.startswith("self.") and self._class_scopes else self._scopes[-1]
+        scope[name] = placement
+
+    def _lookup(self, name: str) -> Placement | None:
+        if name.startswith("self.") and self._class_scopes:
+            return self._class_scopes[-1].get(name)
+        for scope in reversed(self._scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+
+def _joined(*placements: Placement | None) -> Placement | None:
+    """Math on values: on the device if any is; in host memory only if every one is known to be."""
+    known = [p for p in placements if p is not None]
+    device = next((p for p in known if p.place is Place.DEVICE), None)
+    if device is not None:
+        return device
+    if known and len(known) == len(placements):
+        return known[0]
+    return None
