@@ -105,11 +105,12 @@ def findings(root, select=("VP2",)) -> list[tuple[str, str, int, str, str]]:
     return [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name, f.heat.label) for f in result.findings]
 
 
-def test_per_parameter_read_in_a_helper_stepped_from_a_while_loop_is_high(tmp_path):
+def test_per_parameter_read_in_a_helper_stepped_from_a_while_loop(tmp_path):
     # The while loop steps the optimizer through run_step(): it is the step loop, not an epoch
-    # loop around the micro-batch loop; the helper module is lent the caller's accelerator.
+    # loop around the micro-batch loop; the helper module is lent the caller's accelerator. Where
+    # the master parameters live is not shown in the helper: assumed, so MEDIUM, not a block.
     write(tmp_path, {"half_precision.py": HELPER, "loop.py": LOOP})
-    assert findings(tmp_path) == [("half_precision.py", "VP201", 19, "HIGH", "step")]
+    assert findings(tmp_path) == [("half_precision.py", "VP201", 19, "MEDIUM", "step")]
 
 
 def test_helper_module_alone_names_no_device_and_stays_quiet(tmp_path):
@@ -119,7 +120,7 @@ def test_helper_module_alone_names_no_device_and_stays_quiet(tmp_path):
 
 def test_host_only_script_stays_quiet_even_with_a_per_parameter_read(tmp_path):
     write(tmp_path, {"half_precision.py": HELPER, "loop.py": LOOP, "cpu/fit.py": HOST_ONLY_SCRIPT})
-    assert findings(tmp_path) == [("half_precision.py", "VP201", 19, "HIGH", "step")]
+    assert findings(tmp_path) == [("half_precision.py", "VP201", 19, "MEDIUM", "step")]
 
 
 def test_a_for_header_is_its_own_statement(tmp_path):

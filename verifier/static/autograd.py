@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from verifier.findings import Status
-from verifier.static.facts import Kind, NameFacts
+from verifier.static.facts import SETS_UP, Kind, NameFacts
 from verifier.static.heat import is_model_name
 from verifier.static.names import (
     ImportTable,
@@ -114,7 +114,9 @@ def is_loss_callee(name: str | None) -> bool:
     """`criterion`, `loss_fn`, `self.compute_loss`: callables that turn outputs into a loss."""
     if not name:
         return False
-    lowered = name.lower()
+    lowered = name.lower().lstrip("_")
+    if lowered.startswith(SETS_UP):
+        return False  # `_setup_early_exit_loss()` builds one; it computes nothing
     if lowered in {"loss", "criterion"} or lowered.startswith("compute_loss"):
         return True
     return lowered.endswith(_LOSS_CALLEE_SUFFIXES)

@@ -131,13 +131,17 @@ class NameFacts:
                 self.bind(element.value, item.value)
             return
         kind = self.kind_of(value) if value is not None and values is None else None
-        for element in elements:
+        # A helper that is a tensor only by its loss-like name returns the loss first
+        # (`loss, parts = compute_loss(...)`); what follows it is not known.
+        first_only = kind is Kind.TENSOR and type(value) is cst.Call and self._tensor_by_name_only(value)
+        for index, element in enumerate(elements):
             if type(element) is cst.StarredElement:
                 self.bind(element, None)
             elif type(element.value) in (cst.Tuple, cst.List):
                 self._unpack(element.value, None)
             else:
-                self._set(element.value, Kind.TENSOR if kind is Kind.TENSOR else None)
+                tensor = kind is Kind.TENSOR and (index == 0 or not first_only)
+                self._set(element.value, Kind.TENSOR if tensor else None)
 
     def bind_in_place(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """`x += v`: what `x + v` would be."""
@@ -259,9 +263,21 @@ class NameFacts:
         callee = terminal_name(call.func)
         if is_model_name(callee) or (func_name and self.lookup(func_name) is Kind.MODULE):
             return Kind.TENSOR
-        if callee and ("criterion" in callee.lower() or "loss" in callee.lower()):
+        if _computes_a_loss(callee):
             return Kind.TENSOR
         return None
+
+    def _tensor_by_name_only(self, call: cst.Call) -> bool:
+        """A tensor only because its callee is named like a loss (not a module, not torch)."""
+        func_name = dotted_name(call.func)
+        callee = terminal_name(call.func)
+        return (
+            not self._imports.call_name(call)
+            and method_name(call) not in TENSOR_METHODS
+            and not is_model_name(callee)
+            and not (func_name and self.lookup(func_name) is Kind.MODULE)
+            and _computes_a_loss(callee)
+        )
 
 
     def _kind_of_sum(self, call: cst.Call) -> Kind | None:
@@ -278,6 +294,17 @@ class NameFacts:
         else:
             kind = Kind.TENSOR if self.kind_of(first) is Kind.TENSOR else None
         return kind if kind in (Kind.TENSOR, Kind.NUMBER) else None
+
+
+# Functions that set things up, whatever they are named after (`_setup_early_exit_loss`).
+SETS_UP = ("setup", "set_", "configure", "prepare", "build", "make", "create", "init", "get_", "load", "register")
+
+
+def _computes_a_loss(callee: str | None) -> bool:
+    """`criterion(...)`, `compute_loss(...)`, `self.loss_fn(...)`: by name, a loss computation;
+    `_setup_early_exit_loss(...)` sets one up and returns configuration."""
+    lowered = (callee or "").lower().lstrip("_")
+    return ("criterion" in lowered or "loss" in lowered) and not lowered.startswith(SETS_UP)
 
 
 def _combine(left: Kind | None, right: Kind | None) -> Kind | None:

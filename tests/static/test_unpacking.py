@@ -1,0 +1,63 @@
+"""Values keep what is known of them through tuple unpacking (`logits, loss = model(X, Y)`)."""
+
+from __future__ import annotations
+
+SELECT = ("VP201", "VP202", "VP401", "VP402")
+
+NANOGPT_STEP = """\
+import torch
+device = "cuda"
+model = GPT(config)
+model.to(device)
+history = []
+for iter_num in range(max_iters):
+    logits, loss = model(X, Y)
+    loss.backward()
+    optimizer.step()
+    {probe}
+"""
+
+
+def test_every_everyday_read_of_an_unpacked_loss_is_found(analyse):
+    for probe, code in [
+        ("value = float(loss)", "VP201"),
+        ("if loss > 100:\n        pass", "VP201"),
+        ("value = loss.item()", "VP201"),
+        ("history.append(loss)", "VP402"),
+    ]:
+        found = analyse(NANOGPT_STEP.format(probe=probe), select=SELECT)
+        assert [(c, line) for c, line, _ in found] == [(code, 10)], probe
+
+
+def test_the_parts_a_loss_helper_returns_after_the_loss_are_not_taken_for_tensors(analyse):
+    code = """\
+    import torch
+    device = "cuda"
+    model.to(device)
+    for x, y in loader:
+        loss, parts = compute_loss(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+        if parts:
+            print(parts)
+    """
+    assert analyse(code, select=SELECT) == []
+
+
+def test_a_function_that_sets_a_loss_up_returns_configuration_not_tensors(analyse):
+    code = """\
+    import torch
+
+    class Recipe:
+        def setup(self, cfg):
+            self.hidden, self.curriculum = self._setup_early_exit_loss(cfg)
+
+        def train(self, loader):
+            for batch in loader:
+                loss = self.model(batch.to("cuda")).sum()
+                loss.backward()
+                self.optimizer.step()
+                if self.curriculum:
+                    self.curriculum.step()
+    """
+    assert analyse(code, select=SELECT) == []
