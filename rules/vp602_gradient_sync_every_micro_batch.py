@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.findings import Category, Premise, Severity, SeverityByHeat, Status
 from verifier.static.distributed import wrapper_kind
 from verifier.static.guards import steps_an_optimizer
 from verifier.static.heat import Where
-from verifier.static.names import method_name
-from verifier.static.rule import Invalid, Rule
-from verifier.static.walk import iter_descendants
+from verifier.static.names import dotted_name, method_name
+from verifier.static.rule import Invalid, Proof, Rule
+from verifier.static.walk import children, iter_descendants
 
 # Any of these in the function's code is one of the correct forms (or a wrapper around them):
 # `model.no_sync()`, `model.require_backward_grad_sync = ...`, `fabric.no_backward_sync(model)`,
@@ -32,6 +32,7 @@ class GradientSyncEveryMicroBatch(Rule):
     category = Category.DISTRIBUTED
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None, eval=None)
     cost = "a gradient all-reduce on every micro-batch instead of once per update"
+    premises = (Premise.RULE,)
     summary = (
         "Finds gradient accumulation (backward on every micro-batch, an optimizer step only every N) on a "
         "model wrapped in DistributedDataParallel, FSDP or by Accelerate, without `no_sync()` / "
@@ -81,6 +82,8 @@ for step in range(max_steps):
         self._cadence_loops: set[int] = set()
         self._cadence_ifs = 0
         self._cadences: dict[int, bool] = {}
+        # Per cadence loop: the `N` of `step % N == 0`, the accumulation factor.
+        self._factors: dict[int, cst.BaseExpression | None] = {}
 
     def _is_cadence(self, node: cst.If) -> bool:
         known = self._cadences.get(id(node))
@@ -95,6 +98,7 @@ for step in range(max_steps):
             loop = self.context.heat.where().innermost_loop
             if loop is not None:
                 self._cadence_loops.add(id(loop))
+                self._factors.setdefault(id(loop), _modulo_divisor(node.test))
 
     def leave_If(self, node: cst.If) -> None:
         self._cadence_ifs -= self._is_cadence(node)
@@ -121,7 +125,31 @@ for step in range(max_steps):
                     "micro-batch; only the last one before the optimizer step needs to",
                     where=where,
                     fix=_FIX[wrapper],
+                    evidence=(self._factor_premise(where),),
                 )
+
+    def _factor_premise(self, where: Where) -> Proof:
+        """The rule's premise: the accumulation factor can exceed 1. A literal shows it; a setting
+        (a parameter, `args.accum`) leaves it assumed; a name bound to 1 and raised only under a
+        condition (`accum = 1; if batch_size > MAX: accum = ...`) leaves it unknown."""
+        inner = where.loops[-1]
+        factor = self._factors.get(id(inner)) if id(inner) in self._cadence_loops else _range_bound(inner.node)
+        if factor is None:
+            return Proof.assumed(Premise.RULE, "the accumulation factor is not shown: it may be 1")
+        shown = self.context.code_for(factor)
+        if type(factor) is cst.Integer:
+            value = int(factor.value, 0)
+            status = Status.PROVEN if value > 1 else Status.UNKNOWN
+            return Proof(Premise.RULE, status, f"the accumulation factor is {value}", factor)
+        function = where.function.node if where.function is not None else None
+        values = _values_bound(dotted_name(factor), function if function is not None else self.context.module)
+        if values and any(_is_one(value) for value, _ in values) and all(
+            _is_one(value) or conditional for value, conditional in values
+        ):
+            return Proof.unknown(
+                Premise.RULE, f"`{shown}` is 1 unless a condition raises it: the default run does not accumulate", factor
+            )
+        return Proof.assumed(Premise.RULE, f"the accumulation factor `{shown}` comes from the run's settings", factor)
 
     def _wrapper_for(self, where: Where) -> str | None:
         """The model is wrapped in the backward's own function, in a method of the same class
@@ -285,6 +313,46 @@ for step, batch in enumerate(loader):
             severity=Severity.MEDIUM,
         ),
     )
+
+
+def _modulo_divisor(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The `N` of `(step + 1) % N == 0`."""
+    for node in (test, *iter_descendants(test)):
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.Modulo:
+            return node.right
+    return None
+
+
+def _range_bound(loop: cst.CSTNode | None) -> cst.BaseExpression | None:
+    """The `N` of a micro-batch loop `for micro in range(N)`."""
+    if type(loop) is not cst.For or type(loop.iter) is not cst.Call or dotted_name(loop.iter.func) != "range":
+        return None
+    arguments = [arg.value for arg in loop.iter.args]
+    return arguments[0] if len(arguments) == 1 else arguments[1] if len(arguments) >= 2 else None
+
+
+def _values_bound(name: str | None, scope: cst.CSTNode) -> list[tuple[cst.BaseExpression, bool]]:
+    """Every value `name` is bound to in `scope` (assignments and a parameter's default), each
+    with whether an `if` decides it."""
+    if name is None:
+        return []
+    found: list[tuple[cst.BaseExpression, bool]] = []
+    if type(scope) is cst.FunctionDef:
+        for param in (*scope.params.params, *scope.params.kwonly_params):
+            if param.name.value == name and param.default is not None:
+                found.append((param.default, False))
+    pending: list[tuple[cst.CSTNode, bool]] = [(scope, False)]
+    while pending:
+        node, conditional = pending.pop()
+        if type(node) is cst.Assign and any(dotted_name(t.target) == name for t in node.targets):
+            found.append((node.value, conditional))
+        for child in children(node):
+            pending.append((child, conditional or type(node) is cst.If))
+    return found
+
+
+def _is_one(node: cst.BaseExpression) -> bool:
+    return type(node) is cst.Integer and node.value == "1"
 
 
 def _is_update_cadence(node: cst.If) -> bool:
