@@ -126,6 +126,8 @@ print(running.item() / len(loader))
         self._env_calls: set[int] = set()
         self._in_env_call = 0
         self._read_into: dict[str, list[Candidate]] = {}
+        # Statement -> the statement before it in its block (for reads that follow a read).
+        self._previous: dict[int, cst.CSTNode] = {}
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self._statement = node
@@ -220,11 +222,11 @@ print(running.item() / len(loader))
         statement = id(self._statement) if self._statement is not None else None
         if statement is not None and statement in self._reported:
             return
-        if statement is not None and type(sync.node) is not cst.If and type(sync.node) is not cst.While:
-            self._reported.add(statement)
         placement = self.context.places.placement_of(sync.subject)
         if placement is not None and placement.place is Place.HOST:
             return  # a host tensor: reading it waits for nothing
+        if statement is not None and type(sync.node) is not cst.If and type(sync.node) is not cst.While:
+            self._reported.add(statement)
         subject = self.context.code_for(sync.subject)
         proven = self.context.facts.is_tensor(sync.subject) and not (
             type(sync.subject) is cst.Name and sync.subject.value in self._host_made
@@ -235,15 +237,35 @@ print(running.item() / len(loader))
             table = _PER_PARAMETER
         if self._in_env_call:
             table = _design_read(table)
+        follows = self._follows_a_read()
+        if follows is not None:
+            table = _design_read(table)
         if function is not None:
             table = deferred(
                 functools.partial(_if_accelerated, function, table), outcomes=(table,), reads=(JudgementInput.DEVICE,)
             )
         often = "once per parameter tensor {often}" if per_parameter else "{often}"
+        cost = () if follows is None else (
+            Proof.proven(
+                Premise.COST,
+                "a round trip only: the read on the statement before already waited for the device's queue",
+                follows,
+            ),
+        )
         self.report(
             sync.node, f"`{sync.how}` of `{subject}` {{loop}} waits for the device {often}", severity=table,
-            evidence=(on_the_accelerator(subject, placement, proven),),
+            evidence=(*cost, on_the_accelerator(subject, placement, proven)),
         )
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        for before, statement in zip(node.body, node.body[1:]):
+            self._previous[id(statement)] = before
+
+    def _follows_a_read(self) -> cst.CSTNode | None:
+        """The statement just before this one in its block, when it read a device value too: the
+        queue is already drained, so this read costs a round trip, not a stall."""
+        before = self._previous.get(id(self._statement)) if self._statement is not None else None
+        return before if before is not None and id(before) in self._reported else None
 
     def _in_loop_over_parameters(self, subject: cst.BaseExpression) -> bool:
         """`for p in params: norm(p).item()`: the read runs once per parameter tensor."""
