@@ -14,7 +14,7 @@ from verifier.report.github import annotation
 from verifier.report.json_format import render_json
 from verifier.report.markdown import render_markdown
 from verifier.report.sarif import render_sarif
-from verifier.report.text import finding_block
+from verifier.report.text import finding_block, summary_lines
 
 COST = Evidence(Premise.COST, Status.PROVEN, "`synchronize()` makes the host wait until every queued kernel has finished")
 FREQUENCY = Evidence(Premise.FREQUENCY, Status.PROVEN, "runs every step: the step loop (iterates loader)", "train.py", 4)
@@ -75,3 +75,23 @@ def test_github_annotations_say_why():
     line = annotation(ASSUMED)
     assert line.endswith("%0Abecause: value assumed: `scaler` is taken for a GradScaler by its name"
                          "%0Abecause: rule proven: no `scaler.unscale_` runs before the clip (train.py:9)")
+
+
+def test_the_minimum_score_is_checked_against_the_proven_findings_only():
+    # Ten assumed MEDIUM findings of ten rules cost half the score; none of them is proven.
+    codes = ("VP201", "VP202", "VP203", "VP204", "VP205", "VP401", "VP402", "VP403", "VP101", "VP104")
+    assumed = [
+        make_finding(code, line=10 + i, severity=Severity.MEDIUM, evidence=(COST, ASSUMED_VALUE))
+        for i, code in enumerate(codes)
+    ]
+    proven = make_finding("VP102", line=40, severity=Severity.LOW, name="blocking-host-to-device-copy",
+                          evidence=(COST, FREQUENCY))
+    report = make_report([*assumed, proven])
+    assert report.scorecard.total < 70 <= report.scorecard.proven_total
+    assert report.decision.status == "PASS"
+    assert summary_lines(report)[0] == (
+        f"Score: {report.scorecard.total}/100 (minimum 70, static categories only; "
+        f"{report.scorecard.proven_total}/100 over the proven findings, which the minimum is checked against)."
+    )
+    document = json.loads(render_json(report))
+    assert document["score"]["proven_total"] == report.scorecard.proven_total

@@ -101,7 +101,7 @@ def test_baseline_marks_new_findings(tmp_path, monkeypatch, capsys, styled):
     assert lines == [
         "train.py:4:5: VP203 [HIGH] `synchronize()` in a loop blocks the host on every iteration",
         "train.py:8:11: VP201 [LOW] (new) `.item()` of `batch` in the per-step loop waits for the device every step",
-        "train.py:9:11: VP201 [MEDIUM] (new) `.item()` of `loss` in the per-step loop waits for the device every step",
+        "train.py:9:11: VP201 [LOW] (new) `.item()` of `loss` in the per-step loop waits for the device every step",
     ]
 
 

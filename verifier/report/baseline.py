@@ -140,7 +140,9 @@ def load_baseline(path: str) -> Baseline:
     problem = _compared_figures_problem(dynamic) if dynamic is not None else None
     if problem is not None:
         raise UsageError(f"--baseline {path}: refused: {problem}")
-    score = document.get("score", {}).get("total") if isinstance(document.get("score"), dict) else None
+    stored_score = document.get("score") if isinstance(document.get("score"), dict) else {}
+    # The score the decision read; a baseline written before proven scores has its total only.
+    score = stored_score.get("proven_total", stored_score.get("total"))
     rules = document.get("rules")
     if rules is not None and not (isinstance(rules, list) and all(isinstance(code, str) for code in rules)):
         raise UsageError(f"--baseline {path}: unexpected content: rules is not a list of rule codes")

@@ -52,6 +52,7 @@ def decide(
     dynamic: DynamicResult | None = None,
     new_findings: list[Finding] | None = None,
     baseline_score: int | None = None,
+    score_label: str = "score",
 ) -> Decision:
     """Decide from findings, the score and the verdicts.
 
@@ -83,10 +84,11 @@ def decide(
     ]
     if score is not None and score < policy.min_score:
         if not only_new or baseline_score is None:
-            reasons.append(f"score {score}/100 is below the minimum {policy.min_score}")
+            reasons.append(f"{score_label} {score}/100 is below the minimum {policy.min_score}")
         elif score < baseline_score:
             reasons.append(
-                f"score {score}/100 is below the minimum {policy.min_score} and below the baseline's {baseline_score}"
+                f"{score_label} {score}/100 is below the minimum {policy.min_score} and below the baseline's "
+                f"{baseline_score}"
             )
     status = "BLOCK" if reasons else "PASS"
     return Decision(status, tuple(reasons), blocking, missed)

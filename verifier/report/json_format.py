@@ -63,6 +63,7 @@ def _points(value: Fraction) -> float:
 def _score(scorecard: Scorecard, min_score: int) -> dict:
     return {
         "total": scorecard.total,
+        "proven_total": scorecard.proven_total,
         **({"not_scored": scorecard.not_scored} if scorecard.not_scored else {}),
         "maximum": 100,
         "min_score": min_score,

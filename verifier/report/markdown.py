@@ -272,13 +272,18 @@ def _metrics(report: Report) -> list[tuple[str, str, str]]:
     blocking = [f for f in report.findings if f.severity in policy.block_on]
     other_levels = [s for s in SEVERITY_ORDER if s not in policy.block_on and s > Severity.INFO]
     others = [f for f in report.findings if f.severity in other_levels]
-    total = report.scorecard.total
+    total, deciding = report.scorecard.total, report.scorecard.deciding_total
     score_row = (
         ("Score", f"not scored ({report.scorecard.not_scored})", "⚠️ NOT SCORED") if total is None else
         ("Score", f"{total}/100 (minimum {policy.min_score})", "✅ PASS" if total >= policy.min_score else "❌ FAIL")
     )
+    proven_rows = [] if total is None or deciding == total else [
+        ("Score over proven findings (what the minimum is checked against)", f"{deciding}/100",
+         "✅ PASS" if deciding >= policy.min_score else "❌ FAIL"),
+    ]
     rows = [
         score_row,
+        *proven_rows,
         (f"Blocking findings ({blocking_names})", str(len(blocking)),
          "❌ FAIL" if decision.blocking else ("⚠️ existing, not blocking" if blocking else "✅ PASS")),
         (f"Other findings ({', '.join(s.name for s in other_levels) or 'none'})", str(len(others)), "⚠️ WARNING" if others else "✅ PASS"),

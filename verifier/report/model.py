@@ -75,14 +75,17 @@ def build_report(
     ordered = sorted(join_runtime_evidence(findings, dynamic))
     policy = Policy(settings.block_on, settings.min_score, settings.block_on_new_only)
     rules = settings.selected_rules()
-    scorecard = score(ordered, dynamic, dynamic_note, checked_categories(rules))
+    checked = checked_categories(rules)
+    scorecard = score(ordered, dynamic, dynamic_note, checked)
+    scorecard = replace(scorecard, proven_total=score([f for f in ordered if f.proven], dynamic, dynamic_note, checked).total)
     unanalysable = {f.path for f in ordered if f.code == UNANALYSABLE_CODE}
     if not any(path not in unanalysable for path in files):
         scorecard = nothing_analysed(scorecard, len(files))
     decision = decide(
         ordered,
         policy,
-        score=scorecard.total,
+        score=scorecard.deciding_total,
+        score_label="score" if scorecard.deciding_total == scorecard.total else "score over the proven findings",
         dynamic=dynamic,
         new_findings=baseline.new if baseline is not None else None,
         baseline_score=baseline.comparable_score if baseline is not None else None,

@@ -83,6 +83,13 @@ class Scorecard:
     total: int | None
     categories: tuple[CategoryScore, ...]
     not_scored: str = ""
+    # The same formula over the findings whose premises are all proven: what the decision reads
+    # (only proven findings may block, a low score included). None when nothing was scored.
+    proven_total: int | None = None
+
+    @property
+    def deciding_total(self) -> int | None:
+        return self.proven_total if self.proven_total is not None else self.total
 
     @property
     def static_only(self) -> bool:

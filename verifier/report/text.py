@@ -102,8 +102,12 @@ def summary_lines(report: Report) -> list[str]:
     if scorecard.total is None:
         lines.append(f"Score: not scored ({scorecard.not_scored}).")
     else:
-        relation = "below the minimum" if scorecard.total < policy.min_score else "minimum"
-        lines.append(f"Score: {scorecard.total}/100 ({relation} {policy.min_score}{scope}).")
+        deciding = scorecard.deciding_total
+        relation = "below the minimum" if deciding < policy.min_score else "minimum"
+        proven = f"; {deciding}/100 over the proven findings, which the minimum is checked against" if (
+            deciding != scorecard.total
+        ) else ""
+        lines.append(f"Score: {scorecard.total}/100 ({relation} {policy.min_score}{scope}{proven}).")
     if report.baseline is not None:
         lines.append(
             f"Baseline {report.baseline.path}: {len(report.baseline.new)} new, "
