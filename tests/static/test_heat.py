@@ -428,3 +428,27 @@ def test_heat_reaches_the_bottom_of_a_call_chain_defined_innermost_first():
         """
     )
     assert heats == {"innermost": Heat.STEP}
+
+
+def test_a_loop_over_files_that_calls_an_evaluation_is_a_sweep_not_an_eval_loop(analyse):
+    code = """\
+    import subprocess
+    import torch
+
+    def export(weights):
+        model = torch.load(weights).cuda()
+        model(torch.zeros(1, 3, 64, 64, device="cuda"))
+        subprocess.run(["convert", weights])
+
+    def evaluate(model, batch):
+        return model(batch.cuda()).mean().item()
+
+    def main(opt, model, val_loader):
+        for weights in opt.weights:
+            export(weights)
+        for batch in val_loader:
+            evaluate(model, batch)
+    """
+    # One export per weight file runs once per file, not per batch: no subprocess finding. The
+    # loop over a data source that calls an evaluation is an eval loop: its read is reported.
+    assert analyse(code, select=("VP201", "VP204")) == [("VP201", 10, "LOW")]

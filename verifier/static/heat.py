@@ -1025,7 +1025,9 @@ class _Resolver:
         forward_site = None if loop.forward else next(
             (site for site in loop.calls if self._callee_forwards(site) and not self._callee_measures(site)), None
         )
-        runs_model = loop.forward or forward_site is not None
+        # A loop that only calls something that runs the model is an evaluation over batches when
+        # it iterates a data source; over weight files, export formats or configs it is a sweep.
+        runs_model = loop.forward or (forward_site is not None and loop.data_source)
         loop.is_eval = not loop.is_step and not contains_step and not trains and (
             runs_model or (loop.data_source and loop.tensor_work)
         )
