@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from verifier.static.guards import is_lazy_init, is_rate_limit, steps_an_optimizer
+from verifier.static.guards import Guards
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.names import dotted_name
 from verifier.static.tracker import Tracker
-from verifier.static.walk import children, iter_descendants
+from verifier.static.walk import children
 
 # Objects that hold a run's configuration (`args.lr`, `self.cfg.amp`).
 _CONFIG_ROOTS = frozenset(
@@ -51,6 +51,7 @@ _PURE_METHODS = frozenset(
      "is_global_zero", "startswith", "endswith", "get"}
 )
 _EXITS = (cst.Continue, cst.Return, cst.Break, cst.Raise)
+_GUARD_KINDS = {"rate": ConditionKind.THROTTLE, "cadence": ConditionKind.CADENCE, "lazy": ConditionKind.ONCE}
 _STRUCTURE_CHECKS = frozenset({"isinstance", "issubclass", "hasattr", "callable", "type"})
 
 
@@ -98,7 +99,10 @@ class Conditions(Tracker):
         # `elif` (an `If` node) opens its region for the whole of it, its own test included.
         self._opens: dict[int, Condition | _Lazy | None] = {}
         self._bindings: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
+        self._function_bindings: dict[int, dict[str, list[tuple[cst.BaseExpression | None, frozenset[int]]]]] = {}
         self._kinds: dict[int, ConditionKind] = {}
+        # Rate limits, cadences and cache fills are the guards' verdicts, decided once per `if`.
+        self._guards = context.tracker(Guards)
 
     # ----- what is asked -----
 
@@ -198,14 +202,11 @@ class Conditions(Tracker):
         return Condition(kind, node.test, negated=branch != "body")
 
     def _kind_of(self, node: cst.If) -> ConditionKind:
-        """What the test of `node` says, once per `if` (its body and its `else` both ask)."""
-        if steps_an_optimizer(node.body):
-            return ConditionKind.CADENCE
-        # `if step % N == 0:` limits its body; `if step % N: continue` the rest of the block.
-        if is_rate_limit(node.test, self.context.imports):
-            return ConditionKind.THROTTLE
-        if is_lazy_init(node):
-            return ConditionKind.ONCE
+        """What the test of `node` says, once per `if` (its body and its `else` both ask). `if
+        step % N == 0:` limits its body, `if step % N: continue` the rest of the block."""
+        guard = self._guards.guard_kind(node)
+        if guard is not None:
+            return _GUARD_KINDS[guard]
         return self._test_kind(node.test)
 
     def _test_kind(self, test: cst.BaseExpression) -> ConditionKind:
@@ -266,11 +267,18 @@ class Conditions(Tracker):
     def _bound_in(self, frame: _Frame) -> dict[str, list[cst.BaseExpression | None]]:
         """Names bound inside the innermost loop of the frame (its iterations change them), or in
         the function when no loop encloses the walk: name -> the values bound to it (None for a
-        loop target or anything not a plain assignment)."""
+        loop target or anything not a plain assignment). One pass over each function."""
         scope = frame.loops[-1] if frame.loops else frame.node
         found = self._bindings.get(id(scope))
         if found is None:
-            found = self._bindings[id(scope)] = _bindings(scope)
+            everything = self._function_bindings.get(id(frame.node))
+            if everything is None:
+                everything = self._function_bindings[id(frame.node)] = _bindings(frame.node)
+            found = self._bindings[id(scope)] = {
+                name: [value for value, loops in bound if scope is frame.node or id(scope) in loops]
+                for name, bound in everything.items()
+            }
+            found = {name: values for name, values in found.items() if values}
         return found
 
 
@@ -286,45 +294,70 @@ class _Lazy:
         return self._owner._classify(self._node, self._branch)
 
 
-def _bindings(scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
-    found: dict[str, list[cst.BaseExpression | None]] = {}
+def _bindings(scope: cst.CSTNode) -> dict[str, list[tuple[cst.BaseExpression | None, frozenset[int]]]]:
+    """Every binding in `scope` (a function, or the module): name -> (the value bound, or None for
+    a loop target or anything not a plain assignment; the ids of the loops around the binding)."""
+    found: dict[str, list[tuple[cst.BaseExpression | None, frozenset[int]]]] = {}
 
-    def bind(target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+    def bind(target: cst.BaseExpression, value: cst.BaseExpression | None, loops: frozenset[int]) -> None:
         if type(target) in (cst.Tuple, cst.List):
             for element in target.elements:
-                bind(element.value, None)
+                bind(element.value, None, loops)
             return
         if type(target) is cst.StarredElement:
-            bind(target.value, None)
+            bind(target.value, None, loops)
             return
         name = dotted_name(target)
         if name is not None:
-            found.setdefault(name, []).append(value)
+            found.setdefault(name, []).append((value, loops))
         elif type(target) is cst.Subscript:
             base = dotted_name(target.value)
             if base is not None:
-                found.setdefault(base, []).append(None)
+                found.setdefault(base, []).append((None, loops))
 
-    if type(scope) is cst.For:
-        bind(scope.target, None)
-    body = scope.body if type(scope) is not cst.Module else scope
-    for node in iter_descendants(body):
+    # Statements only: a binding is a statement (or a loop or `with` header); expressions are
+    # never entered, nor are nested functions and classes (their names bind, their bodies not).
+    pending: list[tuple[cst.CSTNode, frozenset[int]]] = [(scope.body if type(scope) is not cst.Module else scope, frozenset())]
+    while pending:
+        node, loops = pending.pop()
         kind = type(node)
-        if kind is cst.Assign:
+        if kind in (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite):
+            pending.extend((statement, loops) for statement in node.body)
+        elif kind is cst.Assign:
             for target in node.targets:
-                bind(target.target, node.value)
+                bind(target.target, node.value, loops)
         elif kind is cst.AugAssign:
-            bind(node.target, None)
-        elif kind is cst.AnnAssign and node.value is not None:
-            bind(node.target, node.value)
-        elif kind is cst.For:
-            bind(node.target, None)
-        elif kind is cst.NamedExpr:
-            bind(node.target, None)
-        elif kind is cst.WithItem and node.asname is not None:
-            bind(node.asname.name, None)
-        elif kind in (cst.FunctionDef, cst.ClassDef) and node is not scope:
-            found.setdefault(node.name.value, []).append(None)
+            bind(node.target, None, loops)
+        elif kind is cst.AnnAssign:
+            if node.value is not None:
+                bind(node.target, node.value, loops)
+        elif kind in (cst.FunctionDef, cst.ClassDef):
+            found.setdefault(node.name.value, []).append((None, loops))
+        elif kind in (cst.For, cst.While):
+            inner = loops | {id(node)}
+            if kind is cst.For:
+                bind(node.target, None, inner)
+            pending.append((node.body, inner))
+            if node.orelse is not None:
+                pending.append((node.orelse.body, loops))
+        elif kind is cst.If:
+            pending.append((node.body, loops))
+            if node.orelse is not None:
+                pending.append((node.orelse if type(node.orelse) is cst.If else node.orelse.body, loops))
+        elif kind is cst.With:
+            for item in node.items:
+                if item.asname is not None:
+                    bind(item.asname.name, None, loops)
+            pending.append((node.body, loops))
+        elif kind in (cst.Try, cst.TryStar):
+            pending.append((node.body, loops))
+            for handler in node.handlers:
+                if handler.name is not None:
+                    bind(handler.name.name, None, loops)
+                pending.append((handler.body, loops))
+            for extra in (node.orelse, node.finalbody):
+                if extra is not None:
+                    pending.append((extra.body, loops))
     return found
 
 

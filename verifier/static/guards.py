@@ -127,6 +127,9 @@ def _leaves_iteration(body: cst.BaseSuite) -> bool:
     return any(type(s) is cst.Continue for s in small)
 
 
+_UNDECIDED = object()
+
+
 @dataclass(eq=False)
 class _Frame:
     # The `if`s whose body the walk is in; whether each is a guard is asked only when needed.
@@ -146,7 +149,7 @@ class Guards(Tracker):
         super().__init__(context)
         self._frames: list[_Frame] = [_Frame()]
         self._if_of_body: dict[int, cst.If] = {}
-        self._verdicts: dict[int, bool] = {}
+        self._verdicts: dict[int, str | None] = {}
         # The answer for the current frame, asked at every call: kept until a function, loop
         # or guarded body opens or closes (each `if`'s verdict never changes once known).
         self._answer: bool | None = None
@@ -229,12 +232,21 @@ class Guards(Tracker):
             self._answer = None
 
     def _is_guard(self, node: cst.If) -> bool:
-        verdict = self._verdicts.get(id(node))
-        if verdict is None:
-            verdict = self._verdicts[id(node)] = (
-                is_rate_limit(node.test, self.context.imports) and not steps_an_optimizer(node.body)
-            ) or is_lazy_init(node)
-        return verdict
+        return self.guard_kind(node) in ("rate", "lazy")
+
+    def guard_kind(self, node: cst.If) -> str | None:
+        """What `node`'s test says, decided once per `if` for every tracker that asks
+        (`conditions.py` asks too): "rate" (a rate limit: a guard), "cadence" (a rate-limit test
+        whose body steps the optimizer: the update cadence of gradient accumulation, no guard),
+        "lazy" (a cache fill: a guard), else None."""
+        found = self._verdicts.get(id(node), _UNDECIDED)
+        if found is _UNDECIDED:
+            if is_rate_limit(node.test, self.context.imports):
+                found = "cadence" if steps_an_optimizer(node.body) else "rate"
+            else:
+                found = "lazy" if is_lazy_init(node) else None
+            self._verdicts[id(node)] = found
+        return found
 
 
 class GuardedRule(Rule):
