@@ -99,9 +99,10 @@ def print_report(results: Results, out: TextIO) -> None:
     severities = collections.Counter(o.severity for o in outcomes if o.found)
     p("severity of the findings that found a probe: " +
       ", ".join(f"{s} {severities[s]}" for s in ("CRITICAL", "HIGH", "MEDIUM", "LOW", "INFO") if severities[s]))
-    if results.skipped:
-        p(f"path kinds that do not apply ({len(results.skipped)}): " +
-          "; ".join(f"{t} {k}" for t, k in sorted(results.skipped)))
+    skipped = collections.Counter(kind for _, kind in results.skipped)
+    if skipped:
+        p("path kinds that do not apply (the loop is not in a method, or its class has no __init__): " +
+          ", ".join(f"{kind} on {n} loops" for kind, n in sorted(skipped.items())))
     if results.errors:
         p(f"== errors ({len(results.errors)})")
         for (target, kind), error in sorted(results.errors.items()):
