@@ -1,0 +1,76 @@
+"""`python -m tests.realcode.inject`: inject per-step costs into real training loops and report
+the recall of verify-perf on them (see the package docstring)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from tests.realcode.inject.path_kinds import KINDS
+from tests.realcode.inject.report import print_report, summary
+from tests.realcode.inject.runner import Repository, run_targets
+from tests.realcode.inject.targets import TARGETS
+
+VERDICTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "verdicts.json")
+
+
+def repositories(verdicts: str) -> dict[str, Repository]:
+    with open(verdicts, encoding="utf-8") as handle:
+        doc = json.load(handle)
+    return {r["name"]: Repository(r["name"], r["mirror"], r["commit"]) for r in doc["repos"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.realcode.inject",
+        description="Insert per-step costs (probes) after the backward of real training loops, reached "
+                    "through every path kind, run verify-perf on each copy and report its recall.")
+    parser.add_argument("--mirrors", default=os.environ.get("REALCODE_MIRRORS"), metavar="DIR",
+                        help="folder of bare git mirrors named owner+name (default: $REALCODE_MIRRORS)")
+    parser.add_argument("--verifier-cmd", default="verify-perf", metavar="CMD",
+                        help="verifier command line; paths and the JSON flags are appended")
+    parser.add_argument("--repo", action="append", metavar="NAME",
+                        help="only this repository (owner/name or owner+name); repeatable")
+    parser.add_argument("--kind", action="append", choices=list(KINDS), help="only this path kind; repeatable")
+    parser.add_argument("--json-report", metavar="FILE", help="write every outcome and the summary as JSON")
+    parser.add_argument("--jobs", type=int, default=2, help="verify-perf runs in parallel (default 2)")
+    parser.add_argument("--timeout", type=float, default=900, metavar="S", help="time limit of one verify-perf run")
+    parser.add_argument("--keep", metavar="DIR", help="keep the injected copies under DIR for reading")
+    parser.add_argument("--whole-repositories", action="store_true",
+                        help="analyse each whole repository copy, not the scope the table narrows it to")
+    parser.add_argument("--verdicts", default=VERDICTS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if not args.mirrors:
+        parser.error("--mirrors DIR (or $REALCODE_MIRRORS) is required")
+
+    repos = repositories(args.verdicts)
+    targets = list(TARGETS)
+    if args.repo:
+        wanted = set(args.repo)
+        targets = [t for t in targets if t.repo in wanted or repos[t.repo].mirror in wanted]
+        if not targets:
+            parser.error("no training loop of the table belongs to --repo")
+    progress = lambda text: print(text, file=sys.stderr, flush=True)
+    started = time.monotonic()
+    results = run_targets(targets, repos, args.mirrors, args.verifier_cmd, kinds=args.kind, jobs=args.jobs,
+                          timeout=args.timeout, keep_dir=args.keep, whole_repositories=args.whole_repositories,
+                          progress=progress)
+    print_report(results, sys.stdout)
+    print(f"{len(results.seconds)} verify-perf runs in {time.monotonic() - started:.0f} s ({args.jobs} at a time)")
+    if args.json_report:
+        with open(args.json_report, "w", encoding="utf-8") as handle:
+            json.dump({
+                "summary": summary(results),
+                "outcomes": [o.as_dict() for o in results.outcomes],
+                "skipped": [{"target": t, "kind": k, "why": w} for (t, k), w in sorted(results.skipped.items())],
+                "errors": [{"target": t, "kind": k, "error": e} for (t, k), e in sorted(results.errors.items())],
+                "seconds": [{"target": t, "kind": k, "seconds": round(s, 2)} for (t, k), s in results.seconds.items()],
+            }, handle, indent=1)
+    return 1 if results.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
