@@ -147,7 +147,7 @@ class Bindings:
         if kind in (cst.Integer, cst.Float):
             return NUMBER
         if kind in (cst.Name, cst.Attribute):
-            return (concrete and self._known(node)) or self._symbolic(node)
+            return (concrete and self._known(node)) or self._symbolic(node) or self._function(node)
         if kind is cst.Call:
             return self._term_of_call(node, concrete)
         if kind is cst.Subscript:
@@ -164,9 +164,22 @@ class Bindings:
             return right if right is not None and right[0] == "instance" else None
         return self._known(node) if concrete else None
 
+    def _function(self, node: cst.BaseExpression) -> tuple | None:
+        """A function named without being called (`callback=log_step`, `fn = helper`): a reference
+        a later call through a parameter or a name runs."""
+        found = self._heat.function_reference(node)
+        return ("function", *found) if found is not None else None
+
     def _term_of_call(self, call: cst.Call, concrete: bool = True) -> tuple | None:
         func_name = dotted_name(call.func)
         first = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
+        if func_name in ("functools.partial", "partial") and first is not None:
+            # `partial(log_step, writer)`: runs `log_step`, its first parameters already given.
+            inner = self.term_of(first)
+            if inner is not None and inner[0] == "function":
+                given = sum(1 for arg in call.args[1:] if arg.keyword is None and not arg.star)
+                return ("function", inner[1], inner[2] + given)
+            return None
         if func_name == "next" and first is not None:
             inner = self.term_of(first)
             return _bounded(("element", inner)) if inner is not None else None
@@ -349,6 +362,8 @@ class _Project:
         """The project function a call site runs and how many leading parameters it fills itself."""
         if site.via is not None and self.function_key(site.callee) is None:
             receiver = self.value(site.via[0])
+            if receiver is not None and receiver[0] == "function" and site.via[1] == "__call__":
+                return receiver[1], receiver[2]  # a callback, an alias or a partial of a function
             if receiver is None or receiver[0] != "instance":
                 return None
             method = site.via[1]
@@ -401,8 +416,13 @@ class _Project:
         if term is None:
             return None
         tag = term[0]
-        if tag in ("number", "source", "batch", "instance"):
-            return term if tag != "instance" else ("instance", self.class_key(term[1]) or term[1])
+        if tag in ("number", "source", "batch"):
+            return term
+        if tag == "instance":
+            return ("instance", self.class_key(term[1]) or term[1])
+        if tag == "function":
+            key = self.function_key(term[1])
+            return ("function", key, term[2]) if key is not None else None
         if term in self._memo:
             return self._memo[term]
         if term in self._deferred:

@@ -538,6 +538,9 @@ class _ModuleFacts:
         self.facts.leave_class()
         self.places.leave_class()
 
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        self.heat.on_context(node.item)
+
     def leave_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             _bind_unknown(self.facts, node.asname.name)

@@ -36,7 +36,7 @@ import libcst as cst
 from verifier.findings import Heat, TraceStep
 from verifier.static.deferred import EVERY_INPUT, JudgementInput
 from verifier.static.framework_hooks import hook_reason, hooks_of_class, ignite_handler_heat
-from verifier.static.names import ImportTable, dotted_name, method_name, receiver, terminal_name
+from verifier.static.names import ImportTable, dotted_name, literal_string, method_name, receiver, terminal_name
 from verifier.static.torch_api import returns_tensor
 from verifier.static.trace_lines import SourceLines
 from verifier.static.walk import iter_descendants
@@ -495,12 +495,7 @@ class HeatModel:
                 site.shown = terminal_name(call.func) or ""
             self._site_nodes.append((site, call))
             self._site_ordinals.append((site, ordinal))
-            if function is not None:
-                function.calls.append(site)
-            else:
-                self._module_calls.append(site)
-            for loop in loops:
-                loop.calls.append(site)
+            self._add_site(site)
         return site
 
     # ----- classification -----
@@ -574,8 +569,11 @@ class HeatModel:
 
     def callee_key(self, call: cst.Call) -> str | None:
         """The key of the called function: local names, `self.method`, methods of instances of
-        classes constructed in this module, and imported functions."""
+        classes constructed in this module, imported functions, and `getattr(obj, "name")`."""
         func = call.func
+        named = _attribute_of_getattr(func)
+        if named is not None:
+            func = named
         if type(func) is cst.Attribute:
             owner = dotted_name(func.value)
             if owner is not None and owner in self._instances:
@@ -594,6 +592,51 @@ class HeatModel:
         if imported is not None:
             return self._rooted(absolute_name(imported, self._importer))
         return self._local_key(dotted) if "." not in dotted else None
+
+    def function_reference(self, node: cst.BaseExpression) -> tuple[str, int] | None:
+        """What a function named without calling it is (`callback=log_step`, `self.step`, an
+        imported helper): its key and how many leading parameters a call through the reference
+        fills itself (a bound method fills `self`); None for anything else."""
+        if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
+            if self._class_stack:
+                return self._local_key(f"{self._class_stack[-1]}.{node.attr.value}"), 1
+            return None
+        dotted = dotted_name(node)
+        if dotted is None or dotted.rsplit(".", 1)[-1][:1].isupper():
+            return None  # a class: constructing it is not calling a function
+        imported = self._imports.qualify(dotted)
+        if imported is not None:
+            return self._rooted(absolute_name(imported, self._importer)), 0
+        key = self._local_key(dotted) if "." not in dotted else None
+        return (key, 0) if key is not None and key in self._functions else None
+
+    def on_context(self, item: cst.BaseExpression) -> None:
+        """`with Timer():` / `with tracker:`: entering and leaving run the class's `__enter__` and
+        `__exit__` where the `with` is, as often as it runs."""
+        owner = None
+        if type(item) is cst.Call:
+            owner = self.class_key(item)
+        elif (name := dotted_name(item)) is not None:
+            owner = self._instances.get(name)
+        if owner is None:
+            return
+        foreign = not owner.startswith(self._rooted(f"{self._module}."))
+        for method in ("__enter__", "__exit__"):
+            site = CallSite(
+                f"{owner}.{method}", self.where(), self.guard_probe(), self.accelerated, foreign,
+                condition=self.condition_probe(), through_instance=True,
+            )
+            self._site_nodes.append((site, item))
+            self._add_site(site)
+
+    def _add_site(self, site: CallSite) -> None:
+        function = self._function_stack[-1] if self._function_stack else None
+        if function is not None:
+            function.calls.append(site)
+        else:
+            self._module_calls.append(site)
+        for loop in self._loop_stack[-1]:
+            loop.calls.append(site)
 
     # ----- resolution -----
 
@@ -718,6 +761,19 @@ class HeatModel:
 
 def _never() -> bool:
     return False
+
+
+def _attribute_of_getattr(func: cst.BaseExpression) -> cst.Attribute | None:
+    """`getattr(obj, "step")` as the callee: the attribute it names, `obj.step`."""
+    if type(func) is not cst.Call or dotted_name(func.func) != "getattr" or len(func.args) < 2:
+        return None
+    name = func.args[1].value
+    if type(name) is not cst.SimpleString:
+        return None
+    text = literal_string(name)
+    if not text or not text.isidentifier():
+        return None
+    return cst.Attribute(value=func.args[0].value, attr=cst.Name(text))
 
 
 def _no_condition() -> Condition | None:

@@ -1,0 +1,59 @@
+"""Heat follows a step to its code through every way Python calls it: a callback handed in as an
+argument, an alias, `functools.partial`, `getattr` with a literal name, a context manager."""
+
+from __future__ import annotations
+
+SELECT = ("VP203",)
+
+TRAINER = """\
+import functools
+import torch
+
+class Probe:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        torch.cuda.synchronize()
+
+def on_step(loss):
+    torch.cuda.synchronize()
+
+def logged(writer, loss):
+    torch.cuda.synchronize()
+
+def plain(loss):
+    torch.cuda.synchronize()
+
+class Trainer:
+    def hook(self, loss):
+        torch.cuda.synchronize()
+
+    def fit(self, loader, callback):
+        alias = plain
+        part = functools.partial(logged, None)
+        for x in loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            optimizer.step()
+            {call}
+
+trainer = Trainer()
+trainer.fit(loader, on_step)
+"""
+
+
+def test_each_way_of_calling_carries_the_step_heat(analyse):
+    for call, line in [
+        ("callback(loss)", 12),
+        ("alias(loss)", 18),
+        ("part(loss)", 15),
+        ('getattr(self, "hook")(loss)', 22),
+        ("with Probe():\n                pass", 9),
+    ]:
+        assert analyse(TRAINER.format(call=call), select=SELECT) == [("VP203", line, "HIGH")], call
+
+
+def test_a_callback_nobody_calls_per_step_stays_cold(analyse):
+    code = TRAINER.format(call="pass")
+    assert analyse(code, select=SELECT) == []
