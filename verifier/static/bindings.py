@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
+from verifier.findings import Heat
 from verifier.static.facts import TENSOR_METHODS, Kind, NameFacts
 from verifier.static.heat import (
     LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, defined_once, defined_under, unrooted,
@@ -36,8 +37,11 @@ from verifier.static.names import dotted_name
 NUMBER = ("number",)
 SOURCE = ("source",)
 BATCH = ("batch",)
+# A tensor, and a tensor shown on the accelerator (`places.py`): `log_loss(loss)` hands one in.
+TENSOR = ("tensor",)
+DEVICE_TENSOR = ("tensor", "device")
 # The facts a re-analysis starts parameters with; instances only steer calls (heat).
-SEEDED = frozenset({NUMBER, SOURCE, BATCH})
+SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR})
 
 _BUILTINS = frozenset(dir(builtins))
 # Calls into these packages never reach project code: their arguments are not recorded.
@@ -63,10 +67,17 @@ _COMMON_METHODS = frozenset(
 class Bindings:
     """The walk-time recorder: names to terms per function, argument terms per call site."""
 
-    def __init__(self, heat: HeatModel, facts: NameFacts, is_host_batch: Callable[[cst.BaseExpression], bool]) -> None:
+    def __init__(
+        self,
+        heat: HeatModel,
+        facts: NameFacts,
+        is_host_batch: Callable[[cst.BaseExpression], bool],
+        on_device: Callable[[cst.BaseExpression], bool] = lambda node: False,
+    ) -> None:
         self._heat = heat
         self._facts = facts
         self._is_host_batch = is_host_batch
+        self._on_device = on_device
         self._envs: list[dict[str, tuple]] = [{}]
         self._functions: list[FunctionInfo | None] = [None]
 
@@ -147,7 +158,10 @@ class Bindings:
         if kind in (cst.Integer, cst.Float):
             return NUMBER
         if kind in (cst.Name, cst.Attribute):
-            return (concrete and self._known(node)) or self._symbolic(node) or self._function(node)
+            return (
+                (concrete and self._known(node)) or self._symbolic(node) or self._function(node)
+                or (self._tensor(node) if concrete else None)
+            )
         if kind is cst.Call:
             return self._term_of_call(node, concrete)
         if kind is cst.Subscript:
@@ -212,6 +226,17 @@ class Bindings:
         if kind is Kind.DATALOADER:
             return SOURCE
         return BATCH if self._is_host_batch(node) else None
+
+    def _tensor(self, node: cst.BaseExpression) -> tuple | None:
+        """A tensor the walk knows (on the accelerator when that is shown): the last resort for a
+        name, after what it is bound to in the project (a host batch says more)."""
+        if type(node) is cst.Attribute or self._facts.kind_of(node) is not Kind.TENSOR:
+            return None  # an attribute is a tensor by its name only (`self.data`): no fact
+        if self._on_device(node):
+            return DEVICE_TENSOR
+        # In a module that never names a device, a tensor of unknown place is a host tensor as
+        # likely as not: it lends its callee nothing.
+        return TENSOR if self._heat.accelerated else None
 
     def _symbolic(self, node: cst.BaseExpression) -> tuple | None:
         """A name's term in this function, a parameter of it, or an attribute `__init__` stored."""
@@ -416,7 +441,7 @@ class _Project:
         if term is None:
             return None
         tag = term[0]
-        if tag in ("number", "source", "batch"):
+        if tag in ("number", "source", "batch", "tensor"):
             return term
         if tag == "instance":
             return ("instance", self.class_key(term[1]) or term[1])
@@ -586,6 +611,12 @@ def needs_reanalysis(model: HeatModel) -> bool:
     (`HeatModel.asked`): a number where a rule asked for one, a batch or batch source where the
     host-data tracker did? Only then can the file's findings change."""
     return any(
-        (function.key, name, "number" if fact == NUMBER else "origin") in model.asked
+        (function.key, name, _ASKED_AS.get(fact, "origin")) in model.asked
+        # A tensor handed to code that runs once changes no finding: every tensor rule is
+        # silent at once heat.
+        and (fact not in (TENSOR, DEVICE_TENSOR) or function.heat > Heat.ONCE)
         for function in model.functions for name, fact in function.bound
     )
+
+
+_ASKED_AS = {NUMBER: "number", TENSOR: "tensor", DEVICE_TENSOR: "tensor"}

@@ -23,7 +23,7 @@ import libcst as cst
 
 from verifier.config import Settings
 from verifier.findings import Category, Evidence, Finding, Heat, Severity, SeverityByHeat
-from verifier.static.bindings import NUMBER, SOURCE, Bindings, needs_reanalysis
+from verifier.static.bindings import DEVICE_TENSOR, NUMBER, SOURCE, TENSOR, Bindings, needs_reanalysis
 from verifier.static.conditions import Conditions
 from verifier.static.context import ModuleContext
 from verifier.static.deferred import EVERY_INPUT, DeferredSeverity, JudgementInput
@@ -35,7 +35,7 @@ from verifier.static.names import ImportTable
 from verifier.static.notebook import in_cell, is_notebook, read_notebook
 from verifier.static.parse import parse_module
 from verifier.static.placement import HostData, Origin
-from verifier.static.places import PlaceFacts
+from verifier.static.places import Place, PlaceFacts, Placement
 from verifier.static.positions import positions as positions_of
 from verifier.static.proofs import allowed, premises
 from verifier.static.rule import Candidate, Proof, Rule
@@ -289,7 +289,8 @@ def analyze_source(
     active = [rule(context) for rule in rules if context.mentions(*rule.tokens)]
     host = context.trackers.get(HostData)
     is_host_batch = (lambda node: host.origin_of(node) is Origin.BATCH) if host is not None else (lambda node: False)
-    own = _ModuleFacts(heat, facts, places, imports, Bindings(heat, facts, is_host_batch))
+    on_device = lambda node: (found := places.placement_of(node)) is not None and found.place is Place.DEVICE  # noqa: E731
+    own = _ModuleFacts(heat, facts, places, imports, Bindings(heat, facts, is_host_batch, on_device))
     visitors, leavers = _dispatch_tables(own, [*context.trackers.values(), *active])
     try:
         walk(module, visitors, leavers)
@@ -460,6 +461,8 @@ class _ModuleFacts:
             kind = _SEEDED_KINDS.get(fact)
             if kind is not None:
                 self.facts.seed(name, kind)
+            if fact == DEVICE_TENSOR:
+                self.places.seed(name, Placement(Place.DEVICE, "passed in on the accelerator by every caller"))
 
     def visit_For(self, node: cst.For) -> None:
         self.heat.enter_loop(node)
@@ -522,6 +525,10 @@ class _ModuleFacts:
         self.facts.bind_in_place(node.target, node.value)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # A parameter whose kind the walk needed and did not know: a tensor bound to it by every
+        # call site (the project pass) could change a finding, so the file is analysed again then.
+        for name in self.facts.unknown_in_function() & self.heat.where().function.params:
+            self.heat.note_dependency(name, "tensor")
         self.heat.leave_function()
         self.facts.leave_function()
         self.places.leave_function()
@@ -548,7 +555,7 @@ class _ModuleFacts:
 
 
 # A parameter bound to a number or a batch source starts as that kind (a host batch: `HostData`).
-_SEEDED_KINDS = {NUMBER: Kind.NUMBER, SOURCE: Kind.DATALOADER}
+_SEEDED_KINDS = {NUMBER: Kind.NUMBER, SOURCE: Kind.DATALOADER, TENSOR: Kind.TENSOR, DEVICE_TENSOR: Kind.TENSOR}
 
 
 def _bind(facts: NameFacts, target: cst.BaseExpression, value: cst.BaseExpression) -> None:

@@ -69,17 +69,26 @@ class NameFacts:
         # Classes of this module that derive from `torch.nn.Module` (directly or through one
         # another): calling one builds a module.
         self._module_classes: set[str] = set()
+        # Per function: the bare names whose kind was asked and not known (a parameter among
+        # them may be bound a kind by the project pass).
+        self._unknown: list[set[str]] = [set()]
 
     def enter_function(self, name: str = "") -> None:
         self._scopes.append({})
+        self._unknown.append(set())
         self._functions.append((name, []))
 
     def seed(self, name: str, kind: Kind) -> None:
         """A parameter of the function just entered holds `kind` at every visible call site."""
         self._scopes[-1][name] = kind
 
+    def unknown_in_function(self) -> set[str]:
+        """Bare names of the function being walked whose kind was asked and not known."""
+        return self._unknown[-1]
+
     def leave_function(self) -> None:
         self._scopes.pop()
+        self._unknown.pop()
         name, kinds = self._functions.pop()
         if name and kinds:
             self._returns[name] = kinds[0] if all(k is kinds[0] for k in kinds) else None
@@ -176,6 +185,8 @@ class NameFacts:
             known = self.lookup(name) if name else None
             if known is not None:
                 return known
+            if type(node) is cst.Name:
+                self._unknown[-1].add(node.value)
             if type(node) is cst.Attribute and node.attr.value in _TENSOR_ATTRIBUTES:
                 return Kind.TENSOR
             if type(node) is cst.Attribute and node.attr.value in _TENSOR_ONLY_ATTRIBUTES:

@@ -79,6 +79,10 @@ class PlaceFacts:
         self._scopes.pop()
         self._placers.pop()
 
+    def seed(self, name: str, placement: Placement) -> None:
+        """A parameter of the function just entered is where every visible call site put it."""
+        self._scopes[-1][name] = placement
+
     def enter_class(self) -> None:
         self._class_scopes.append({})
         self._class_placers.append(set())
