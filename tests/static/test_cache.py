@@ -1,6 +1,7 @@
 """The results cache reads back data only: crafted or corrupt entries are misses (never code,
-never a crash), a root that is a link, a file or tracked by git is not used, nothing is written outside the
-root, and the key covers what a result depends on (package structure, the time limit)."""
+never a crash), a root that is a link, a file or tracked by git is not used, a folder of someone
+else's files is refused, nothing is written outside the root, and the key covers what a result
+depends on (package structure, the time limit)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from verifier.config import Settings
+from verifier.errors import UsageError
 from verifier.static import cache_format
 from verifier.static.engine import FileResult
 from verifier.static.runner import AnalysisResult, analyze_paths
@@ -137,12 +139,37 @@ def test_a_symlinked_or_non_directory_root_is_not_used(tmp_path, capsys):
     not_a_folder = tmp_path / "file"
     not_a_folder.write_text("keep me\n")
     cold = analyze_paths([str(folder)], Settings())
-    for root in (link, not_a_folder):
-        result = analyze_paths([str(folder)], Settings(cache_dir=str(root)))
+    for root in (str(link), f"{link}/", str(not_a_folder)):  # `link/` would resolve the link
+        result = analyze_paths([str(folder)], Settings(cache_dir=root))
         assert rows(result) == rows(cold)
         assert "warning: not using the cache" in capsys.readouterr().err
     assert list(elsewhere.iterdir()) == []
     assert not_a_folder.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("contents", [
+    {"notes.txt": "mine\n"},
+    {".gitignore": "*.pyc\n"},  # a name the cache uses, with someone else's text
+    {"CACHEDIR.TAG": "Signature: 8a477f597d28d172789f06886806bc55\n# made by another tool\n"},
+], ids=["a-file", "a-foreign-gitignore", "another-tools-tag"])
+def test_a_folder_of_someone_elses_files_is_refused_untouched(tmp_path, contents):
+    folder, root = project(tmp_path), tmp_path / "root"
+    root.mkdir()
+    for name, text in contents.items():
+        (root / name).write_text(text)
+    with pytest.raises(UsageError) as refused:
+        analyze_paths([str(folder)], Settings(cache_dir=str(root)))
+    assert str(refused.value).startswith(f"refusing to use {root} as the results cache: it holds files")
+    assert {p.name: p.read_text() for p in root.iterdir()} == contents
+
+
+def test_an_empty_folder_is_claimed_as_the_cache(tmp_path):
+    folder, root = project(tmp_path), tmp_path / "root"
+    root.mkdir()
+    settings = Settings(cache_dir=str(root))
+    cold = analyze_paths([str(folder)], settings)
+    assert (root / "CACHEDIR.TAG").is_file() and entries(root)
+    assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
 
 
 def test_links_inside_the_root_are_never_followed(tmp_path):
