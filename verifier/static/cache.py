@@ -7,12 +7,13 @@ that changes a result, the per-file time limit included. Results of the project-
 add a digest of the project facts they read. A whole-run entry keyed by every file's key lets
 an unchanged tree skip even the per-file loads.
 
-The folder may have been committed or restored by someone else: entries are data-only JSON
-checked on read (`cache_format`), anything unexpected is a miss that the run rewrites. A root
-that is a symbolic link, not a directory or holds files tracked by git is not used; a folder that
-already holds someone else's files is refused (exit 2) rather than claimed (`cache_layout`).
-Every access goes through file descriptors opened without following links, so nothing is read
-or written outside the root.
+The folder may have been committed or restored by someone else: entries are signed with a key
+kept outside the project (`cache_key`) and are data-only JSON checked on read (`cache_format`);
+anything unsigned, oversized or unexpected is a miss that the run rewrites. A root that is a
+symbolic link, not a directory or holds files tracked by git is not used; a folder that already
+holds someone else's files is refused (exit 2) rather than claimed (`cache_layout`). Every
+access goes through file descriptors opened without following links, so nothing is read or
+written outside the root.
 """
 
 from __future__ import annotations
@@ -31,13 +32,16 @@ import verifier
 from verifier.config import Settings
 from verifier.errors import UsageError
 from verifier.static import cache_format, cache_layout
+from verifier.static.cache_key import KeyUnavailable, signing_key
 from verifier.static.discovery import display_path, module_name_for
 from verifier.static.source import UnreadableSource, read_bytes
 
 DEFAULT_CACHE_DIR = ".verify_perf_cache"
 # Settings that change how a run is carried out, never what it finds.
 _NOT_IN_KEY = ("jobs", "cache_dir")
-_MAX_ENTRY_SIZE = 512 * 1024 * 1024
+# Larger than any entry a real project needs (measured in the README); a larger one is neither
+# stored nor read, so a planted giant file is a miss, never a MemoryError.
+_MAX_ENTRY_SIZE = 64 * 1024 * 1024
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0) | _NO_FOLLOW | getattr(os, "O_CLOEXEC", 0)
 
@@ -93,6 +97,10 @@ class ResultCache:
     def __init__(self, root: str, settings: Settings, rule_codes: list[str]) -> None:
         if os.open not in os.supports_dir_fd or not _NO_FOLLOW:
             raise UnsafeCacheRoot("this platform cannot open files relative to a folder without following links")
+        try:
+            self._key = signing_key()
+        except KeyUnavailable as problem:
+            raise UnsafeCacheRoot(str(problem)) from None
         self.root = root
         self.max_file_size = settings.max_file_size
         self._parts = (tool_fingerprint(), settings_digest(settings, rule_codes))
@@ -128,15 +136,17 @@ class ResultCache:
                 data = _read_entry(f"{key}.json", shard)
             finally:
                 os.close(shard)
-            return cache_format.loads(data, expected)
+            return cache_format.loads(data, expected, self._key, self._entry_name(key))
         except (OSError, cache_format.Invalid):
             return None
 
     def store(self, key: str, value) -> None:
         """Best effort: a cache that cannot be written must never fail the run."""
         try:
-            data = cache_format.dumps(value)
+            data = cache_format.dumps(value, self._key, self._entry_name(key))
         except cache_format.Unencodable:
+            return
+        if len(data) > _MAX_ENTRY_SIZE:
             return
         try:
             folder = self._folder(create=True)
@@ -147,6 +157,10 @@ class ResultCache:
                 os.close(shard)
         except OSError:
             pass
+
+    def _entry_name(self, key: str) -> str:
+        """What an entry's signature covers besides its body: where it is stored."""
+        return "/".join((*self._parts, key))
 
     def _folder(self, *, create: bool) -> int | None:
         if self._folder_fd is None:
@@ -254,7 +268,10 @@ def _read_entry(name: str, folder: int) -> bytes:
         if not stat.S_ISREG(status.st_mode) or status.st_size > _MAX_ENTRY_SIZE:
             raise OSError(errno.EINVAL, "not a cache entry")
         with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            return handle.read(_MAX_ENTRY_SIZE + 1)
+            data = handle.read(_MAX_ENTRY_SIZE + 1)
+        if len(data) > _MAX_ENTRY_SIZE:  # it grew after the check
+            raise OSError(errno.EINVAL, "not a cache entry")
+        return data
     finally:
         os.close(descriptor)
 
