@@ -29,3 +29,11 @@ def analyse(tmp_path):
         return [(f.code, f.line, f.severity.name) for f in result.findings if keep_info or f.severity.name != "INFO"]
 
     return run
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_cache_key(tmp_path_factory):
+    """Cache entries are signed with a key of the test session's own, never the user's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VERIFY_PERF_CACHE_KEY_FILE", str(tmp_path_factory.mktemp("cache-key") / "key"))
+        yield

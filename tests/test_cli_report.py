@@ -142,7 +142,7 @@ def test_an_interrupted_write_leaves_the_old_report_intact(project, monkeypatch)
     monkeypatch.setattr(writing.os, "fdopen", lambda *a, **k: HalfWrite(real_fdopen(*a, **k)))
     assert main(["train.py", "--date", "2030-01-01"]) == 2
     assert report.read_bytes() == before
-    assert [p.name for p in report.parent.iterdir()] == ["train.md"]
+    assert sorted(p.name for p in report.parent.iterdir()) == [".verify-perf-outputs", "train.md"]
 
 
 def test_a_failed_rename_is_a_usage_error_and_keeps_the_old_file(tmp_path, monkeypatch):

@@ -1,12 +1,18 @@
-"""`-o` and reports write only what they may: regular files verify-perf wrote (or empty ones, or
-with --force), streams for terminals, /dev/null and read FIFOs, never a replaced link or device."""
+"""`-o` and reports write only what they may: regular files verify-perf wrote and nobody changed
+since (its record in the folder says so; never a guess from what the lines look like), empty
+ones, or with --force; never the markdown report's own file; streams for terminals, /dev/null,
+read FIFOs and the descriptors `/dev/stdout` and the like name, never a replaced link or device.
+Every target is checked before anything is written: a refused `-o` writes no report either."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,3 +121,141 @@ def test_new_files_follow_the_umask_and_replaced_files_keep_their_mode(project, 
         assert stat.S_IMODE(os.stat(project / "new.json").st_mode) == 0o600
     finally:
         os.umask(previous)
+
+
+LOOKALIKES = {
+    "indented": "    my own notes, indented\n",
+    "found": "Found a bug in the data loader\n",
+    "score": "Score: 3 goals to 1\n",
+    "decision": "Decision: postpone the release\n",
+    "annotation": "::error file=train.py,line=3::my own annotation\n",
+    "statistics": "2\tVP201\tsync-in-hot-loop\t2 HIGH\n",
+    "copied-report": "# Performance Verification Report - train\n\n| Verifier | verify-perf 0.1.0 |\nmy edits\n",
+    "copied-json": '{"tool": {"name": "verify-perf"}, "my": "data"}\n',
+}
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize("name", LOOKALIKES)
+def test_a_file_that_only_looks_like_output_is_never_replaced(project, capsys, name, fmt):
+    (project / "notes.txt").write_text(LOOKALIKES[name])
+    assert run("--format", fmt, "-o", "notes.txt", "--no-report") == 2
+    assert one_error_line(capsys) == (
+        "verify-perf: error: refusing to replace notes.txt: verify-perf did not write it "
+        "(pass --force to replace it, or choose another file)"
+    )
+    assert (project / "notes.txt").read_text() == LOOKALIKES[name]
+
+
+def test_an_output_edited_since_verify_perf_wrote_it_is_the_users(project, capsys):
+    assert run("--format", "json", "-o", "out.json", "--no-report") == 0
+    document = json.loads((project / "out.json").read_text())
+    document["my_notes"] = "reviewed with the team on Monday"  # still verify-perf's JSON to the eye
+    (project / "out.json").write_text(json.dumps(document))
+    edited = (project / "out.json").read_text()
+    assert run("--format", "json", "-o", "out.json", "--no-report") == 2
+    assert (project / "out.json").read_text() == edited
+    assert run("--format", "json", "-o", "out.json", "--no-report", "--force") == 0
+    assert json.loads((project / "out.json").read_text())["tool"]["name"] == "verify-perf"
+
+
+def test_the_record_lists_what_was_written_with_its_digest(project, capsys):
+    assert run("--format", "github", "-o", "out/annotations.txt", "--no-report") == 0
+    assert run() == 0
+    written = (project / "out" / "annotations.txt").read_bytes()
+    record = json.loads((project / "out" / ".verify-perf-outputs").read_text())
+    assert record["files"] == {"annotations.txt": hashlib.sha256(written).hexdigest()}
+    report = (project / "reports" / "train.md").read_bytes()
+    assert json.loads((project / "reports" / ".verify-perf-outputs").read_text())["files"] == {
+        "train.md": hashlib.sha256(report).hexdigest()
+    }
+    capsys.readouterr()
+    assert run("-o", "out/.verify-perf-outputs", "--no-report", "--force") == 2
+    assert one_error_line(capsys) == (
+        "verify-perf: error: cannot write out/.verify-perf-outputs: it is verify-perf's record of the files it wrote "
+        "in that folder"
+    )
+
+
+def test_a_record_that_is_not_verify_perfs_is_never_read_or_replaced(project, capsys):
+    (project / ".verify-perf-outputs").write_text('{"files": {"notes.txt": "' + "0" * 64 + '"}}\n')
+    (project / "notes.txt").write_text(HAND_WRITTEN)
+    assert run("-o", "notes.txt", "--no-report") == 2
+    assert run("-o", "new.txt", "--no-report") == 0
+    assert (project / ".verify-perf-outputs").read_text() == '{"files": {"notes.txt": "' + "0" * 64 + '"}}\n'
+    assert (project / "notes.txt").read_text() == HAND_WRITTEN
+
+
+@pytest.mark.parametrize("named", ["reports/train.md", "./reports/train.md", "{project}/reports/train.md", "report-link.md"])
+def test_o_onto_the_reports_own_file_is_refused(project, capsys, named):
+    assert run() == 0
+    capsys.readouterr()
+    report = project / "reports" / "train.md"
+    before = report.read_text()
+    (project / "report-link.md").symlink_to(report)
+    named = named.format(project=project)
+    assert run("--format", "json", "-o", named) == 2
+    assert one_error_line(capsys) == (
+        f"verify-perf: error: -o {named} is the markdown report's own file: choose another file for the json "
+        "output, or pass --no-report or --report-dir DIR (--force writes only the -o output there)"
+    )
+    assert report.read_text() == before
+    assert run("--format", "json", "-o", named, "--force") == 0
+    assert json.loads(report.read_text())["tool"]["name"] == "verify-perf"
+
+
+def test_a_refused_o_writes_no_report(project, capsys):
+    (project / "notes.txt").write_text(HAND_WRITTEN)
+    assert run("--format", "json", "-o", "notes.txt") == 2
+    assert not (project / "reports").exists()
+    (project / "reports").mkdir()
+    (project / "reports" / "train.md").write_text(HAND_WRITTEN)
+    assert run("--format", "json", "-o", "out.json") == 2  # a refused report writes no -o file either
+    assert not (project / "out.json").exists()
+
+
+def test_an_empty_output_name_is_a_usage_error(project, capsys):
+    assert run("-o", "", "--no-report") == 2
+    assert one_error_line(capsys) == "verify-perf: error: an output file name is empty (use - for standard output)"
+    assert capsys.readouterr().out == ""
+
+
+def cli(cwd: Path, *argv: str, **kwargs) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "verifier", "train.py", "--isolated", "--no-cache", "--no-report", *argv]
+    return subprocess.run(command, cwd=cwd, **kwargs)
+
+
+@pytest.mark.parametrize("named", ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"])
+def test_dev_stdout_writes_to_the_pipe_it_names(project, named):
+    if not os.path.exists(named):
+        pytest.skip(f"no {named} here")
+    completed = cli(project, "--format", "json", "-o", named, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)["tool"]["name"] == "verify-perf"
+
+
+def test_dev_stdout_redirected_to_a_file_is_written_where_it_stands(project):
+    """`> out.txt` opened the file already: written through that descriptor (after what the shell
+    wrote there), never replaced by a new file behind its back."""
+    out = project / "out.txt"
+    with open(out, "w") as handle:
+        handle.write("before\n")
+        handle.flush()
+        completed = cli(project, "--format", "json", "-o", "/dev/stdout", stdout=handle, stderr=subprocess.PIPE, text=True)
+        handle.write("after\n")
+    assert completed.returncode == 0, completed.stderr
+    text = out.read_text()
+    assert text.startswith("before\n{") and text.endswith("}\nafter\n")
+
+
+def test_dev_stderr_writes_to_standard_error(project):
+    completed = cli(project, "--format", "json", "-o", "/dev/stderr", capture_output=True, text=True)
+    assert completed.returncode == 0
+    assert completed.stdout == ""
+    assert json.loads(completed.stderr)["tool"]["name"] == "verify-perf"
+
+
+def test_an_unopened_descriptor_is_a_usage_error(project):
+    completed = cli(project, "-o", "/dev/fd/9", capture_output=True, text=True)
+    assert completed.returncode == 2
+    assert completed.stderr == "verify-perf: error: cannot write /dev/fd/9: Bad file descriptor\n"

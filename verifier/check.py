@@ -27,7 +27,7 @@ from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.static.patterns import as_patterns
 from verifier.static.parallel import MAX_JOBS, default_jobs
 from verifier.task import default_task, validate_task
-from verifier.writing import write_output
+from verifier.writing import STDOUT, OutputTarget, output_target
 
 HARNESS_UNAVAILABLE = "not run: harness unavailable"
 
@@ -48,8 +48,11 @@ def run_check(args: argparse.Namespace) -> int:
         files = _reported_files(args, settings)
         write_stdout_safely(lambda: show_files(files))
         return EXIT_PASS
-    if (args.output or "-") == "-" and not args.add_noqa:
-        require_stdout(f"the {args.format} output")
+    if not args.add_noqa:
+        # A refused output is an error before any work, not after it.
+        _, output_file = _output_targets(args, task)
+        if output_file.kind == "stdout":
+            require_stdout(f"the {args.format} output")
 
     analysed = _analyse(args, settings)
     files, findings, internal_errors = analysed.files, analysed.findings, analysed.errors
@@ -83,18 +86,21 @@ def run_check(args: argparse.Namespace) -> int:
         where = f"changed since {args.diff}" if args.diff else "found under the given path(s)"
         print(f"verify-perf: warning: no Python files {where}: nothing was analysed", file=sys.stderr)
 
-    if report_path is not None and not _output_is_report(args):
-        write_output(report_path, render(report, "markdown"), force=args.force)
     if _styled_for_terminal(args):
         from verifier.report.terminal import render_terminal
 
         output = render_terminal(report, quiet=args.quiet)
     else:
         output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
+    # Checked again now that the work is done: nothing is written unless every target may be.
+    report_target, output_file = _output_targets(args, task)
+    if report_target is not None:
+        report_target.write(render(report, "markdown"))
     # A reader that has gone (`| head`) ends the output quietly; the exit code is still the run's.
-    write_stdout_safely(lambda: write_output(args.output or "-", output, force=args.force))
+    write_stdout_safely(lambda: output_file.write(output))
     # A report sent to standard output is already in front of the reader: no note naming "-".
-    if report_path is not None and report_path != "-" and not args.quiet:
+    report_written = report_target is not None or _output_is_report(args)
+    if report_written and report_path != "-" and not args.quiet:
         total = report.scorecard.total
         shown = "not scored" if total is None else f"score {total}/100"
         print(f"Report: {report_path} ({report.decision.status}, {shown})", file=sys.stderr)
@@ -380,6 +386,24 @@ def _styled_for_terminal(args: argparse.Namespace) -> bool:
     """Colour and code frames for a person at a terminal; plain text when piped or to a file."""
     to_stdout = args.output in (None, "-")
     return args.format == "text" and to_stdout and not args.statistics and sys.stdout.isatty()
+
+
+def _output_targets(args: argparse.Namespace, task: str) -> tuple[OutputTarget | None, OutputTarget]:
+    """The markdown report's target (None when not written) and the `--format` output's, both
+    checked; UsageError when either is refused or `-o` names the report's own file."""
+    output_file = output_target(STDOUT if args.output is None else args.output, force=args.force)
+    report_path = _report_path(args, task)
+    if report_path is None or _output_is_report(args):
+        return None, output_file
+    report_target = output_target(report_path, force=args.force)
+    if report_target.same_file(output_file):
+        if not args.force:
+            raise UsageError(
+                f"-o {args.output} is the markdown report's own file: choose another file for the "
+                f"{args.format} output, or pass --no-report or --report-dir DIR (--force writes only the -o output there)"
+            )
+        return None, output_file
+    return report_target, output_file
 
 
 def _output_is_report(args: argparse.Namespace) -> bool:

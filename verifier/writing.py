@@ -1,48 +1,95 @@
 """Writing output files (reports, `-o FILE`) so that nothing is lost, half-written or replaced.
 
-- `-o -` is standard output (the POSIX convention).
+- `-o -` is standard output (the POSIX convention); `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`
+  and `/proc/self/fd/N` are the descriptors they name, written where they stand, as a shell
+  does (never a file replaced behind a redirection).
 - A regular file is written through a temporary file and a rename in its folder, so a reader
   never sees half of it and an interrupted write leaves the previous file intact. A new file
   gets the permissions the user's umask allows; a replaced file keeps its own.
 - An existing file is replaced only when this user may write it (as `> FILE` in a shell would)
-  and verify-perf wrote it (it carries the signature of one of its output formats) or it is
-  empty, or with `--force`: a hand-written `reports/train.md` is never overwritten silently.
+  and it is empty, or verify-perf wrote it and it is unchanged since (the folder's record of the
+  files verify-perf wrote lists it with the digest of what it holds: `output_record`), or with
+  `--force`: a hand-written `reports/train.md` is never overwritten silently.
 - A symbolic link is followed to the file it names, which the same rules protect; the link
   stays a link. Terminals, `/dev/null` and FIFOs with a reader are written as streams; a
   directory, a FIFO nobody reads, a socket or a block device is refused.
+- Every target is checked (`output_target`) before anything is written, so a refused `-o`
+  leaves the report unwritten as well.
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import secrets
 import stat
 import sys
+from dataclasses import dataclass
 
+from verifier import output_record
 from verifier.errors import UsageError
-from verifier.static.source import UnreadableSource, read_bytes
 
 STDOUT = "-"
-# Signatures of verify-perf's own outputs; an existing file matching one may be replaced.
-_MARKDOWN_TITLE = "# Performance Verification Report - "
-_MARKDOWN_VERIFIER_ROW = "\n| Verifier | verify-perf "
-_TEXT_LINE = re.compile(
-    r".*:\d+:\d+: VP\d{3} \[(CRITICAL|HIGH|MEDIUM|LOW|INFO)\] .*"
-    r"|(Score|Baseline|Found|No findings|Nothing analysed|Decision)\b.*"
-    r"|::(error|warning|notice) .*|\s+.*"
-    r"|\d+\tVP\d{3}\t.*"  # --statistics
-)
-_MAX_RECOGNISED_SIZE = 64 * 1024 * 1024
+# Names a shell treats as descriptors rather than files.
+_DESCRIPTOR_NAME = re.compile(r"/dev/(?P<std>stdout|stderr)|/dev/fd/(?P<fd>[0-9]{1,6})|/proc/self/fd/(?P<proc>[0-9]{1,6})")
+
+
+@dataclass(frozen=True)
+class OutputTarget:
+    """Where an output goes, once checked: standard output, an open descriptor, a stream
+    (terminal, device, FIFO) or a regular file (`path`, links resolved) to create or replace."""
+
+    named: str
+    kind: str  # "stdout", "descriptor", "stream" or "file"
+    path: str = ""
+    descriptor: int = -1
+    mode: int | None = None  # the replaced file's permissions, kept
+
+    def same_file(self, other: OutputTarget) -> bool:
+        if self.kind != "file" or other.kind != "file":
+            return False
+        if self.path == other.path:
+            return True
+        try:
+            return os.path.samefile(self.path, other.path)
+        except OSError:
+            return False
+
+    def write(self, text: str) -> None:
+        if self.kind == "stdout":
+            write_stdout(text)
+        else:
+            # Surrogates stand for the bytes of a file name that is not UTF-8: write those bytes.
+            self.write_bytes(text.encode("utf-8", "surrogateescape"))
+
+    def write_bytes(self, data: bytes) -> None:
+        if self.kind == "stdout":
+            write_stdout(data.decode("utf-8", "surrogateescape"))
+        elif self.kind == "descriptor":
+            _write_descriptor(self.descriptor, self.named, data)
+        elif self.kind == "stream":
+            _stream(self.path, self.named, data)
+        else:
+            _replace(self.path, data, mode=self.mode)
+            output_record.remember(self.path, data)
 
 
 def write_output(path: str, text: str, *, force: bool = False) -> None:
     """Write `text` to `path` under the rules above; UsageError (exit 2) when refused."""
+    output_target(path, force=force).write(text)
+
+
+def output_target(path: str, *, force: bool = False) -> OutputTarget:
+    """The checked target for `path`; UsageError (exit 2) when writing there is refused."""
     if path == STDOUT:
-        write_stdout(text)
-        return
+        return OutputTarget(path, "stdout")
+    if not path:
+        raise UsageError("an output file name is empty (use - for standard output)")
+    named = _DESCRIPTOR_NAME.fullmatch(path)
+    if named:
+        descriptor = {"stdout": 1, "stderr": 2}[named["std"]] if named["std"] else int(named["fd"] or named["proc"])
+        return _descriptor_target(path, descriptor)
     shown = path
     try:
         status = os.lstat(path)
@@ -51,67 +98,62 @@ def write_output(path: str, text: str, *, force: bool = False) -> None:
     except OSError as error:
         raise UsageError(f"cannot write {shown}: {error.strerror or error}") from None
     if status is not None and stat.S_ISLNK(status.st_mode):
-        path = os.path.realpath(path)
         try:
             status = os.stat(path)
         except FileNotFoundError:
             status = None  # a link to a file not there yet: created where the link points
         except OSError as error:
             raise UsageError(f"cannot write {shown}: {error.strerror or error}") from None
+        if status is None or stat.S_ISREG(status.st_mode):
+            path = os.path.realpath(path)
+    if os.path.basename(path) == output_record.RECORD_NAME:
+        raise UsageError(f"cannot write {shown}: it is verify-perf's record of the files it wrote in that folder")
     if status is None:
-        _replace(path, text, mode=None)
-        return
+        return OutputTarget(shown, "file", path=path)
     mode = status.st_mode
     if stat.S_ISDIR(mode):
         raise UsageError(f"cannot write {shown}: it is a directory")
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
-        _stream(path, shown, text)
-        return
+        return OutputTarget(shown, "stream", path=path)
     if not stat.S_ISREG(mode):
         raise UsageError(f"cannot write {shown}: it is not a regular file, a terminal, a device or a FIFO")
     if not os.access(path, os.W_OK):
         # A rename in a writable folder could replace it anyway; `> FILE` in a shell could not.
         raise UsageError(f"cannot write {shown}: Permission denied (the file is not writable for this user)")
-    if status.st_size and not force and not written_by_verify_perf(path):
+    if status.st_size and not force and not output_record.wrote(path):
         raise UsageError(
             f"refusing to replace {shown}: verify-perf did not write it (pass --force to replace it, "
             "or choose another file)"
         )
-    _replace(path, text, mode=stat.S_IMODE(mode))
+    return OutputTarget(shown, "file", path=path, mode=stat.S_IMODE(mode))
 
 
-def written_by_verify_perf(path: str) -> bool:
-    """True when the file carries the signature of one of verify-perf's output formats."""
+def _descriptor_target(named: str, descriptor: int) -> OutputTarget:
+    if descriptor == 1:
+        return OutputTarget(named, "stdout")
     try:
-        text = read_bytes(path, _MAX_RECOGNISED_SIZE).decode("utf-8", "surrogateescape")
-    except UnreadableSource:
-        return False
-    if text.startswith(_MARKDOWN_TITLE) and _MARKDOWN_VERIFIER_ROW in text:
-        return True
-    if text.lstrip().startswith("{"):
-        return _json_signature(text)
-    lines = [line for line in text.splitlines() if line.strip()]
-    return bool(lines) and all(_TEXT_LINE.fullmatch(line) for line in lines)
+        mode = os.fstat(descriptor).st_mode
+    except OSError as error:
+        raise UsageError(f"cannot write {named}: {error.strerror or error}") from None
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"cannot write {named}: it is a directory")
+    return OutputTarget(named, "descriptor", descriptor=descriptor)
 
 
-def _json_signature(text: str) -> bool:
+def _write_descriptor(descriptor: int, named: str, data: bytes) -> None:
+    """An inherited descriptor (`/dev/stderr`, `/dev/fd/3`): written at its own position."""
+    if descriptor == 2:
+        sys.stderr.flush()
+    data = memoryview(data)
     try:
-        document = json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    if not isinstance(document, dict):
-        return False
-    tool = document.get("tool")
-    if isinstance(tool, dict) and tool.get("name") == "verify-perf":
-        return True
-    runs = document.get("runs")
-    try:
-        return runs[0]["tool"]["driver"]["name"] == "verify-perf"
-    except (TypeError, KeyError, IndexError):
-        return False
+        while data:
+            data = data[os.write(descriptor, data):]
+    except OSError as error:
+        raise UsageError(f"cannot write {named}: {error.strerror or error}") from None
 
 
-def _replace(path: str, text: str, *, mode: int | None) -> None:
+def _replace(path: str, data: bytes, *, mode: int | None) -> None:
+    """Write `data` to `path` through a temporary file and a rename."""
     folder = os.path.dirname(os.path.abspath(path))
     name = os.path.basename(path)
     try:
@@ -123,9 +165,8 @@ def _replace(path: str, text: str, *, mode: int | None) -> None:
         # 0o666 less the umask, as any program creating a file gives it.
         handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
         try:
-            # Surrogates stand for the bytes of a file name that is not UTF-8: write those bytes.
-            with os.fdopen(handle, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as stream:
-                stream.write(text)
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
                 if mode is not None:
                     os.fchmod(stream.fileno(), mode)
             os.replace(temporary, path)
@@ -136,7 +177,7 @@ def _replace(path: str, text: str, *, mode: int | None) -> None:
         raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
 
 
-def _stream(path: str, shown: str, text: str) -> None:
+def _stream(path: str, shown: str, data: bytes) -> None:
     """A terminal, /dev/null or a FIFO: written in place, never created or replaced."""
     try:
         # Non-blocking first: a FIFO without a reader would otherwise wait forever.
@@ -148,7 +189,7 @@ def _stream(path: str, shown: str, text: str) -> None:
     try:
         os.set_blocking(handle, True)
         with os.fdopen(handle, "wb", closefd=False) as stream:
-            stream.write(text.encode("utf-8", "surrogateescape"))
+            stream.write(data)
     except OSError as error:
         raise UsageError(f"cannot write {shown}: {error.strerror or error}") from None
     finally:

@@ -85,3 +85,19 @@ def test_unwritable_location_is_a_note(tmp_path):
     written = write_chart(result(ModeResult("bf16", "bfloat16")), str(blocker / "chart.png"))
     assert written.chart_path is None
     assert written.chart_note.startswith("chart not written: ")
+
+
+def test_a_file_verify_perf_did_not_write_is_never_replaced(tmp_path):
+    mine = tmp_path / "train.png"
+    mine.write_bytes(b"my own diagram")
+    written = write_chart(result(ModeResult("fp32", "float32", step_time=summarize([20.0, 21.0]))), str(mine))
+    assert written.chart_path is None
+    assert written.chart_note == (
+        f"chart not written: refusing to replace {mine}: verify-perf did not write it "
+        "(pass --force to replace it, or choose another file)"
+    )
+    assert mine.read_bytes() == b"my own diagram"
+    again = write_chart(result(ModeResult("fp32", "float32")), str(tmp_path / "new.png"))
+    assert write_chart(result(ModeResult("fp32", "float32")), str(tmp_path / "new.png")).chart_note == again.chart_note == ""
+    forced = write_chart(result(ModeResult("fp32", "float32")), str(mine), force=True)
+    assert forced.chart_path == str(mine) and mine.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 
 import pytest
 
@@ -110,3 +111,16 @@ def test_accuracy_options_reach_the_harness():
     options = options_from_args(parse("--accuracy-seeds", "5", "--accuracy-steps", "40"))
     assert (options.accuracy_seeds, options.accuracy_steps) == (5, 40)
     assert (options_from_args(parse()).accuracy_seeds, options_from_args(parse()).accuracy_steps) == (3, None)
+
+
+def test_bench_refuses_an_output_it_did_not_write_before_running(tmp_path, capsys, monkeypatch):
+    mine = tmp_path / "results.json"
+    mine.write_text('{"my": "measurements"}\n')
+    ran = []
+    monkeypatch.setattr(sys.modules[run_bench.__module__], "run_dynamic", lambda *a, **k: ran.append(1))
+    assert run_bench(parse("--device", "cpu", "--output", str(mine))) == 2
+    assert capsys.readouterr().err == (
+        f"verify-perf bench: error: refusing to replace {mine}: verify-perf did not write it "
+        "(pass --force to replace it, or choose another file)\n"
+    )
+    assert mine.read_text() == '{"my": "measurements"}\n' and ran == []

@@ -157,13 +157,17 @@ def test_sarif_uses_a_relative_uri_with_its_base_or_an_absolute_uri_without(tmp_
     inside = make_finding("VP201", line=1, path=str(tmp_path / "src" / "train.py"))
     outside = make_finding("VP201", line=2, path="/elsewhere/lib.py")
     relative = make_finding("VP201", line=3, path="src/a b.py")
+    above = make_finding("VP201", line=4, path="../other/lib.py")  # as a path named `../other` is shown
+    back_inside = make_finding("VP201", line=5, path=f"../{tmp_path.name}/src/x.py")
     locations = [r["locations"][0]["physicalLocation"]["artifactLocation"]
-                 for r in sarif_of(make_report([inside, outside, relative]))["runs"][0]["results"]]
-    assert locations == [
+                 for r in sarif_of(make_report([inside, outside, relative, above, back_inside]))["runs"][0]["results"]]
+    assert sorted(locations, key=str) == sorted([
         {"uri": "file:///elsewhere/lib.py"},
         {"uri": "src/train.py", "uriBaseId": "%SRCROOT%"},
         {"uri": "src/a%20b.py", "uriBaseId": "%SRCROOT%"},
-    ]
+        {"uri": (tmp_path.parent / "other" / "lib.py").as_uri()},
+        {"uri": "src/x.py", "uriBaseId": "%SRCROOT%"},
+    ], key=str)
 
 
 def test_sarif_category_is_set_only_when_asked():

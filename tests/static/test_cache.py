@@ -1,6 +1,8 @@
 """The results cache reads back data only: crafted or corrupt entries are misses (never code,
-never a crash), a root that is a link, a file or tracked by git is not used, nothing is written outside the
-root, and the key covers what a result depends on (package structure, the time limit)."""
+never a crash), entries not signed with this user's key are misses (a forged or committed cache
+never decides a result), a root that is a link, a file or tracked by git is not used, a folder of
+someone else's files is refused, nothing is written outside the root, and the key covers what a
+result depends on (package structure, the time limit)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from verifier.config import Settings
+from verifier.errors import UsageError
 from verifier.static import cache_format
+from verifier.static.cache_key import signing_key
 from verifier.static.engine import FileResult
 from verifier.static.runner import AnalysisResult, analyze_paths
 
@@ -82,12 +86,22 @@ def test_a_crafted_pickle_or_random_bytes_in_every_entry_is_a_miss(tmp_path):
         assert not marker.exists()
     # Every bad entry was rewritten with a valid one.
     for entry in stored:
-        cache_format.loads(entry.read_bytes(), AnalysisResult if "run-" in entry.name else FileResult)
+        load(entry, AnalysisResult if "run-" in entry.name else FileResult)
 
 
-def signed(document) -> bytes:
+def entry_name(entry: Path) -> str:
+    """What an entry's signature covers besides its body: fingerprint/settings/key."""
+    return "/".join((entry.parts[-4], entry.parts[-3], entry.stem))
+
+
+def load(entry: Path, kind: type):
+    return cache_format.loads(entry.read_bytes(), kind, signing_key(), entry_name(entry))
+
+
+def signed(document, name: str = "entry") -> bytes:
+    """Signed with this user's key: what only a bug in verify-perf could have written."""
     body = json.dumps(document).encode()
-    return hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+    return cache_format.signature(signing_key(), name, body) + b"\n" + body
 
 
 @pytest.mark.parametrize(
@@ -105,23 +119,24 @@ def signed(document) -> bytes:
 )
 def test_well_formed_but_unexpected_entries_are_refused(document):
     with pytest.raises(cache_format.Invalid):
-        cache_format.loads(signed(document), FileResult)
+        cache_format.loads(signed(document), FileResult, signing_key(), "entry")
 
 
 def test_type_confusion_in_a_finding_is_refused(tmp_path):
     result = analyze_paths([str(EXAMPLES / "bad_train.py")], Settings()).files[0]
-    document = json.loads(cache_format.dumps(result).partition(b"\n")[2])
+    document = json.loads(cache_format.dumps(result, signing_key(), "entry").partition(b"\n")[2])
     for record in document["objects"]:
         if record[0] == "verifier.findings:Finding":
             record[1]["line"] = "71"
             break
     with pytest.raises(cache_format.Invalid):
-        cache_format.loads(signed(document), FileResult)
+        cache_format.loads(signed(document), FileResult, signing_key(), "entry")
 
 
 def test_a_result_and_its_heat_summary_survive_the_round_trip(tmp_path):
     result = analyze_paths([str(EXAMPLES / "bad_train.py")], Settings()).files[0]
-    again = cache_format.loads(cache_format.dumps(result), FileResult)
+    key = signing_key()
+    again = cache_format.loads(cache_format.dumps(result, key, "entry"), FileResult, key, "entry")
     assert again.findings == result.findings
     assert again.analysis.local_facts == result.analysis.local_facts
     assert [c.heat for c in again.analysis.candidates] == [c.heat for c in result.analysis.candidates]
@@ -137,12 +152,37 @@ def test_a_symlinked_or_non_directory_root_is_not_used(tmp_path, capsys):
     not_a_folder = tmp_path / "file"
     not_a_folder.write_text("keep me\n")
     cold = analyze_paths([str(folder)], Settings())
-    for root in (link, not_a_folder):
-        result = analyze_paths([str(folder)], Settings(cache_dir=str(root)))
+    for root in (str(link), f"{link}/", str(not_a_folder)):  # `link/` would resolve the link
+        result = analyze_paths([str(folder)], Settings(cache_dir=root))
         assert rows(result) == rows(cold)
         assert "warning: not using the cache" in capsys.readouterr().err
     assert list(elsewhere.iterdir()) == []
     assert not_a_folder.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("contents", [
+    {"notes.txt": "mine\n"},
+    {".gitignore": "*.pyc\n"},  # a name the cache uses, with someone else's text
+    {"CACHEDIR.TAG": "Signature: 8a477f597d28d172789f06886806bc55\n# made by another tool\n"},
+], ids=["a-file", "a-foreign-gitignore", "another-tools-tag"])
+def test_a_folder_of_someone_elses_files_is_refused_untouched(tmp_path, contents):
+    folder, root = project(tmp_path), tmp_path / "root"
+    root.mkdir()
+    for name, text in contents.items():
+        (root / name).write_text(text)
+    with pytest.raises(UsageError) as refused:
+        analyze_paths([str(folder)], Settings(cache_dir=str(root)))
+    assert str(refused.value).startswith(f"refusing to use {root} as the results cache: it holds files")
+    assert {p.name: p.read_text() for p in root.iterdir()} == contents
+
+
+def test_an_empty_folder_is_claimed_as_the_cache(tmp_path):
+    folder, root = project(tmp_path), tmp_path / "root"
+    root.mkdir()
+    settings = Settings(cache_dir=str(root))
+    cold = analyze_paths([str(folder)], settings)
+    assert (root / "CACHEDIR.TAG").is_file() and entries(root)
+    assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
 
 
 def test_links_inside_the_root_are_never_followed(tmp_path):
@@ -229,22 +269,92 @@ def test_valid_entries_are_hits(tmp_path, monkeypatch):
 
 
 def forge_empty_results(cache: Path) -> int:
-    """What a committed cache could carry: valid entries, right checksums, no findings."""
+    """Valid entries with no findings, signed with this user's key: what only someone holding
+    the key could write."""
     forged = 0
     for entry in entries(cache):
-        data = entry.read_bytes()
         for kind in (AnalysisResult, FileResult):
             try:
-                value = cache_format.loads(data, kind)
+                value = load(entry, kind)
             except cache_format.Invalid:
                 continue
             if kind is AnalysisResult:
                 value = AnalysisResult([replace(f, findings=[]) for f in value.files])
             else:
                 value = replace(value, findings=[])
-            entry.write_bytes(cache_format.dumps(value))
+            entry.write_bytes(cache_format.dumps(value, signing_key(), entry_name(entry)))
             forged += 1
     return forged
+
+
+def without_findings(body: bytes) -> bytes:
+    """An entry's body with every finding taken out: what a forger wants the cache to say."""
+    document = json.loads(body)
+    for kind, fields in document["objects"]:
+        if kind == "verifier.static.engine:FileResult":
+            fields["findings"] = []
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+FORGERS = {
+    # How entries were signed before they carried a MAC: anyone could sign them again.
+    "checksum": lambda entry, body: hashlib.sha256(body).hexdigest().encode(),
+    # A cache made on another machine, or by a pull request's own run: another user's key.
+    "another key": lambda entry, body: cache_format.signature(os.urandom(32), entry_name(entry), body),
+}
+
+
+@pytest.mark.parametrize("forger", FORGERS, ids=list(FORGERS))
+def test_an_entry_signed_again_without_the_key_is_a_miss_and_the_run_still_blocks(tmp_path, monkeypatch, forger):
+    from verifier.cli import main
+
+    folder = project(tmp_path)
+    monkeypatch.chdir(folder)
+    command = ["bad_train.py", "--isolated", "--no-report", "-q", "--cache-dir", "cache"]
+    assert main(command) == 1
+    for entry in entries(folder / "cache"):
+        body = without_findings(entry.read_bytes().partition(b"\n")[2])
+        entry.write_bytes(FORGERS[forger](entry, body) + b"\n" + body)
+    assert main(command) == 1
+    assert main(command) == 1  # the forged entries were replaced, not kept
+
+
+def test_an_entry_moved_to_other_settings_is_a_miss(tmp_path):
+    """The signature covers where an entry is stored: a result made under settings that find
+    nothing cannot stand in for the result under the settings in use."""
+    folder, cache = project(tmp_path), tmp_path / "cache"
+    quiet = analyze_paths([str(folder)], Settings(cache_dir=str(cache), select=("VP900",)))
+    assert quiet.findings == []
+    (fingerprint,) = [p for p in cache.iterdir() if p.is_dir()]
+    (quiet_folder,) = list(fingerprint.iterdir())
+    settings = Settings(cache_dir=str(cache))
+    cold = analyze_paths([str(folder)], settings)
+    (used_folder,) = [p for p in fingerprint.iterdir() if p != quiet_folder]
+    shutil.rmtree(used_folder)
+    shutil.copytree(quiet_folder, used_folder)
+    assert rows(analyze_paths([str(folder)], settings)) == rows(cold) != []
+
+
+def test_an_oversized_entry_is_a_miss_without_being_read(tmp_path):
+    """A 150 MB entry (sparse: it takes no disk) is refused by its size, before any of it is read."""
+    import tracemalloc
+
+    folder, cache = project(tmp_path), tmp_path / "cache"
+    settings = Settings(cache_dir=str(cache))
+    cold = analyze_paths([str(folder / "good_train.py")], settings)
+    stored = entries(cache)
+    for entry in stored:
+        with open(entry, "wb") as handle:
+            handle.truncate(150 * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        warm = analyze_paths([str(folder / "good_train.py")], settings)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rows(warm) == rows(cold) and warm.internal_errors == []
+    assert peak < 20 * 1024 * 1024
+    assert all(entry.stat().st_size < 1024 * 1024 for entry in stored)  # replaced by the run
 
 
 def git(folder: Path, *args: str) -> None:
@@ -260,7 +370,7 @@ def test_a_cache_committed_to_git_is_not_used(tmp_path, capsys):
     settings = Settings(cache_dir=str(cache))
     cold = analyze_paths([str(folder)], settings)
     assert forge_empty_results(cache) >= 3
-    assert analyze_paths([str(folder)], settings).findings == []  # what forged entries do to a cache in use
+    assert analyze_paths([str(folder)], settings).findings == []  # what entries signed with the key can do
     git(folder, "init", "-q")
     git(folder, "add", "-f", ".")
     git(folder, "commit", "-q", "-m", "a cache that hides every finding")
@@ -275,10 +385,8 @@ def test_a_cache_committed_to_git_is_not_used(tmp_path, capsys):
 
 
 def resign_heat_models(cache: Path, change) -> int:
-    """Edit every stored heat summary with `change(fields)` and re-sign it, as someone who can
-    write the cache could: the entry passes the checksum and the format checks."""
-    import hashlib
-
+    """Edit every stored heat summary with `change(fields)` and sign it again with this user's
+    key: the entry passes the signature and the format checks."""
     changed = 0
     for entry in entries(cache):
         _, _, body = entry.read_bytes().partition(b"\n")
@@ -288,7 +396,7 @@ def resign_heat_models(cache: Path, change) -> int:
                 change(fields)
                 changed += 1
         body = json.dumps(document, separators=(",", ":")).encode()
-        entry.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+        entry.write_bytes(cache_format.signature(signing_key(), entry_name(entry), body) + b"\n" + body)
     return changed
 
 

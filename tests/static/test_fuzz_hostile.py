@@ -30,6 +30,7 @@ from verifier.config import Settings
 from verifier.findings import Severity
 from verifier.rules import all_rules
 from verifier.static import cache_format
+from verifier.static.cache_key import signing_key
 from verifier.static.parallel import shared_pool
 from verifier.static.runner import analyze_paths
 
@@ -275,11 +276,11 @@ def test_special_files_are_never_read(tmp_path_factory, kinds):
 
 @HEAVY
 @given(
-    mutation=st.sampled_from(["flip", "truncate", "append", "replace", "resign"]),
+    mutation=st.sampled_from(["flip", "truncate", "append", "replace", "resign", "resign-with-key"]),
     position=st.floats(0, 1),
     junk=st.binary(min_size=1, max_size=64),
 )
-@example(mutation="resign", position=0.421875, junk=b"0")  # 5,000-example run: a renamed heat attribute crashed the run
+@example(mutation="resign-with-key", position=0.421875, junk=b"0")  # 5,000-example run: a renamed heat attribute crashed the run
 def test_corrupt_cache_entries_are_misses(tmp_path_factory, mutation, position, junk):
     folder = tmp_path_factory.mktemp("project")
     shutil.copy(EXAMPLES / "bad_train.py", folder / "bad_train.py")
@@ -298,18 +299,23 @@ def test_corrupt_cache_entries_are_misses(tmp_path_factory, mutation, position, 
             data += junk
         elif mutation == "replace":
             data[at : at + len(junk)] = junk
-        else:  # a crafted entry with a valid checksum: the body is edited, then signed again
+        else:  # a crafted entry: the body is edited, then signed again (a checksum, or this user's key)
             body = bytearray(data.partition(b"\n")[2])
             body[int(position * (len(body) - 1))] = junk[0]
-            data = bytearray(cache_format.hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+            if mutation == "resign":
+                mac = cache_format.hashlib.sha256(body).hexdigest().encode()
+            else:
+                name = "/".join((entry.parts[-4], entry.parts[-3], entry.stem))
+                mac = cache_format.signature(signing_key(), name, bytes(body))
+            data = bytearray(mac + b"\n" + body)
         entry.write_bytes(bytes(data))
     warm = analyze_paths([str(folder)], run_settings)
     assert warm.internal_errors == []
     json.dumps([f.to_dict() for f in warm.findings])
-    if mutation != "resign":
+    if mutation != "resign-with-key":
         assert [f.to_dict() for f in warm.findings] == [f.to_dict() for f in cold.findings]
-    # A forged entry (its checksum recomputed) is data that passed every check on types: like
-    # a committed change to the code, it can change what is reported, never run or crash anything.
+    # An entry signed with the user's own key (which only verify-perf itself writes) and edited is
+    # data that passed every check on types: it can change what is reported, never run or crash anything.
 
 
 def _workers_of(pid: int) -> list[int]:

@@ -10,11 +10,12 @@ change. A mode without a figure shows "not measured", never an empty bar.
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
+import io
 
 from verifier.dynamic.intervals import median_interval
 from verifier.dynamic.results import DynamicResult, ModeResult
+from verifier.errors import UsageError
+from verifier.writing import output_target
 
 MODE_COLORS = {"fp32": "#787878", "fp16": "#e68c1e", "bf16": "#286ec8"}
 SPLIT_PARTS = (
@@ -100,24 +101,20 @@ def _memory(axes, result: DynamicResult) -> None:  # noqa: ANN001
     axes.margins(y=0.35)
 
 
-def write_chart(result: DynamicResult, path: str) -> DynamicResult:
-    """Write the PNG atomically; returns the result with chart_path/chart_note filled in."""
-    temporary = None
+def write_chart(result: DynamicResult, path: str, *, force: bool = False) -> DynamicResult:
+    """Write the PNG atomically, never over a file verify-perf did not write (`verifier.writing`);
+    returns the result with chart_path/chart_note filled in."""
     try:
         figure = build_figure(result)
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=".chart-", suffix=".png", dir=folder)
-        with os.fdopen(handle, "wb") as stream:
-            # No software/version stamp: the same figures give the same bytes.
-            figure.savefig(stream, format="png", metadata={"Software": None})
-        # mkstemp creates the file private (0600); a chart is an ordinary readable file.
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
+        image = io.BytesIO()
+        # No software/version stamp: the same figures give the same bytes.
+        figure.savefig(image, format="png", metadata={"Software": None})
+        target = output_target(path, force=force)
+        if target.kind != "file":
+            raise UsageError(f"{path} is not a regular file")
+        target.write_bytes(image.getvalue())
     except ImportError as error:
         return dataclasses.replace(result, chart_path=None, chart_note=f"chart not written: matplotlib is missing ({error})")
-    except OSError as error:
-        if temporary and os.path.exists(temporary):
-            os.unlink(temporary)
+    except (OSError, UsageError) as error:
         return dataclasses.replace(result, chart_path=None, chart_note=f"chart not written: {error}")
     return dataclasses.replace(result, chart_path=path, chart_note="")

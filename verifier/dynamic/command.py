@@ -18,6 +18,8 @@ from pathlib import Path
 from verifier.dynamic.harness import HarnessOptions, HarnessUsageError, ProgressCallback, run_harness
 from verifier.dynamic.results import MODES, DynamicResult, Thresholds
 from verifier.dynamic.summary import format_summary
+from verifier.errors import UsageError
+from verifier.writing import output_target, write_output
 
 _PRESET_CHOICES = ("auto", "tiny", "gpu")
 
@@ -80,6 +82,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         help="write the PNG chart to FILE.png (default: next to --output, with a .png suffix)",
     )
     parser.add_argument("--json", action="store_true", help="print the JSON result instead of the table")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing --output or --chart file that verify-perf did not write")
 
 
 def options_from_args(args: argparse.Namespace, thresholds: Thresholds | None = None) -> HarnessOptions:
@@ -108,6 +112,7 @@ def options_from_args(args: argparse.Namespace, thresholds: Thresholds | None = 
             max_accuracy_degradation=_override(args, "max_accuracy_degradation", base.max_accuracy_degradation),
         ),
         chart_path=chart,
+        replace_chart=getattr(args, "force", False),
         threads=getattr(args, "threads", None),
         time_budget_s=getattr(args, "time_budget", 60.0),
         max_repeats=getattr(args, "max_repeats", None),
@@ -164,8 +169,14 @@ def run_bench(args: argparse.Namespace) -> int:
     output; the PASS/BLOCK gate is the main command's job) and 2 for bad options, unwritable
     output, an entry that cannot be loaded, every mode failing or a crash of the harness.
     """
+    output = getattr(args, "output", None)
     try:
+        if output:
+            output_target(output, force=getattr(args, "force", False))  # refused before the run, not after it
         result = run_dynamic(options_from_args(args))
+    except UsageError as error:
+        print(f"verify-perf bench: error: {error}", file=sys.stderr)
+        return 2
     except HarnessUsageError as error:
         print(f"verify-perf bench: error: {error}", file=sys.stderr)
         return 2
@@ -175,11 +186,11 @@ def run_bench(args: argparse.Namespace) -> int:
         print(f"verify-perf bench: error: the harness crashed: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
     document = json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n"
-    if getattr(args, "output", None):
+    if output:
         try:
-            _write_atomically(Path(args.output), document)
-        except OSError as error:
-            print(f"verify-perf bench: error: cannot write {args.output}: {error}", file=sys.stderr)
+            write_output(output, document, force=getattr(args, "force", False))
+        except UsageError as error:
+            print(f"verify-perf bench: error: {error}", file=sys.stderr)
             return 2
     if getattr(args, "json", False):
         print(document, end="")
@@ -190,9 +201,3 @@ def run_bench(args: argparse.Namespace) -> int:
         return 2
     return 0
 
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)

@@ -57,6 +57,7 @@ class HarnessOptions:
     compile: bool = False
     thresholds: Thresholds = field(default_factory=Thresholds)
     chart_path: str | None = None
+    replace_chart: bool = False  # --force: replace a file at chart_path verify-perf did not write
     threads: int | None = None
     time_budget_s: float = 60.0
     max_repeats: int | None = None
@@ -209,7 +210,7 @@ def run_harness(options: HarnessOptions, progress: ProgressCallback | None = Non
     if options.chart_path:
         from verifier.dynamic.chart import write_chart
 
-        result = write_chart(result, options.chart_path)
+        result = write_chart(result, options.chart_path, force=options.replace_chart)
     return result
 
 

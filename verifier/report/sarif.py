@@ -28,12 +28,13 @@ BASELINE_STATE = {"new": "new", "existing": "unchanged"}
 
 def artifact_location(path: str) -> dict:
     """A relative `uri` against `%SRCROOT%` (the working directory), or an absolute `file:` URI
-    with no base for a file outside it; never both."""
+    with no base for a file outside it (named absolute or as `../x.py`); never both."""
     pure = PurePath(path)
-    if pure.is_absolute():
-        relative = os.path.relpath(path)
+    if pure.is_absolute() or os.pardir in pure.parts:
+        absolute = os.path.abspath(path)
+        relative = os.path.relpath(absolute)
         if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-            return {"uri": pure.as_uri()}
+            return {"uri": PurePath(absolute).as_uri()}
         path = relative
     return {"uri": uri_path(path), "uriBaseId": "%SRCROOT%"}
 

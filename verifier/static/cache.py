@@ -7,10 +7,13 @@ that changes a result, the per-file time limit included. Results of the project-
 add a digest of the project facts they read. A whole-run entry keyed by every file's key lets
 an unchanged tree skip even the per-file loads.
 
-The folder may have been committed or restored by someone else: entries are data-only JSON
-checked on read (`cache_format`), anything unexpected is a miss that the run rewrites, a root
-that is a symbolic link, not a directory or holds files tracked by git is not used, and every access goes through file
-descriptors opened without following links, so nothing is read or written outside the root.
+The folder may have been committed or restored by someone else: entries are signed with a key
+kept outside the project (`cache_key`) and are data-only JSON checked on read (`cache_format`);
+anything unsigned, oversized or unexpected is a miss that the run rewrites. A root that is a
+symbolic link, not a directory or holds files tracked by git is not used; a folder that already
+holds someone else's files is refused (exit 2) rather than claimed (`cache_layout`). Every
+access goes through file descriptors opened without following links, so nothing is read or
+written outside the root.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import secrets
 import stat
 import subprocess
 import sys
@@ -28,21 +30,20 @@ from pathlib import Path
 
 import verifier
 from verifier.config import Settings
-from verifier.static import cache_format
+from verifier.errors import UsageError
+from verifier.static import cache_format, cache_layout
+from verifier.static.cache_key import KeyUnavailable, signing_key
 from verifier.static.discovery import display_path, module_name_for
 from verifier.static.source import UnreadableSource, read_bytes
 
 DEFAULT_CACHE_DIR = ".verify_perf_cache"
 # Settings that change how a run is carried out, never what it finds.
 _NOT_IN_KEY = ("jobs", "cache_dir")
-_MAX_ENTRY_SIZE = 512 * 1024 * 1024
+# Larger than any entry a real project needs (measured in the README); a larger one is neither
+# stored nor read, so a planted giant file is a miss, never a MemoryError.
+_MAX_ENTRY_SIZE = 64 * 1024 * 1024
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0) | _NO_FOLLOW | getattr(os, "O_CLOEXEC", 0)
-_IGNORE_FILE = "# Automatically created by verify-perf.\n*\n"
-_CACHEDIR_TAG = (
-    "Signature: 8a477f597d28d172789f06886806bc55\n"
-    "# This file is a cache directory tag created by verify-perf.\n"
-)
 
 
 @cache
@@ -86,18 +87,25 @@ class UnsafeCacheRoot(Exception):
     """The cache folder cannot be used safely; the run goes on without a cache."""
 
 
+class ForeignCacheRoot(UsageError):
+    """The cache folder already holds someone else's files: claiming it could later cost them."""
+
+
 class ResultCache:
     """Loads and stores values by key under one settings digest; every failure is a miss."""
 
     def __init__(self, root: str, settings: Settings, rule_codes: list[str]) -> None:
         if os.open not in os.supports_dir_fd or not _NO_FOLLOW:
             raise UnsafeCacheRoot("this platform cannot open files relative to a folder without following links")
+        try:
+            self._key = signing_key()
+        except KeyUnavailable as problem:
+            raise UnsafeCacheRoot(str(problem)) from None
         self.root = root
         self.max_file_size = settings.max_file_size
         self._parts = (tool_fingerprint(), settings_digest(settings, rule_codes))
         self._root_fd = _open_root(root)
         self._folder_fd: int | None = None
-        self._marked = False
 
     def close(self) -> None:
         for descriptor in (self._folder_fd, self._root_fd):
@@ -128,15 +136,17 @@ class ResultCache:
                 data = _read_entry(f"{key}.json", shard)
             finally:
                 os.close(shard)
-            return cache_format.loads(data, expected)
+            return cache_format.loads(data, expected, self._key, self._entry_name(key))
         except (OSError, cache_format.Invalid):
             return None
 
     def store(self, key: str, value) -> None:
         """Best effort: a cache that cannot be written must never fail the run."""
         try:
-            data = cache_format.dumps(value)
+            data = cache_format.dumps(value, self._key, self._entry_name(key))
         except cache_format.Unencodable:
+            return
+        if len(data) > _MAX_ENTRY_SIZE:
             return
         try:
             folder = self._folder(create=True)
@@ -148,11 +158,12 @@ class ResultCache:
         except OSError:
             pass
 
+    def _entry_name(self, key: str) -> str:
+        """What an entry's signature covers besides its body: where it is stored."""
+        return "/".join((*self._parts, key))
+
     def _folder(self, *, create: bool) -> int | None:
         if self._folder_fd is None:
-            if create and not self._marked:
-                _mark_root(self._root_fd)
-                self._marked = True
             fingerprint = _subfolder(self._root_fd, self._parts[0], create=create)
             if fingerprint is None:
                 return None
@@ -164,7 +175,8 @@ class ResultCache:
 
 
 def open_cache(root: str, settings: Settings, rule_codes: list[str]) -> ResultCache | None:
-    """The cache at `root`, or None (after one line on stderr) when it cannot be used safely."""
+    """The cache at `root`, or None (after one line on stderr) when it cannot be used safely;
+    ForeignCacheRoot (exit 2) when `root` is a folder of someone else's files."""
     try:
         return ResultCache(root, settings, rule_codes)
     except UnsafeCacheRoot as problem:
@@ -173,6 +185,9 @@ def open_cache(root: str, settings: Settings, rule_codes: list[str]) -> ResultCa
 
 
 def _open_root(root: str) -> int:
+    """The root, claimed for the cache (marked) if it is new or empty; refused if it holds
+    anything else and is not marked already."""
+    root = cache_layout.as_named(root)
     try:
         status = os.lstat(root)
     except FileNotFoundError:
@@ -185,17 +200,37 @@ def _open_root(root: str) -> int:
             raise UnsafeCacheRoot("it is a symbolic link (remove it or pass --cache-dir)")
         if not stat.S_ISDIR(status.st_mode):
             raise UnsafeCacheRoot("it is not a directory")
-        if _tracked_by_git(root):
-            raise UnsafeCacheRoot(
-                "it holds files committed to git, and entries from a commit could hide findings "
-                f"(untrack them with `git rm -r --cached {display_path(root)}`)"
-            )
     try:
-        return os.open(root, _DIRECTORY)
+        descriptor = os.open(root, _DIRECTORY)
     except OSError as error:
         if error.errno in (errno.ELOOP, errno.ENOTDIR):
             raise UnsafeCacheRoot("it is a symbolic link or not a directory") from None
         raise UnsafeCacheRoot(f"cannot open it ({error.strerror or error})") from None
+    try:
+        _claim(root, descriptor)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def _claim(root: str, descriptor: int) -> None:
+    try:
+        if not cache_layout.is_marked(descriptor):
+            if not cache_layout.is_unclaimed(descriptor):
+                raise ForeignCacheRoot(
+                    f"refusing to use {display_path(root)} as the results cache: it holds files that "
+                    "verify-perf did not put there (name a new or empty folder with --cache-dir or "
+                    "$VERIFY_PERF_CACHE_DIR, or pass --no-cache)"
+                )
+            cache_layout.mark(descriptor)
+    except OSError as error:
+        raise UnsafeCacheRoot(f"cannot mark it as a cache ({error.strerror or error})") from None
+    if _tracked_by_git(root):
+        raise UnsafeCacheRoot(
+            "it holds files committed to git, and entries from a commit could hide findings "
+            f"(untrack them with `git rm -r --cached {display_path(root)}`)"
+        )
 
 
 def _tracked_by_git(root: str) -> bool:
@@ -233,13 +268,16 @@ def _read_entry(name: str, folder: int) -> bytes:
         if not stat.S_ISREG(status.st_mode) or status.st_size > _MAX_ENTRY_SIZE:
             raise OSError(errno.EINVAL, "not a cache entry")
         with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            return handle.read(_MAX_ENTRY_SIZE + 1)
+            data = handle.read(_MAX_ENTRY_SIZE + 1)
+        if len(data) > _MAX_ENTRY_SIZE:  # it grew after the check
+            raise OSError(errno.EINVAL, "not a cache entry")
+        return data
     finally:
         os.close(descriptor)
 
 
 def _write_entry(folder: int, name: str, data: bytes) -> None:
-    temporary = f".{name}.{secrets.token_hex(6)}.tmp"
+    temporary = cache_layout.temporary_name(name)
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o666, dir_fd=folder)
     try:
         with os.fdopen(descriptor, "wb") as handle:
@@ -251,14 +289,3 @@ def _write_entry(folder: int, name: str, data: bytes) -> None:
         except OSError:
             pass
         raise
-
-
-def _mark_root(root: int) -> None:
-    """Like ruff's cache: ignored by git and by backup tools without anyone editing .gitignore."""
-    for name, text in ((".gitignore", _IGNORE_FILE), ("CACHEDIR.TAG", _CACHEDIR_TAG)):
-        try:
-            descriptor = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o666, dir_fd=root)
-        except OSError:
-            continue  # already there (or a link someone else put there: left alone)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)

@@ -2,13 +2,15 @@
 
 A cache folder may come from anywhere (a committed directory, a restored CI cache), so reading
 an entry must never run code and never hand the run something it does not expect. An entry is
-`<sha256 of the body>\\n<body>`; the body is a graph of the analysis' own result objects (a
-file's findings and its heat summary, whose shape changes as the heat model grows) encoded
-generically: plain JSON values, tagged tuples, sets, dicts and enum members, and objects by
-reference. Decoding only accepts classes defined in the analyser's own, already imported
-modules, creates them without calling any constructor, sets exactly the fields their class
-declares, and checks every value against the field's annotation. Anything else is `Invalid`,
-which the cache treats as a miss.
+`<HMAC-SHA256 of its name and body>\\n<body>`, signed with a key kept outside every project
+(`cache_key`): an entry made anywhere else, or edited and signed again without the key, is
+`Invalid` before its body is parsed, and the name in the MAC stops an entry being moved to
+another key. The body is a graph of the analysis' own result objects (a file's findings and its
+heat summary, whose shape changes as the heat model grows) encoded generically: plain JSON
+values, tagged tuples, sets, dicts and enum members, and objects by reference. Decoding only
+accepts classes defined in the analyser's own, already imported modules, creates them without
+calling any constructor, sets exactly the fields their class declares, and checks every value
+against the field's annotation. Anything else is `Invalid`, which the cache treats as a miss.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import dataclasses
 import enum
 import functools
 import hashlib
+import hmac
 import json
 import math
 import sys
@@ -25,7 +28,7 @@ import types
 import typing
 from typing import Any
 
-FORMAT = 2
+FORMAT = 3
 # Modules whose classes may appear in an entry; nothing is ever imported because of an entry.
 _TRUSTED_MODULES = ("verifier.findings", "verifier.static.")
 _MAX_OBJECTS = 5_000_000
@@ -39,16 +42,17 @@ class Unencodable(Exception):
     """The value holds something that is not data (a syntax tree, a function, a foreign object)."""
 
 
-def dumps(value: Any) -> bytes:
+def dumps(value: Any, key: bytes, name: str) -> bytes:
+    """The entry stored as `name`, signed with `key`."""
     body = json.dumps(_Encoder().document(value), separators=(",", ":"), allow_nan=False).encode()
-    return hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+    return signature(key, name, body) + b"\n" + body
 
 
-def loads(data: bytes, expected: type) -> Any:
-    """The value stored by `dumps`, which must be an instance of `expected`; else Invalid."""
-    digest, newline, body = data.partition(b"\n")
-    if not newline or hashlib.sha256(body).hexdigest().encode() != digest:
-        raise Invalid("checksum mismatch")
+def loads(data: bytes, expected: type, key: bytes, name: str) -> Any:
+    """The value `dumps` stored as `name` with `key`, which must be an instance of `expected`; else Invalid."""
+    mac, newline, body = data.partition(b"\n")
+    if not newline or not hmac.compare_digest(signature(key, name, body), mac):
+        raise Invalid("not signed with this user's cache key")
     try:
         document = json.loads(body)
         value = _Decoder(document).value()
@@ -59,6 +63,12 @@ def loads(data: bytes, expected: type) -> Any:
     if type(value) is not expected:
         raise Invalid(f"expected {expected.__name__}, found {type(value).__name__}")
     return value
+
+
+def signature(key: bytes, name: str, body: bytes) -> bytes:
+    mac = hmac.new(key, name.encode() + b"\0", hashlib.sha256)
+    mac.update(body)
+    return mac.hexdigest().encode()
 
 
 def _class_name(cls: type) -> str:
