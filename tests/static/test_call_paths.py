@@ -57,3 +57,41 @@ def test_each_way_of_calling_carries_the_step_heat(analyse):
 def test_a_callback_nobody_calls_per_step_stays_cold(analyse):
     code = TRAINER.format(call="pass")
     assert analyse(code, select=SELECT) == []
+
+
+def test_a_dispatcher_handed_several_callbacks_and_a_list_of_them_reach_each(analyse):
+    code = """\
+    import functools as ft
+    import torch
+
+    def first(loss):
+        torch.cuda.synchronize()
+
+    def second(loss):
+        torch.cuda.synchronize()
+
+    def third(loss):
+        torch.cuda.synchronize()
+
+    def tagged(tag, loss):
+        torch.cuda.synchronize()
+
+    def invoke(callback, loss):
+        callback(loss)
+
+    def fit(loader):
+        hooks = [second, third]
+        part = ft.partial(tagged, "x")
+        for x in loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            optimizer.step()
+            invoke(first, loss)
+            invoke(second, loss)
+            for hook in hooks:
+                hook(loss)
+            part(loss)
+    """
+    assert analyse(code, select=SELECT) == [
+        ("VP203", 5, "HIGH"), ("VP203", 8, "HIGH"), ("VP203", 11, "HIGH"), ("VP203", 14, "HIGH"),
+    ]

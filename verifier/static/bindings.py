@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import dataclasses
 from collections.abc import Callable, Iterator
 
 import libcst as cst
@@ -172,6 +173,10 @@ class Bindings:
         if kind is cst.Tuple:
             terms = tuple(self.term_of(e.value) if type(e) is cst.Element else None for e in node.elements)
             return _bounded(("tuple", *terms)) if any(t is not None for t in terms) else None
+        if kind is cst.List and node.elements:
+            # `hooks = [log_step, check_nan]`: a list of callbacks a loop over it calls in turn.
+            members = [self._function(e.value) if type(e) is cst.Element else None for e in node.elements]
+            return _functions(members) if all(m is not None for m in members) else None
         if kind is cst.BooleanOperation and type(node.operator) is cst.Or:
             # `sampler or UniformSampler(d)`: may be an instance of that class (for calls, not values).
             right = self.term_of(node.right)
@@ -187,7 +192,7 @@ class Bindings:
     def _term_of_call(self, call: cst.Call, concrete: bool = True) -> tuple | None:
         func_name = dotted_name(call.func)
         first = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
-        if func_name in ("functools.partial", "partial") and first is not None:
+        if (self._heat.qualified_call(call) == "functools.partial") and first is not None:
             # `partial(log_step, writer)`: runs `log_step`, its first parameters already given.
             inner = self.term_of(first)
             if inner is not None and inner[0] == "function":
@@ -387,6 +392,8 @@ class _Project:
         """The project function a call site runs and how many leading parameters it fills itself."""
         if site.via is not None and self.function_key(site.callee) is None:
             receiver = self.value(site.via[0])
+            if receiver is not None and receiver[0] == "functions":
+                return None  # several functions: `targets_of` names them all
             if receiver is not None and receiver[0] == "function" and site.via[1] == "__call__":
                 return receiver[1], receiver[2]  # a callback, an alias or a partial of a function
             if receiver is None or receiver[0] != "instance":
@@ -406,6 +413,16 @@ class _Project:
         owner, _, method = site.callee.rpartition(".")
         inherited = self.method_of(owner, method) if owner and self.class_key(owner) is not None else None
         return (inherited, self._skipped(inherited, site.through_instance)) if inherited is not None else None
+
+    def targets_of(self, site: CallSite) -> list[tuple[str, int]]:
+        """Every function a call site runs: one, or each of the callbacks a parameter or a list
+        of them may hold (`for hook in hooks: hook(loss)`, `dispatch(cb, loss)` called with many)."""
+        if site.via is not None and site.via[1] == "__call__" and self.function_key(site.callee) is None:
+            receiver = self.value(site.via[0])
+            if receiver is not None and receiver[0] == "functions":
+                return list(receiver[1])
+        found = self.target_of(site)
+        return [found] if found is not None else []
 
     def _skipped(self, key: str, through_instance: bool) -> int:
         """A method called through an instance gets `self` from it; a static method does not."""
@@ -428,7 +445,7 @@ class _Project:
             self._received = [site for site in self.sites if site.via is not None]
             self._fixed_calls = self.calls = _by_target(self._fixed)
             self.targets, self._memo = self._fixed, {}
-        bound = [(site, target) for site in self._received if (target := self.target_of(site)) is not None]
+        bound = [(site, target) for site in self._received for target in self.targets_of(site)]
         changed = [t for _, t in bound] != [t for _, t in self.targets[len(self._fixed):]]
         self.targets = self._fixed + bound
         calls = _by_target(bound, {key: list(sites) for key, sites in self._fixed_calls.items()} if bound else self._fixed_calls)
@@ -448,6 +465,8 @@ class _Project:
         if tag == "function":
             key = self.function_key(term[1])
             return ("function", key, term[2]) if key is not None else None
+        if tag == "functions":
+            return _functions(self.value(("function", *member)) for member in term[1])
         if term in self._memo:
             return self._memo[term]
         if term in self._deferred:
@@ -497,6 +516,8 @@ class _Project:
             return ("tuple", *(self.value(t) for t in term[1:]))
         inner = self.value(term[1])
         if tag == "element":
+            if inner is not None and inner[0] in ("function", "functions"):
+                return inner  # a loop over a list of callbacks: each one in turn
             return BATCH if inner == SOURCE else None
         if tag == "part":
             return BATCH if inner == BATCH else None
@@ -517,14 +538,19 @@ class _Project:
         if not sites or name not in function.params:
             return None
         agreed = None
+        passed: list[tuple] = []
         for site, skipped in sites:
             if site.starred:
                 return None
             position = order.index(name) - skipped if name in order else None
             term = next((t for slot, t in site.args if slot == name or slot == position), None)
             fact = self.value(term)
-            if fact is None or (agreed is not None and fact != agreed):
+            if fact is None:
                 return None
+            passed.append(fact)
+            if agreed is not None and fact != agreed:
+                # Different functions handed in (a dispatcher of callbacks): it may call any of them.
+                return _functions(passed) if all(f[0] in ("function", "functions") for f in passed) else None
             agreed = fact
         return agreed
 
@@ -552,6 +578,20 @@ class _Project:
             if name in summary.attrs:
                 return self.value(summary.attrs[name])
         return None
+
+
+def _functions(facts) -> tuple | None:
+    """One "function" fact, or "functions" naming each (key, parameters filled) once, in order."""
+    members: list[tuple[str, int]] = []
+    for fact in facts:
+        if fact is None:
+            return None
+        for member in ([fact[1:]] if fact[0] == "function" else fact[1]):
+            if tuple(member) not in members:
+                members.append(tuple(member))
+    if not members:
+        return None
+    return ("function", *members[0]) if len(members) == 1 else ("functions", tuple(members))
 
 
 def _by_target(found, calls=None) -> dict[str, list[tuple[CallSite, int]]]:
@@ -589,9 +629,14 @@ def bind_project(models: list[HeatModel]) -> None:
     for _ in range(4):
         if not project.index_calls():
             break
+    bound_sites: set[int] = set()
     for site, target in project.targets:
         if target[1] < 0 or site.callee == target[0] or project.function_key(site.callee) == target[0]:
             continue
+        if id(site) in bound_sites:
+            # One more function the call may run (a callback among several): a site of its own.
+            site = _another_target(site)
+        bound_sites.add(id(site))
         site.callee = target[0]
         caller = site.where.function
         site.foreign = caller is None or project.functions[target[0]][0].path != caller.path
@@ -604,6 +649,17 @@ def bind_project(models: list[HeatModel]) -> None:
                 if (fact := project.parameter(key, name)) in SEEDED
             )
             function.bound = bound
+
+
+def _another_target(site: CallSite) -> CallSite:
+    """A copy of `site` for a second function it may call, recorded where the first one is."""
+    copy = dataclasses.replace(site, via=None)
+    caller = site.where.function
+    (caller.calls if caller is not None else site.where.loops[-1].calls if site.where.loops else []).append(copy)
+    for loop in site.where.loops:
+        if caller is not None or loop is not site.where.loops[-1]:
+            loop.calls.append(copy)
+    return copy
 
 
 def needs_reanalysis(model: HeatModel) -> bool:

@@ -610,6 +610,10 @@ class HeatModel:
         key = self._local_key(dotted) if "." not in dotted else None
         return (key, 0) if key is not None and key in self._functions else None
 
+    def qualified_call(self, call: cst.Call) -> str | None:
+        """The qualified name a call spells (`functools.partial` however it was imported)."""
+        return self._imports.call_name(call)
+
     def on_context(self, item: cst.BaseExpression) -> None:
         """`with Timer():` / `with tracker:`: entering and leaving run the class's `__enter__` and
         `__exit__` where the `with` is, as often as it runs."""
