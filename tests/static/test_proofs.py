@@ -64,9 +64,8 @@ def test_a_run_constant_setting_keeps_the_heat_and_is_named(tmp_path):
         "if loss > 10:\n    torch.cuda.synchronize()",
         "if step > warmup:\n    torch.cuda.synchronize()",
         "try:\n    pass\nexcept RuntimeError:\n    torch.cuda.synchronize()",
-        "if found_nan(loss):\n    continue\ntorch.cuda.synchronize()",
     ],
-    ids=["tensor-test", "step-counter", "except-handler", "after-an-exit"],
+    ids=["tensor-test", "step-counter", "except-handler"],
 )
 def test_a_branch_that_depends_on_the_data_makes_the_frequency_unknown(tmp_path, body):
     [(_, severity, premises)] = evidence(tmp_path, _loop(body))
@@ -84,6 +83,20 @@ def test_presence_type_and_setting_checks_are_run_constant(tmp_path, test):
     code = _loop(body).replace("def train(model, loader, optimizer, args):", "def train(self, model, loader, optimizer, args, rank):")
     [(_, _, premises)] = evidence(tmp_path, code)
     assert premises[Premise.FREQUENCY][0] is Status.PROVEN
+
+
+def test_the_rest_of_a_step_after_a_data_dependent_exit_is_assumed_to_run(tmp_path):
+    body = "if found_nan(loss):\n    continue\ntorch.cuda.synchronize()"
+    [(_, severity, premises)] = evidence(tmp_path, _loop(body))
+    status, text = premises[Premise.FREQUENCY]
+    assert (status, severity) == (Status.ASSUMED, "MEDIUM")
+    assert text == "runs every step unless an early exit is taken first (it runs when `not (found_nan(loss))` holds)"
+
+
+def test_a_divisibility_check_on_a_batch_is_no_rate_limit(tmp_path):
+    body = "if x.size(0) % world != 0:\n    continue\ntorch.cuda.synchronize()"
+    [(_, severity, premises)] = evidence(tmp_path, _loop(body))
+    assert (premises[Premise.FREQUENCY][0], severity) == (Status.ASSUMED, "MEDIUM")
 
 
 def test_the_else_of_a_rate_limit_runs_every_other_step(tmp_path):

@@ -61,3 +61,10 @@ def test_a_function_that_sets_a_loss_up_returns_configuration_not_tensors(analys
                     self.curriculum.step()
     """
     assert analyse(code, select=SELECT) == []
+
+
+def test_a_numpy_copy_of_a_device_tensor_is_a_read(analyse):
+    code = NANOGPT_STEP.format(probe="values = np.asarray(loss.detach())").replace(
+        "import torch\n", "import numpy as np\nimport torch\n"
+    )
+    assert analyse(code, select=SELECT) == [("VP201", 11, "MEDIUM")]

@@ -199,6 +199,8 @@ class Conditions(Tracker):
             return None  # the `else` of a rate limit runs on the other steps: as often as the loop
         if kind is ConditionKind.ONCE and branch != "body":
             kind = self._test_kind(node.test)
+        if kind is ConditionKind.DATA and branch == "rest":
+            kind = ConditionKind.EXIT  # the step goes on unless the early exit was taken
         return Condition(kind, node.test, negated=branch != "body")
 
     def _kind_of(self, node: cst.If) -> ConditionKind:

@@ -32,13 +32,26 @@ _COUNTER = re.compile(r"^(i|j|k|n|it|idx)$|step|iter|batch|idx|count|^num_|^n_|t
 def is_rate_limit(test: cst.BaseExpression, imports: ImportTable) -> bool:
     for node in (test, *iter_descendants(test)):
         kind = type(node)
-        if kind is cst.BinaryOperation and type(node.operator) is cst.Modulo:
+        if kind is cst.BinaryOperation and type(node.operator) is cst.Modulo and not _measures_a_size(node.left):
             return True
         if kind is cst.Comparison and (_compares_index_for_equality(node) or _first_few(node)):
             return True
         if (kind is cst.Name or kind is cst.Attribute) and _LOGGING_DECISION.search(terminal_name(node) or ""):
             return True
         if kind is cst.Call and (imports.call_name(node) or "").startswith("time."):
+            return True
+    return False
+
+
+def _measures_a_size(node: cst.BaseExpression) -> bool:
+    """`X.size(0) % world`, `len(batch) % n`, `x.shape[0] % 8`: a divisibility check on data, not
+    a step counter taken modulo an interval."""
+    for part in (node, *iter_descendants(node)):
+        if type(part) is cst.Call and (
+            dotted_name(part.func) == "len" or (type(part.func) is cst.Attribute and part.func.attr.value in ("size", "numel"))
+        ):
+            return True
+        if type(part) is cst.Attribute and part.attr.value == "shape":
             return True
     return False
 

@@ -87,12 +87,15 @@ class ConditionKind(enum.Enum):
     CONSTANT = 0
     # The update cadence of gradient accumulation (`if (i + 1) % accum == 0: optimizer.step()`).
     CADENCE = 1
+    # The rest of a step after a data-dependent early exit (`if bad_batch: continue`): the main
+    # path, skipped only when the exit is taken.
+    EXIT = 2
     # A rate limit (`if step % log_every == 0:`): every N steps, not every step.
-    THROTTLE = 2
+    THROTTLE = 3
     # Runs once or a few times (`if cache is None:` fills, first-N).
-    ONCE = 3
+    ONCE = 4
     # Depends on the data or on state the step changes (`if loss > 10:`, `except ...:`).
-    DATA = 4
+    DATA = 5
 
 
 _TEST_TEXT_LIMIT = 60

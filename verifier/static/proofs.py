@@ -18,7 +18,7 @@ from verifier.findings import Heat, Premise, Severity, SeverityByHeat, Status, T
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.rule import Proof, Rule
 
-_WEAKEST_FIRST = (ConditionKind.DATA, ConditionKind.ONCE, ConditionKind.THROTTLE)
+_WEAKEST_FIRST = (ConditionKind.DATA, ConditionKind.ONCE, ConditionKind.THROTTLE, ConditionKind.EXIT)
 
 
 def depends_on_heat(table: SeverityByHeat) -> bool:
@@ -83,6 +83,11 @@ def _skippable(kind: ConditionKind, text: str, node, path: str, line: int, heat:
     if kind is ConditionKind.THROTTLE:
         return Proof.assumed(
             Premise.FREQUENCY, f"runs only when `{text}` holds{at}, a rate limit: not {heat.often}", node, path, line
+        )
+    if kind is ConditionKind.EXIT:
+        return Proof.assumed(
+            Premise.FREQUENCY,
+            f"runs {heat.often} unless an early exit is taken first (it runs when `{text}` holds{at})", node, path, line,
         )
     if kind is ConditionKind.ONCE:
         return Proof.unknown(

@@ -14,6 +14,8 @@ from verifier.static.names import ImportTable, dotted_name, keyword_arg, method_
 SYNC_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
 CONVERSIONS = frozenset({"float", "int", "bool"})
 _TEXT_BUILTINS = frozenset({"print", "str", "repr", "format"})
+# NumPy conversions copy a tensor's values to the host (`np.asarray(t)` calls `t.__array__()`).
+_NUMPY_CONVERSIONS = frozenset({"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray"})
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,11 @@ def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync
         subject = call.args[0].value
         if facts.is_tensor(subject):
             return Sync(call, subject, f"{func}()")
+    qualified = imports.call_name(call)
+    if qualified in _NUMPY_CONVERSIONS and call.args and call.args[0].keyword is None:
+        subject = call.args[0].value
+        if facts.is_tensor(subject):
+            return Sync(call, subject, f"np.{qualified.rsplit('.', 1)[-1]}()")
     if func in _TEXT_BUILTINS and imports.qualify(func) is None:
         for arg in call.args:
             if arg.keyword is None and facts.is_tensor(arg.value):
