@@ -18,8 +18,10 @@ loop around it (a periodic inline eval loop is not a step loop inside an epoch).
 contains a step loop is an *epoch* loop. Other loops take the heat of what encloses them. A
 `for` header's iterable is evaluated once, before the loop. A function is as hot as its
 hottest call site; calls resolve by plain name, `self.method`, instances constructed in the
-module, and imports; calls through a receiver (`self.sampler.sample()`, a parameter) and
-inherited methods are bound by the project pass (`bindings.py`).
+module, imports, `getattr(obj, "name")`, and a `with` statement's `__enter__`/`__exit__`; calls
+through a receiver (`self.sampler.sample()`, a parameter, an alias, a partial, a callback handed in
+or kept in a list) and inherited methods are bound by the project pass (`bindings.py`). Branches
+on the way say how surely a line runs as often as its heat (`conditions.py`, `proofs.py`).
 """
 
 from __future__ import annotations
