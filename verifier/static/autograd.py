@@ -22,6 +22,7 @@ from verifier.static.heat import is_model_name
 from verifier.static.names import (
     ImportTable,
     dotted_name,
+    element_pairs,
     is_false,
     is_true,
     keyword_arg,
@@ -310,14 +311,12 @@ class AutogradTracker:
         """`a, b = x, y` element by element; `logits, loss = model(x, y)`: every output of a
         forward carries its graph; the elements of any other value are unknown (a loss helper's
         `loss, parts = ...` often returns its parts detached)."""
-        elements = target.elements
-        values = value.elements if type(value) in (cst.Tuple, cst.List) else None
-        if values is not None and len(values) == len(elements) and not any(
-            type(e) is cst.StarredElement for e in (*elements, *values)
-        ):
-            for element, item in zip(elements, values):
-                self.bind(element.value, item.value)
+        pairs = element_pairs(target, value)
+        if pairs is not None:
+            for element, item in pairs:
+                self.bind(element, item)
             return
+        elements = target.elements
         forward = type(value) is cst.Call and self.is_model_call(value) and self.grad_mode() is GradMode.ENABLED
         state = self.graph_status(value) if forward else None
         for element in elements:

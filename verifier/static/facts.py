@@ -12,7 +12,7 @@ import enum
 import libcst as cst
 
 from verifier.static.heat import is_model_name, is_optimizer_name, is_scaler_name
-from verifier.static.names import ImportTable, dotted_name, method_name, receiver, terminal_name
+from verifier.static.names import ImportTable, dotted_name, element_pairs, method_name, receiver, terminal_name
 from verifier.static.torch_api import returns_tensor
 
 
@@ -131,15 +131,14 @@ class NameFacts:
         """`a, b = x, y` element by element; `logits, loss = model(x, y)`: every element of a
         tensor-valued result (a forward's outputs, `t.max(dim=1)`, `t.chunk(2)`) is a tensor; a
         starred element collects a list; anything else is unknown."""
-        elements = target.elements
-        values = value.elements if type(value) in (cst.Tuple, cst.List) else None
-        if values is not None and len(values) == len(elements) and not any(
-            type(e) is cst.StarredElement for e in (*elements, *values)
-        ):
-            for element, item in zip(elements, values):
-                self.bind(element.value, item.value)
+        pairs = element_pairs(target, value)
+        if pairs is not None:
+            for element, item in pairs:
+                self.bind(element, item)
             return
-        kind = self.kind_of(value) if value is not None and values is None else None
+        elements = target.elements
+        literal = type(value) in (cst.Tuple, cst.List)
+        kind = self.kind_of(value) if value is not None and not literal else None
         # A helper that is a tensor only by its loss-like name returns the loss first
         # (`loss, parts = compute_loss(...)`); what follows it is not known.
         first_only = kind is Kind.TENSOR and type(value) is cst.Call and self._tensor_by_name_only(value)

@@ -205,3 +205,14 @@ def literal_string(node: cst.CSTNode | None) -> str | None:
     except Exception:  # a literal libcst cannot evaluate is simply unknown
         return None
     return value if isinstance(value, str) else None
+
+
+def element_pairs(target: cst.BaseExpression, value: cst.BaseExpression | None) -> list[tuple[cst.BaseExpression, cst.BaseExpression]] | None:
+    """`a, b = x, y`: the (target, value) pairs of an unpacking element by element, when both
+    sides are literal tuples or lists of one length without a starred element; else None."""
+    if type(target) not in (cst.Tuple, cst.List) or type(value) not in (cst.Tuple, cst.List):
+        return None
+    elements, values = target.elements, value.elements
+    if len(values) != len(elements) or any(type(e) is cst.StarredElement for e in (*elements, *values)):
+        return None
+    return [(element.value, item.value) for element, item in zip(elements, values)]

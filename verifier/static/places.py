@@ -23,7 +23,15 @@ import libcst as cst
 
 from verifier.static.devices import destination
 from verifier.static.facts import Kind, NameFacts
-from verifier.static.names import ImportTable, dotted_name, keyword_arg, method_name, positional_arg, receiver
+from verifier.static.names import (
+    ImportTable,
+    dotted_name,
+    element_pairs,
+    keyword_arg,
+    method_name,
+    positional_arg,
+    receiver,
+)
 
 
 class Place(enum.Enum):
@@ -95,10 +103,10 @@ class PlaceFacts:
 
     def bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         if type(target) in (cst.Tuple, cst.List):
-            values = value.elements if type(value) in (cst.Tuple, cst.List) else None
-            if values is not None and len(values) == len(target.elements):
-                for element, item in zip(target.elements, values):
-                    self.bind(element.value, item.value)
+            pairs = element_pairs(target, value)
+            if pairs is not None:
+                for element, item in pairs:
+                    self.bind(element, item)
                 return
             # `model, opt, loader = accelerator.prepare(model, opt, loader)`, `logits, loss = model(x)`.
             placement = self.placement_of(value) if value is not None else None
