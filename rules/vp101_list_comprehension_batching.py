@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.findings import Category, Premise, Severity, SeverityByHeat
 from verifier.static.heat import is_model_name
 from verifier.static.names import keyword_arg, positional_arg, terminal_name
-from verifier.static.rule import Invalid, Rule
+from verifier.static.facts import Kind
+from verifier.static.rule import Invalid, Proof, Rule
 from verifier.static.walk import iter_descendants
 
 _JOINS = frozenset(
@@ -65,6 +66,18 @@ x = data[ix[:, None] + torch.arange(block)]
         self.report(
             node,
             f"`{qualified.rsplit('.', 1)[-1]}` over a comprehension indexes `{source}` once per element; gather with {how}",
+            evidence=(self._one_gather_can_index(element.value, source),),
+        )
+
+    def _one_gather_can_index(self, container: cst.BaseExpression, shown: str) -> Proof:
+        """The rule's value premise: what is indexed per element is one tensor or array, which a
+        single gather indexes; a Python list of tensors (of different shapes, say) is not."""
+        kind = self.context.facts.kind_of(container)
+        if kind in (Kind.TENSOR, Kind.NUMPY):
+            what = "a tensor" if kind is Kind.TENSOR else "a NumPy array"
+            return Proof.proven(Premise.VALUE, f"`{shown}` is {what}: one indexed gather reads the whole batch")
+        return Proof.unknown(
+            Premise.VALUE, f"`{shown}` is not known to be a tensor or an array (a list of tensors has no single gather)"
         )
 
     VALID = (
@@ -85,6 +98,21 @@ for x, y in loader:
             """\
 import torch
 
+tokens = torch.randint(0, 50_000, (1_000_000,))
+
+def get_batch(ix, block):
+    return torch.stack([tokens[i : i + block] for i in ix])
+
+for step in range(max_steps):
+    x = get_batch(torch.randint(100, (8,)), 64)
+    model(x).sum().backward()
+""",
+            line=6,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """import torch
+
 def get_batch(data, ix, block):
     return torch.stack([data[i : i + block] for i in ix])
 
@@ -93,7 +121,7 @@ for step in range(max_steps):
     model(x).sum().backward()
 """,
             line=4,
-            severity=Severity.MEDIUM,
+            severity=Severity.LOW,
         ),
         Invalid(
             """\

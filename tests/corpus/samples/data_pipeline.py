@@ -41,8 +41,8 @@ def make_loaders(train_set, val_set, batch_size, workers, loader_kwargs=None):
 
 def random_batch(data, block, batch_size):
     ix = torch.randint(len(data) - block - 1, (batch_size,))
-    x = torch.stack([data[i : i + block] for i in ix])  # expect: VP101[MEDIUM]
-    y = torch.stack([data[i + 1 : i + 1 + block] for i in ix])  # expect: VP101[MEDIUM]
+    x = torch.stack([data[i : i + block] for i in ix])  # expect: VP101[LOW]  (`data` is a parameter: not shown to be one tensor)
+    y = torch.stack([data[i + 1 : i + 1 + block] for i in ix])  # expect: VP101[LOW]
     return x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
 
 
