@@ -537,7 +537,6 @@ class _Project:
         sites = self.calls.get(function_key, ())
         if not sites or name not in function.params:
             return None
-        agreed = None
         passed: list[tuple] = []
         for site, skipped in sites:
             if site.starred:
@@ -548,11 +547,10 @@ class _Project:
             if fact is None:
                 return None
             passed.append(fact)
-            if agreed is not None and fact != agreed:
-                # Different functions handed in (a dispatcher of callbacks): it may call any of them.
-                return _functions(passed) if all(f[0] in ("function", "functions") for f in passed) else None
-            agreed = fact
-        return agreed
+        if all(fact == passed[0] for fact in passed):
+            return passed[0]
+        # Different functions handed in (a dispatcher of callbacks): it may call any of them.
+        return _functions(passed) if all(f[0] in ("function", "functions") for f in passed) else None
 
     def result(self, callee: str) -> tuple | None:
         key = self.function_key(callee)
