@@ -10,7 +10,6 @@ import socket
 import pytest
 
 from verifier.cli import main
-from verifier.rules import rule_by_selector
 
 CRASH = "import torch\nOK = " + " and ".join(["True"] * 10_000) + "\n"  # valid Python; libcst's parser dies on it
 

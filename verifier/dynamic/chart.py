@@ -13,7 +13,7 @@ import dataclasses
 import io
 
 from verifier.dynamic.intervals import median_interval
-from verifier.dynamic.results import DynamicResult, ModeResult
+from verifier.dynamic.results import DynamicResult
 from verifier.errors import UsageError
 from verifier.writing import output_target
 

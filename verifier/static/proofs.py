@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from verifier.findings import Heat, Premise, Severity, SeverityByHeat, Status, TraceStep
+from verifier.findings import Heat, Premise, Severity, SeverityByHeat, TraceStep
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.rule import Proof, Rule
 

@@ -20,7 +20,6 @@ from verifier.static.names import (
     is_false,
     is_true,
     keyword_arg,
-    literal_string,
     method_name,
     positional_arg,
     receiver,

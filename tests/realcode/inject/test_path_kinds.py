@@ -57,7 +57,6 @@ CASES = [(fixture, kind) for fixture in ("train_script.py", "trainer_class.py") 
 
 @pytest.mark.parametrize("fixture, kind", CASES, ids=[f"{f[:-3]}-{k}" for f, k in CASES])
 def test_generated_code_compiles_and_the_manifest_points_at_the_probes(fixture, kind):
-    site = _site(fixture)
     injection = _injection(fixture, kind)
     if fixture == "train_script.py" and kind in NOT_IN_A_CLASS:
         assert injection is None
