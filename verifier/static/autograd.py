@@ -145,8 +145,9 @@ class BackwardReach:
     flows: list[tuple[str, cst.CSTNode]] = field(default_factory=list)
     # Names read in a backward's target or arguments -> the first such backward.
     backward: dict[str, cst.Call] = field(default_factory=dict)
-    # Names handed to this module's own functions or methods, which may run backward on them.
-    handed: dict[str, cst.Call] = field(default_factory=dict)
+    # Calls of this module's own functions or methods (not forwards), which may run backward on
+    # what they are handed; their arguments are read only when a rule asks (`handed_to`).
+    calls: list[cst.Call] = field(default_factory=list)
     _backed: set[str] | None = None
 
     @property
@@ -173,7 +174,11 @@ class BackwardReach:
         return next(iter(self.backward.values()), None)
 
     def handed_to(self, names: set[str]) -> cst.Call | None:
-        return next((self.handed[name] for name in sorted(names) if name in self.handed), None)
+        """The first of this function's calls of its module's own code that is handed one of `names`."""
+        for call in self.calls:
+            if any(names_in(arg.value) & names for arg in call.args):
+                return call
+        return None
 
 
 @dataclass(eq=False)
@@ -282,12 +287,10 @@ class AutogradTracker:
                     reach.backward.setdefault(name, call)
                     if name.startswith("self."):
                         self.backed_attributes.add(name)
-        elif key is not None and not qualified and not self.is_forward(call) and (
+        elif key is not None and call.args and not qualified and (
             type(call.func) is not cst.Name or call.func.value not in _BUILTINS
-        ):
-            for arg in call.args:
-                for name in names_in(arg.value):
-                    reach.handed.setdefault(name, call)
+        ) and not self.is_forward(call):
+            reach.calls.append(call)
 
     def reach(self) -> BackwardReach:
         """What reaches a backward in the function being walked (complete once the walk is done)."""
