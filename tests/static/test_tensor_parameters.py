@@ -3,44 +3,36 @@ the callers show it): `float(loss)` in `log_loss(loss)` is a read like `loss.ite
 
 from __future__ import annotations
 
+import pytest
+
 SELECT = ("VP201",)
 
+STEP = """\
+import torch
 
-def test_a_helper_reads_the_device_tensor_its_callers_hand_it(analyse):
-    code = """\
-    import torch
+def log_loss(loss):
+    value = float(loss)
+    return value
 
-    def log_loss(loss):
-        value = float(loss)
-        return value
-
-    device = "cuda"
-    model.to(device)
-    for x, y in loader:
-        loss = model(x.to(device)).sum()
-        loss.backward()
-        optimizer.step()
-        log_loss(loss)
-    """
-    assert analyse(code, select=SELECT) == [("VP201", 4, "MEDIUM")]
+device = "cuda"
+model.to(device)
+for x, y in loader:
+    loss = model(x.to(device)).sum()
+    loss.backward()
+    optimizer.step()
+    log_loss(loss)
+{elsewhere}
+"""
 
 
-def test_a_helper_whose_callers_disagree_stays_unknown(analyse):
-    code = """\
-    import torch
-
-    def log_loss(loss):
-        value = float(loss)
-        return value
-
-    device = "cuda"
-    model.to(device)
-    for x, y in loader:
-        loss = model(x.to(device)).sum()
-        loss.backward()
-        optimizer.step()
-        log_loss(loss)
-    log_loss(0.5)
-    """
-    # One caller hands a number: `loss` is not known to be a tensor, and `float()` of a number is no read.
-    assert analyse(code, select=SELECT) == []
+@pytest.mark.parametrize(
+    ("elsewhere", "expected"),
+    [
+        ("", [("VP201", 4, "MEDIUM")]),
+        # One caller hands a number: `loss` is not known to be a tensor, and `float()` of a number is no read.
+        ("log_loss(0.5)", []),
+    ],
+    ids=["every-caller-hands-a-device-tensor", "a-caller-hands-a-number"],
+)
+def test_a_helper_reads_what_its_callers_hand_it(analyse, elsewhere, expected):
+    assert analyse(STEP.format(elsewhere=elsewhere), select=SELECT) == expected

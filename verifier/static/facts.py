@@ -13,6 +13,7 @@ import libcst as cst
 
 from verifier.static.heat import is_model_name, is_optimizer_name, is_scaler_name
 from verifier.static.names import ImportTable, dotted_name, element_pairs, method_name, receiver, terminal_name
+from verifier.static.scopes import ScopedNames
 from verifier.static.torch_api import returns_tensor
 
 
@@ -61,8 +62,7 @@ _NUMBER_BUILTINS = frozenset({"float", "int", "len", "round", "abs", "sum", "min
 class NameFacts:
     def __init__(self, imports: ImportTable) -> None:
         self._imports = imports
-        self._scopes: list[dict[str, Kind]] = [{}]
-        self._class_scopes: list[dict[str, Kind]] = []
+        self._names: ScopedNames[Kind] = ScopedNames()
         # What the module's own functions return, when every `return` agrees (`make_schedule()`).
         self._functions: list[tuple[str, list[Kind | None]]] = []
         self._returns: dict[str, Kind | None] = {}
@@ -74,20 +74,20 @@ class NameFacts:
         self._unknown: list[set[str]] = [set()]
 
     def enter_function(self, name: str = "") -> None:
-        self._scopes.append({})
+        self._names.enter_function()
         self._unknown.append(set())
         self._functions.append((name, []))
 
     def seed(self, name: str, kind: Kind) -> None:
         """A parameter of the function just entered holds `kind` at every visible call site."""
-        self._scopes[-1][name] = kind
+        self._names.set(name, kind)
 
     def unknown_in_function(self) -> set[str]:
         """Bare names of the function being walked whose kind was asked and not known."""
         return self._unknown[-1]
 
     def leave_function(self) -> None:
-        self._scopes.pop()
+        self._names.leave_function()
         self._unknown.pop()
         name, kinds = self._functions.pop()
         if name and kinds:
@@ -107,7 +107,7 @@ class NameFacts:
             self._set(owner, Kind.MODULE)
 
     def enter_class(self, node: cst.ClassDef | None = None) -> None:
-        self._class_scopes.append({})
+        self._names.enter_class()
         if node is not None and any(self._is_module_class(base.value) for base in node.bases):
             self._module_classes.add(node.name.value)
 
@@ -116,7 +116,7 @@ class NameFacts:
         return qualified.startswith("torch.nn.") or (type(base) is cst.Name and base.value in self._module_classes)
 
     def leave_class(self) -> None:
-        self._class_scopes.pop()
+        self._names.leave_class()
 
     def bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         if type(target) in (cst.Tuple, cst.List):
@@ -159,22 +159,13 @@ class NameFacts:
         name = dotted_name(target)
         if name is None:
             return
-        if name.startswith("self.") and self._class_scopes:
-            scope = self._class_scopes[-1]
-        else:
-            scope = self._scopes[-1]
         if kind is None:
-            scope.pop(name, None)
+            self._names.forget(name)
         else:
-            scope[name] = kind
+            self._names.set(name, kind)
 
     def lookup(self, name: str) -> Kind | None:
-        if name.startswith("self.") and self._class_scopes:
-            return self._class_scopes[-1].get(name)
-        for scope in reversed(self._scopes):
-            if name in scope:
-                return scope[name]
-        return None
+        return self._names.lookup(name)
 
     def kind_of(self, node: cst.BaseExpression) -> Kind | None:
         if type(node) in (cst.Integer, cst.Float):

@@ -23,6 +23,7 @@ import libcst as cst
 
 from verifier.static.devices import destination
 from verifier.static.facts import Kind, NameFacts
+from verifier.static.scopes import ScopedNames
 from verifier.static.names import (
     ImportTable,
     dotted_name,
@@ -70,8 +71,7 @@ class PlaceFacts:
     def __init__(self, imports: ImportTable, facts: NameFacts) -> None:
         self._imports = imports
         self._facts = facts
-        self._scopes: list[dict[str, Placement | None]] = [{}]
-        self._class_scopes: list[dict[str, Placement | None]] = []
+        self._names: ScopedNames[Placement] = ScopedNames()
         # Names bound to an Accelerator or a Fabric (their `prepare` places what it returns), per
         # function and, for `self.` names, per class.
         self._placers: list[set[str]] = [set()]
@@ -80,23 +80,23 @@ class PlaceFacts:
     # ----- scopes -----
 
     def enter_function(self) -> None:
-        self._scopes.append({})
+        self._names.enter_function()
         self._placers.append(set())
 
     def leave_function(self) -> None:
-        self._scopes.pop()
+        self._names.leave_function()
         self._placers.pop()
 
     def seed(self, name: str, placement: Placement) -> None:
         """A parameter of the function just entered is where every visible call site put it."""
-        self._scopes[-1][name] = placement
+        self._names.set(name, placement)
 
     def enter_class(self) -> None:
-        self._class_scopes.append({})
+        self._names.enter_class()
         self._class_placers.append(set())
 
     def leave_class(self) -> None:
-        self._class_scopes.pop()
+        self._names.leave_class()
         self._class_placers.pop()
 
     # ----- recording -----
@@ -290,16 +290,10 @@ class PlaceFacts:
         name = dotted_name(target)
         if name is None:
             return
-        scope = self._class_scopes[-1] if name.startswith("self.") and self._class_scopes else self._scopes[-1]
-        scope[name] = placement
+        self._names.set(name, placement)
 
     def _lookup(self, name: str) -> Placement | None:
-        if name.startswith("self.") and self._class_scopes:
-            return self._class_scopes[-1].get(name)
-        for scope in reversed(self._scopes):
-            if name in scope:
-                return scope[name]
-        return None
+        return self._names.lookup(name)
 
 
 def _joined(*placements: Placement | None) -> Placement | None:
