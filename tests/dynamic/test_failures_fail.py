@@ -87,7 +87,7 @@ def test_examples_score_the_same_with_a_calibration_run(tmp_path, monkeypatch, c
     assert main(["examples", "--format", "json", "-o", "static.json", "--task", "S"]) == 1
     assert main(["examples", "--dynamic", "--format", "json", "-o", "dynamic.json", "--task", "D", *FAST]) == 1
     static, dynamic = (json.loads((tmp_path / name).read_text()) for name in ("static.json", "dynamic.json"))
-    assert dynamic["score"]["total"] == static["score"]["total"] == 45
+    assert dynamic["score"]["total"] == static["score"]["total"] == 44
     assert dynamic["decision"] == static["decision"]
     assert dynamic["dynamic"]["result"]["role"] == "calibration"
     report = (tmp_path / "reports" / "D.md").read_text()

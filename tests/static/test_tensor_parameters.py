@@ -36,3 +36,41 @@ for x, y in loader:
 )
 def test_a_helper_reads_what_its_callers_hand_it(analyse, elsewhere, expected):
     assert analyse(STEP.format(elsewhere=elsewhere), select=SELECT) == expected
+
+
+def test_a_loss_made_by_a_library_function_reaches_a_helper_in_another_module(tmp_path):
+    """`loss = F.nll_loss(...)` is a device tensor at the call site; the helper module's parameter
+    gets that fact, so every value read of it there is a per-step read (not "value unknown")."""
+    import textwrap
+
+    from verifier.config import Settings
+    from verifier.static.runner import analyze_paths
+
+    (tmp_path / "probes.py").write_text(textwrap.dedent("""\
+        def show(loss):
+            print(f"{loss}")
+
+        def check(loss):
+            if bool(loss > 0):
+                pass
+    """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import torch
+        import torch.nn.functional as F
+        from probes import check, show
+
+        device = torch.device("cuda")
+        model.to(device)
+        for data, target in loader:
+            data, target = data.to(device), target.to(device)
+            loss = F.nll_loss(model(data), target)
+            loss.backward()
+            optimizer.step()
+            show(loss)
+            check(loss)
+    """))
+    result = analyze_paths([str(tmp_path)], Settings(select=SELECT))
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.severity.name, f.heat.label) for f in result.findings] == [
+        ("probes.py", 2, "MEDIUM", "step"),
+        ("probes.py", 5, "MEDIUM", "step"),
+    ]

@@ -211,9 +211,12 @@ class Bindings:
         if class_key is not None:
             return ("instance", class_key)
         callee = self._heat.callee_key(call)
-        if callee is not None and not (type(call.func) is cst.Name and call.func.value in _BUILTINS):
-            return ("result", callee)
-        return None
+        if callee is None or (type(call.func) is cst.Name and call.func.value in _BUILTINS):
+            return None
+        if unrooted(callee).split(".", 1)[0] in _LIBRARIES:
+            # `F.nll_loss(...)` is no project function: what the walk knows of it says more.
+            return None
+        return ("result", callee)
 
     def _element_of(self, iterable: cst.BaseExpression) -> tuple | None:
         """What one iteration over `iterable` binds (`enumerate` pairs a number with it)."""
