@@ -8,14 +8,15 @@ import re
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.names import dotted_name, root_name
 from verifier.static.guards import GuardedRule
+from verifier.static.lambda_scopes import LambdaScopes
+from verifier.static.names import dotted_name, root_name
 from verifier.static.rule import Invalid
 from verifier.static.syncs import sync_of_call
 from verifier.static.walk import iter_descendants
 
 
-class RepeatedSync(GuardedRule):
+class RepeatedSync(LambdaScopes, GuardedRule):
     code = "VP202"
     name = "repeated-item"
     category = Category.SYNC

@@ -16,11 +16,12 @@ import libcst as cst
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.guards import GuardedRule
 from verifier.static.implicit_syncs import DeviceValues, ShapeSync, shape_sync_of_call
+from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.rule import Invalid
 from verifier.static.syncs import sync_of_test
 
 
-class DataDependentShapeSync(GuardedRule):
+class DataDependentShapeSync(LambdaScopes, GuardedRule):
     code = "VP205"
     name = "data-dependent-shape-sync"
     category = Category.SYNC

@@ -13,6 +13,7 @@ import libcst as cst
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.guards import GuardedRule
 from verifier.static.implicit_syncs import DeviceValues
+from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import positional_arg
 from verifier.static.placement import HostDataRule, Origin
 from verifier.static.rule import Invalid
@@ -21,7 +22,7 @@ _FROM_DATA = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torc
 _HOST_MADE = (Origin.FACTORY, Origin.HOST)
 
 
-class DeviceValueIntoHostContainer(GuardedRule, HostDataRule):
+class DeviceValueIntoHostContainer(LambdaScopes, GuardedRule, HostDataRule):
     code = "VP206"
     name = "device-value-into-host-container"
     category = Category.SYNC

@@ -18,6 +18,7 @@ from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.deferred import DeferredSeverity, deferred
 from verifier.static.guards import GuardedRule
 from verifier.static.heat import Where
+from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.rule import Invalid
 
 _EMPTY_CACHE = frozenset(
@@ -45,7 +46,7 @@ class _Body:
     reads_peak: bool = False
 
 
-class MemoryHousekeepingInLoop(GuardedRule):
+class MemoryHousekeepingInLoop(LambdaScopes, GuardedRule):
     code = "VP403"
     name = "memory-housekeeping-in-loop"
     category = Category.MEMORY

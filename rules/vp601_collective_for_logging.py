@@ -10,6 +10,7 @@ from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.distributed import OBJECT_COLLECTIVES, collective_name, collective_output
 from verifier.static.guards import GuardedRule
 from verifier.static.heat import Condition, Where
+from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.logcalls import records_only
 from verifier.static.names import ImportTable, method_name, receiver, terminal_name
 from verifier.static.rule import Invalid
@@ -40,7 +41,7 @@ class _Scope:
     by_call: dict[int, _Collective] = field(default_factory=dict)
 
 
-class CollectiveForLogging(GuardedRule):
+class CollectiveForLogging(LambdaScopes, GuardedRule):
     code = "VP601"
     name = "collective-for-logging"
     category = Category.DISTRIBUTED

@@ -1,5 +1,6 @@
 """Heat follows a step to its code through every way Python calls it: a callback handed in as an
-argument, an alias, `functools.partial`, `getattr` with a literal name, a context manager."""
+argument, an alias, `functools.partial`, `getattr` with a literal name, a context manager, a
+lambda bound to a name."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ def test_each_way_of_calling_carries_the_step_heat(analyse):
         ("part(loss)", 15),
         ('getattr(self, "hook")(loss)', 22),
         ("with Probe():\n                pass", 9),
+        ("sync = lambda: torch.cuda.synchronize()\n            sync()", 31),
     ]:
         assert analyse(TRAINER.format(call=call), select=SELECT) == [("VP203", line, "HIGH")], call
 
@@ -95,3 +97,24 @@ def test_a_dispatcher_handed_several_callbacks_and_a_list_of_them_reach_each(ana
     assert analyse(code, select=SELECT) == [
         ("VP203", 5, "HIGH"), ("VP203", 8, "HIGH"), ("VP203", 11, "HIGH"), ("VP203", 14, "HIGH"),
     ]
+
+
+LAMBDAS = """\
+import torch
+
+def train(loader, every):
+    read = lambda t: t.item()
+    for step, x in enumerate(loader):
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        optimizer.step()
+        {call}
+"""
+
+
+def test_a_named_lambda_runs_at_the_heat_of_its_calls_not_of_its_definition(analyse):
+    # Defined once before the loop, called every step: the read in its body is per step, and the
+    # loss handed to it is the device tensor of the call site.
+    assert analyse(LAMBDAS.format(call="read(loss)"), select=("VP201",)) == [("VP201", 4, "MEDIUM")]
+    # Called under a rate limit: the body runs every 100 steps.
+    assert analyse(LAMBDAS.format(call="if step % 100 == 0:\n            read(loss)"), select=("VP201",)) == []

@@ -25,6 +25,7 @@ import libcst as cst
 
 from verifier.static.guards import Guards
 from verifier.static.heat import Condition, ConditionKind
+from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import dotted_name
 from verifier.static.tracker import Tracker
 from verifier.static.walk import children
@@ -89,7 +90,7 @@ def _weaker(outer: Condition | None, inner: Condition | None) -> Condition | Non
     return outer
 
 
-class Conditions(Tracker):
+class Conditions(LambdaScopes, Tracker):
     """Which branch the walk is in; `current()` is what the engine and rules capture."""
 
     def __init__(self, context) -> None:

@@ -452,8 +452,27 @@ class _ModuleFacts:
         self.facts.on_call(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.heat.enter_function(node)
-        self.facts.enter_function(node.name.value)
+        self._enter_function(node, node.name.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `log = lambda t: t.item()`: the lambda is a function named `log`, run where it is called.
+        if type(node.value) is cst.Lambda and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+            self.heat.name_lambda(node.value, node.targets[0].target.value)
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        name = self.heat.lambda_name(node)
+        if name is not None:
+            self._enter_function(node, name)
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        if self.heat.lambda_name(node) is not None:
+            self.facts.on_return(node.body)
+            self.bindings.on_return(node.body)
+            self._leave_function()
+
+    def _enter_function(self, node: cst.FunctionDef | cst.Lambda, name: str) -> None:
+        self.heat.enter_function(node, name)
+        self.facts.enter_function(name)
         self.places.enter_function()
         function = self.heat.where().function
         self.bindings.enter_function(function)
@@ -525,6 +544,9 @@ class _ModuleFacts:
         self.facts.bind_in_place(node.target, node.value)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._leave_function()
+
+    def _leave_function(self) -> None:
         # A parameter whose kind the walk needed and did not know: a tensor bound to it by every
         # call site (the project pass) could change a finding, so the file is analysed again then.
         for name in self.facts.unknown_in_function() & self.heat.where().function.params:

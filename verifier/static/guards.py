@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from verifier.static.heat import is_optimizer_name, is_scaler_name
+from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import ImportTable, dotted_name, terminal_name
 from verifier.static.rule import Rule
 from verifier.static.tracker import Tracker
@@ -153,7 +154,7 @@ class _Frame:
     guarded_ifs: list[bool] = field(default_factory=list)
 
 
-class Guards(Tracker):
+class Guards(LambdaScopes, Tracker):
     """Whether the node being visited runs only every N steps: inside the body of a rate-limit
     `if` of the same function, or after `if step % N: continue` in its loop. The test of the
     `if` itself, and its `else`, run every time."""

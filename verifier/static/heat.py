@@ -199,7 +199,8 @@ class LoopInfo:
 @dataclass(eq=False)
 class FunctionInfo:
     key: str
-    node: cst.FunctionDef
+    # A `def`, or a lambda bound to a name (`log = lambda t: ...`), which runs where it is called.
+    node: cst.FunctionDef | cst.Lambda
     params: frozenset[str]
     timing: bool = False
     trains: bool = False
@@ -276,6 +277,8 @@ class HeatModel:
         self._path = path
         # Call sites with their nodes, until `number_lines` gives each its line.
         self._site_nodes: list[tuple[CallSite, cst.Call]] = []
+        # Lambdas bound to a name (`log = lambda t: ...`), by id: functions of that name.
+        self._named_lambdas: dict[int, str] = {}
         # Walk order of loops and of every call (sites keep their call's ordinal): with Python's
         # own line table (`trace_lines`) they number a summary without libcst positions.
         self._loop_order: list[LoopInfo] = []
@@ -333,8 +336,10 @@ class HeatModel:
         self._class_stack.pop()
         self._hook_stack.pop()
 
-    def enter_function(self, node: cst.FunctionDef) -> None:
-        name = node.name.value
+    def enter_function(self, node: cst.FunctionDef | cst.Lambda, name: str | None = None) -> None:
+        """A `def`, or a lambda bound to `name`: its body runs where it is called."""
+        name = node.name.value if name is None else name
+        decorators = node.decorators if type(node) is cst.FunctionDef else ()
         # A method's key is `module.Class.method` so that `self.method()` finds it.
         local = f"{self._class_stack[-1]}.{name}" if self._class_stack and not self._function_stack else name
         key = self._local_key(local)
@@ -349,15 +354,15 @@ class HeatModel:
             accelerated=self.accelerated, path=self._path,
             order=tuple(p.name.value for p in (*node.params.posonly_params, *node.params.params)),
             method=bool(self._class_stack) and not self._function_stack and not any(
-                dotted_name(d.decorator) == "staticmethod" for d in node.decorators
+                dotted_name(d.decorator) == "staticmethod" for d in decorators
             ),
             bound=self.seeds.get(key, ()),
         )
         # `@functools.cache` bodies run once per distinct argument, not once per call.
-        info.memoised = any(self._is_memoising(d.decorator) for d in node.decorators)
+        info.memoised = any(self._is_memoising(d.decorator) for d in decorators)
         # The framework calls its hooks (`training_step`, `on_step_end`) as often as their names say.
         hook = self._hook_stack[-1].get(name) if self._class_stack and not self._function_stack else None
-        if node.decorators:
+        if decorators:
             hook = max(hook or Heat.ONCE, ignite_handler_heat(node) or Heat.ONCE)
         if hook is not None:
             info.heat = hook
@@ -368,6 +373,14 @@ class HeatModel:
         self._function_stack.append(info)
         self._loop_stack.append([])
         self._where = None
+
+    def name_lambda(self, node: cst.Lambda, name: str) -> None:
+        """`name = lambda ...: ...`: the walk treats the lambda as a function called `name`."""
+        self._named_lambdas[id(node)] = name
+
+    def lambda_name(self, node: cst.Lambda) -> str | None:
+        """The name of a lambda the walk treats as a function (None: it runs where it stands)."""
+        return self._named_lambdas.get(id(node))
 
     def leave_function(self) -> None:
         self._where = None

@@ -16,6 +16,7 @@ import libcst as cst
 
 from verifier.static.facts import NameFacts
 from verifier.static.heat import is_model_name
+from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import (
     ImportTable,
     dotted_name,
@@ -64,7 +65,7 @@ class ShapeSync:
     how: str
 
 
-class DeviceValues(Tracker):
+class DeviceValues(LambdaScopes, Tracker):
     """Evidence that an expression is an accelerator tensor, from the type facts and the host
     placement model; anything not proven is treated as not on the device. A name keeps the
     evidence its value had when bound (`R = host_rewards[i] + R` stays on the host)."""

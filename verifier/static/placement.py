@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from verifier.static.bindings import BATCH
+from verifier.static.devices import destination
 from verifier.static.facts import Kind, NameFacts
+from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import (
     ImportTable,
     dotted_name,
@@ -29,7 +31,6 @@ from verifier.static.names import (
 )
 from verifier.static.rule import Rule
 from verifier.static.tracker import Tracker
-from verifier.static.devices import destination
 
 if TYPE_CHECKING:
     from verifier.static.context import ModuleContext
@@ -86,7 +87,7 @@ def _is_literal(node: cst.BaseExpression) -> bool:
     return False
 
 
-class HostData(Tracker):
+class HostData(LambdaScopes, Tracker):
     """Names bound to host data, learned in walk order; functions and comprehensions are scopes."""
 
     def __init__(self, context: ModuleContext) -> None:
