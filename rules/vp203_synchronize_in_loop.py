@@ -5,9 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.deferred import deferred
+from verifier.static.deferred import JudgementInput, deferred
 from verifier.static.guards import GuardedRule, is_opt_in_flag
 from verifier.static.heat import Where
+from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import method_name, receiver, terminal_name
 from verifier.static.rule import Invalid
 
@@ -19,9 +20,12 @@ _TIMERS = frozenset(
      "time.monotonic_ns", "timeit.default_timer", "torch.cuda.Event"}
 )
 _TIMING = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
+# A training step timed with a synchronize: a stall every step, but one whose cost is the overlap
+# lost at the step boundary, not a wait in the middle of queued work.
+_TIMED_STEP = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
 
 
-class SynchronizeInLoop(GuardedRule):
+class SynchronizeInLoop(LambdaScopes, GuardedRule):
     code = "VP203"
     name = "synchronize-in-loop"
     category = Category.SYNC
@@ -108,22 +112,39 @@ per_iter_ms = start.elapsed_time(end) / iters
     def _flush(self) -> None:
         calls, timed = self._scopes.pop()
         for call, where, condition in calls:
-            if timed[0]:
-                self.report(
-                    call,
-                    "`synchronize()` in a timing loop stalls the queue every iteration and times "
-                    "launch plus sync; record CUDA events around the loop and synchronize once",
-                    where=where,
-                    condition=condition,
-                    severity=deferred(
-                        lambda where=where: None if _brackets_a_measurement(where) else _TIMING, outcomes=(_TIMING,)
-                    ),
-                    fix="Record `torch.cuda.Event(enable_timing=True)` around the loop and synchronize once.",
-                )
-            else:
+            if not timed[0]:
                 self.report(
                     call, "`synchronize()` in a loop blocks the host on every iteration", where=where, condition=condition
                 )
+                continue
+            # A clock read beside it: a benchmark's timing, unless the loop trains (reading a clock
+            # does not make a training loop a benchmark). Which one is known once loops are classified.
+            self.report(
+                call,
+                "`synchronize()` in a timing loop stalls the queue every iteration and times "
+                "launch plus sync; record CUDA events around the loop and synchronize once",
+                where=where,
+                condition=condition,
+                severity=deferred(
+                    lambda where=where: _TIMING if _times_a_benchmark(where) and not _brackets_a_measurement(where) else None,
+                    outcomes=(_TIMING,),
+                    reads=_READS,
+                ),
+                fix="Record `torch.cuda.Event(enable_timing=True)` around the loop and synchronize once.",
+            )
+            self.report(
+                call,
+                "`synchronize()` every step to time it blocks the host until the device is idle, so no "
+                "work is queued ahead of the next step; time steps with CUDA events",
+                where=where,
+                condition=condition,
+                severity=deferred(
+                    lambda where=where: None if _times_a_benchmark(where) else _TIMED_STEP,
+                    outcomes=(_TIMED_STEP,),
+                    reads=_READS,
+                ),
+                fix="Record `torch.cuda.Event(enable_timing=True)` around the step and read it when logging.",
+            )
 
     VALID = (
         """\
@@ -164,6 +185,26 @@ def benchmark(fn, x, iters=100):
             severity=Severity.LOW,
         ),
     )
+
+
+# What the judgements below read of the resolved heat: the loops around the call, and for code
+# outside loops the function's own timing flag (known from its name, no input of the pass).
+_READS = (JudgementInput.LOOPS,)
+
+
+def _times_a_benchmark(where: Where) -> bool:
+    """Is the timed loop around `where` a measurement rather than a training loop? A step loop
+    that updates parameters (or trains through a call) is training, whatever clock it reads; a
+    benchmark's timed loop, an evaluation or an unclassified loop is a measurement. Outside
+    loops, a function named for timing (`measure_latency`) measures."""
+    for loop in reversed(where.loops):
+        if loop.is_step:
+            return not (loop.steps_here or loop.steps_in_call or loop.trains or loop.because_site is not None)
+        if loop.is_eval or loop.is_epoch:
+            return True
+    if where.loops:
+        return True
+    return where.function is not None and where.function.timing
 
 
 def _brackets_a_measurement(where: Where) -> bool:

@@ -1,0 +1,66 @@
+"""VP203: a per-step `synchronize()` is a stall in a training loop whatever clock the loop reads
+(MEDIUM when it times the step, HIGH when nothing is timed); in a benchmark's timed loop it is a
+timing pattern (LOW)."""
+
+from __future__ import annotations
+
+import pytest
+
+SELECT = ("VP203",)
+
+TRAINING = """\
+import time
+import torch
+
+t0 = time.time()
+for x, y in loader:
+    loss = model(x.cuda()).sum()
+    loss.backward()
+    optimizer.step()
+    torch.cuda.synchronize()
+    dt = time.time() - t0
+"""
+
+BENCHMARK = """\
+import time
+import torch
+
+def measure_latency(model, x, iters=50):
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        model(x)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return times
+"""
+
+TIMED_HELPER = """\
+import time
+import torch
+
+def elapsed(t0):
+    torch.cuda.synchronize()
+    return time.time() - t0
+
+for x, y in loader:
+    t0 = time.time()
+    loss = model(x.cuda()).sum()
+    loss.backward()
+    optimizer.step()
+    print(elapsed(t0))
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (TRAINING, [("VP203", 9, "MEDIUM")]),
+        (BENCHMARK, [("VP203", 9, "LOW")]),
+        # A helper not named for timing, called every step: its clock read does not make it a benchmark.
+        (TIMED_HELPER, [("VP203", 5, "MEDIUM")]),
+    ],
+    ids=["a-step-timer-in-a-training-loop", "a-benchmark-loop", "a-timing-helper-called-every-step"],
+)
+def test_a_clock_read_does_not_make_a_training_loop_a_benchmark(analyse, code, expected):
+    assert analyse(code, select=SELECT) == expected
