@@ -115,3 +115,32 @@ for update in range(num_updates):
         total += loss.item()
 """
     assert _vp201_lines(code) == [13]
+
+
+FLAGS = """\
+import torch
+
+def train(loader, every, last):
+    verbose = False
+    for i, (x, y) in enumerate(loader):
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        optimizer.step()
+        is_console_step = (i % every == 0) or i == last
+        is_metric_step = (i % 10 == 0) or is_console_step
+        log_now = is_metric_step
+        if is_metric_step:
+            print(loss.item())
+        if log_now and not verbose:
+            print(loss.item())
+        flag = True
+        if flag:
+            print(loss.item())
+"""
+
+
+def test_a_flag_bound_to_a_rate_limit_is_that_rate_limit(analyse):
+    # `if is_metric_step:` runs as often as the modulo it was bound to, also through a copy of
+    # it; a flag bound to True is no rate limit.
+    assert analyse(FLAGS, select=("VP201",)) == [("VP201", 18, "MEDIUM")]
+

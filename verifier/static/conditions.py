@@ -27,6 +27,7 @@ from verifier.static.guards import Guards
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import dotted_name
+from verifier.static.statement_bindings import statement_bindings
 from verifier.static.tracker import Tracker
 from verifier.static.walk import children
 
@@ -100,7 +101,6 @@ class Conditions(LambdaScopes, Tracker):
         # `elif` (an `If` node) opens its region for the whole of it, its own test included.
         self._opens: dict[int, Condition | _Lazy | None] = {}
         self._bindings: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
-        self._function_bindings: dict[int, dict[str, list[tuple[cst.BaseExpression | None, frozenset[int]]]]] = {}
         self._kinds: dict[int, ConditionKind] = {}
         # Rate limits, cadences and cache fills are the guards' verdicts, decided once per `if`.
         self._guards = context.tracker(Guards)
@@ -274,9 +274,7 @@ class Conditions(LambdaScopes, Tracker):
         scope = frame.loops[-1] if frame.loops else frame.node
         found = self._bindings.get(id(scope))
         if found is None:
-            everything = self._function_bindings.get(id(frame.node))
-            if everything is None:
-                everything = self._function_bindings[id(frame.node)] = _bindings(frame.node)
+            everything = statement_bindings(self.context, frame.node)
             found = self._bindings[id(scope)] = {
                 name: [value for value, loops in bound if scope is frame.node or id(scope) in loops]
                 for name, bound in everything.items()
@@ -295,73 +293,6 @@ class _Lazy:
 
     def resolve(self) -> Condition | None:
         return self._owner._classify(self._node, self._branch)
-
-
-def _bindings(scope: cst.CSTNode) -> dict[str, list[tuple[cst.BaseExpression | None, frozenset[int]]]]:
-    """Every binding in `scope` (a function, or the module): name -> (the value bound, or None for
-    a loop target or anything not a plain assignment; the ids of the loops around the binding)."""
-    found: dict[str, list[tuple[cst.BaseExpression | None, frozenset[int]]]] = {}
-
-    def bind(target: cst.BaseExpression, value: cst.BaseExpression | None, loops: frozenset[int]) -> None:
-        if type(target) in (cst.Tuple, cst.List):
-            for element in target.elements:
-                bind(element.value, None, loops)
-            return
-        if type(target) is cst.StarredElement:
-            bind(target.value, None, loops)
-            return
-        name = dotted_name(target)
-        if name is not None:
-            found.setdefault(name, []).append((value, loops))
-        elif type(target) is cst.Subscript:
-            base = dotted_name(target.value)
-            if base is not None:
-                found.setdefault(base, []).append((None, loops))
-
-    # Statements only: a binding is a statement (or a loop or `with` header); expressions are
-    # never entered, nor are nested functions and classes (their names bind, their bodies not).
-    pending: list[tuple[cst.CSTNode, frozenset[int]]] = [(scope.body if type(scope) is not cst.Module else scope, frozenset())]
-    while pending:
-        node, loops = pending.pop()
-        kind = type(node)
-        if kind in (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite):
-            pending.extend((statement, loops) for statement in node.body)
-        elif kind is cst.Assign:
-            for target in node.targets:
-                bind(target.target, node.value, loops)
-        elif kind is cst.AugAssign:
-            bind(node.target, None, loops)
-        elif kind is cst.AnnAssign:
-            if node.value is not None:
-                bind(node.target, node.value, loops)
-        elif kind in (cst.FunctionDef, cst.ClassDef):
-            found.setdefault(node.name.value, []).append((None, loops))
-        elif kind in (cst.For, cst.While):
-            inner = loops | {id(node)}
-            if kind is cst.For:
-                bind(node.target, None, inner)
-            pending.append((node.body, inner))
-            if node.orelse is not None:
-                pending.append((node.orelse.body, loops))
-        elif kind is cst.If:
-            pending.append((node.body, loops))
-            if node.orelse is not None:
-                pending.append((node.orelse if type(node.orelse) is cst.If else node.orelse.body, loops))
-        elif kind is cst.With:
-            for item in node.items:
-                if item.asname is not None:
-                    bind(item.asname.name, None, loops)
-            pending.append((node.body, loops))
-        elif kind in (cst.Try, cst.TryStar):
-            pending.append((node.body, loops))
-            for handler in node.handlers:
-                if handler.name is not None:
-                    bind(handler.name.name, None, loops)
-                pending.append((handler.body, loops))
-            for extra in (node.orelse, node.finalbody):
-                if extra is not None:
-                    pending.append((extra.body, loops))
-    return found
 
 
 def _leaves(body: cst.BaseSuite) -> bool:

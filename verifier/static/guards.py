@@ -18,9 +18,10 @@ import libcst as cst
 from verifier.static.heat import is_optimizer_name, is_scaler_name
 from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import ImportTable, dotted_name, terminal_name
+from verifier.static.statement_bindings import statement_bindings
 from verifier.static.rule import Rule
 from verifier.static.tracker import Tracker
-from verifier.static.walk import iter_descendants
+from verifier.static.walk import children, iter_descendants
 
 # `should_log`, `log_interval`, `print_freq`; not `logger` (a null check is no rate limit).
 _LOGGING_DECISION = re.compile(
@@ -146,6 +147,8 @@ _UNDECIDED = object()
 
 @dataclass(eq=False)
 class _Frame:
+    # The function (or module) walked: what its names are bound to decides `if flag:`.
+    scope: cst.CSTNode | None = None
     # The `if`s whose body the walk is in; whether each is a guard is asked only when needed.
     open_ifs: list[cst.If] = field(default_factory=list)
     loops: list[bool] = field(default_factory=list)
@@ -161,7 +164,7 @@ class Guards(LambdaScopes, Tracker):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._frames: list[_Frame] = [_Frame()]
+        self._frames: list[_Frame] = [_Frame(context.module)]
         self._if_of_body: dict[int, cst.If] = {}
         self._verdicts: dict[int, str | None] = {}
         # The answer for the current frame, asked at every call: kept until a function, loop
@@ -187,7 +190,7 @@ class Guards(LambdaScopes, Tracker):
         return answer
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._frames.append(_Frame())
+        self._frames.append(_Frame(node))
         self._answer = None
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -255,12 +258,49 @@ class Guards(LambdaScopes, Tracker):
         "lazy" (a cache fill: a guard), else None."""
         found = self._verdicts.get(id(node), _UNDECIDED)
         if found is _UNDECIDED:
-            if is_rate_limit(node.test, self.context.imports):
+            if is_rate_limit(node.test, self.context.imports) or self._names_a_rate_limit(node.test):
                 found = "cadence" if steps_an_optimizer(node.body) else "rate"
             else:
                 found = "lazy" if is_lazy_init(node) else None
             self._verdicts[id(node)] = found
         return found
+
+
+    def _names_a_rate_limit(self, test: cst.BaseExpression) -> bool:
+        """`if is_metric_step:` where the function binds `is_metric_step = i % every == 0 or
+        last`: a flag is the rate limit it was bound to (every binding one, or False/None)."""
+        scope = self._frames[-1].scope
+        if scope is None:
+            return False
+        bound = statement_bindings(self.context, scope)
+        pending = [test]
+        while pending:
+            part = pending.pop()
+            if type(part) in (cst.BooleanOperation, cst.UnaryOperation):
+                pending.extend(children(part))
+            elif type(part) is cst.Name and self._flag_is_rate_limit(part.value, bound, {part.value}):
+                return True
+        return False
+
+    def _flag_is_rate_limit(self, name: str, bound, seen: set[str]) -> bool:
+        values = [value for value, _ in bound.get(name, ())]
+        if not values or any(value is None for value in values):
+            return False
+        for value in values:
+            if _never_true(value) or is_rate_limit(value, self.context.imports):
+                continue
+            # `log_now = is_metric_step`: the flag it copies.
+            if type(value) is cst.Name and value.value not in seen:
+                seen.add(value.value)
+                if self._flag_is_rate_limit(value.value, bound, seen):
+                    continue
+            return False
+        return not all(_never_true(value) for value in values)
+
+
+def _never_true(value: cst.BaseExpression) -> bool:
+    """`flag = False` / `flag = None` before the loop sets it: never a reason to run the body."""
+    return type(value) is cst.Name and value.value in ("False", "None")
 
 
 class GuardedRule(Rule):
