@@ -68,3 +68,34 @@ def test_a_numpy_copy_of_a_device_tensor_is_a_read(analyse):
         "import torch\n", "import numpy as np\nimport torch\n"
     )
     assert analyse(code, select=SELECT) == [("VP201", 11, "MEDIUM")]
+
+
+BACKWARD_OPERANDS = """\
+import torch
+
+def train(loader, compute, accelerator):
+    model.cuda()
+    for x, y in loader:
+        loss, parts = compute(model, x.cuda(), y.cuda())
+        loss.backward()
+        optimizer.step()
+        print(f"{loss:.3f}")
+        other = compute(model, x.cuda(), y.cuda())
+        accelerator.backward(other)
+        if other > 1:
+            pass
+        third = compute(model, x.cuda(), y.cuda())
+        scaler.scale(third).backward()
+        float(third)
+        print(f"{parts}")
+"""
+
+
+def test_what_a_backward_runs_on_is_a_tensor_whatever_made_it(analyse):
+    # The first element of an unknown function's result, an `accelerator.backward` operand and a
+    # scaled loss: each a tensor after its backward; `parts` (never backpropagated) stays unknown.
+    assert analyse(BACKWARD_OPERANDS, select=("VP201",)) == [
+        ("VP201", 9, "MEDIUM"),
+        ("VP201", 12, "MEDIUM"),
+        ("VP201", 16, "MEDIUM"),
+    ]

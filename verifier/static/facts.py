@@ -99,12 +99,31 @@ class NameFacts:
 
     def on_call(self, call: cst.Call) -> None:
         """`model.eval()`, `net.parameters()`: a value used through the `nn.Module` API is a module,
-        whatever it is called (a parameter, an attribute, a project class from another file)."""
-        if method_name(call) not in _MODULE_API:
+        whatever it is called (a parameter, an attribute, a project class from another file).
+        `loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`: what a
+        backward runs on is a tensor (with a graph), whatever function made it."""
+        method = method_name(call)
+        if method == "backward":
+            self._learn_backward_operand(call)
+            return
+        if method not in _MODULE_API:
             return
         owner = receiver(call)
         if owner is not None and type(owner) in (cst.Name, cst.Attribute) and self.kind_of(owner) is None:
             self._set(owner, Kind.MODULE)
+
+    def _learn_backward_operand(self, call: cst.Call) -> None:
+        owner = receiver(call)
+        if type(owner) is cst.Call and method_name(owner) == "scale" and owner.args:
+            operand = owner.args[0].value  # `scaler.scale(loss).backward()`
+        elif type(owner) in (cst.Name, cst.Attribute) and not call.args:
+            operand = owner  # `loss.backward()`
+        elif call.args and call.args[0].keyword is None:
+            operand = call.args[0].value  # `accelerator.backward(loss)`, `torch.autograd.backward(loss)`
+        else:
+            return
+        if type(operand) in (cst.Name, cst.Attribute) and self.kind_of(operand) is None:
+            self._set(operand, Kind.TENSOR)
 
     def enter_class(self, node: cst.ClassDef | None = None) -> None:
         self._names.enter_class()
