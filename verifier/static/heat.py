@@ -74,8 +74,12 @@ def is_optimizer_name(name: str | None) -> bool:
     return bool(name) and ("optim" in name.lower() or name.lower() in {"opt", "opt_g", "opt_d"})
 
 
+# `scaler`, `grad_scaler`, `self.loss_scaler`, `scaler_d`; not `scaler_meter` (a meter of it).
+_SCALER_NAME = re.compile(r"scaler(_?[a-z0-9])?$")
+
+
 def is_scaler_name(name: str | None) -> bool:
-    return bool(name) and "scaler" in name.lower()
+    return bool(name) and _SCALER_NAME.search(name.lower()) is not None
 
 
 class ConditionKind(enum.Enum):
