@@ -84,3 +84,22 @@ def test_attribute_history_never_cleared_grows_for_the_run(analyse):
                 self.history.append(loss.item())
     """
     assert analyse(code, select=SELECT) == [("VP402", 11, "LOW")]
+
+
+def test_rows_of_a_profiling_sweep_are_no_step_history(analyse):
+    # `profile_model(m)` profiles a model (an action on one, named by its verb), it is no forward:
+    # the loop over model names is a sweep, and its rows are Python values.
+    code = """\
+    import torch
+
+    def profile_model(name):
+        model = build(name).cuda()
+        return {"name": name, "gflops": count(model)}
+
+    def main():
+        results = []
+        for m in names:
+            row = profile_model(m)
+            results.append(row)
+    """
+    assert analyse(code, name="profiler.py", select=("VP402",)) == []

@@ -56,7 +56,12 @@ _MEMOISERS = frozenset({"functools.cache", "functools.lru_cache", "functools.cac
 _UPDATES = frozenset({"backward", "zero_grad", "step"})
 
 
-_NOT_A_MODEL = re.compile(r"^(is|has|get|set|make|build|create|load|init|to|from|save|register|wrap)_")
+# A verb before the noun names an action on a model (`profile_model(m)`, `train_model(...)`), not one.
+_NOT_A_MODEL = re.compile(
+    r"^(is|has|get|set|make|build|create|load|init|to|from|save|register|wrap|profile|benchmark|bench|measure|"
+    r"train|evaluate|eval|test|validate|run|export|convert|prepare|setup|compile|print|log|count|check|"
+    r"update|apply|fuse|quantize|prune|freeze|unwrap|copy|clone|summarize|describe)_"
+)
 
 
 @functools.lru_cache(maxsize=4096)
