@@ -9,7 +9,7 @@ from verifier.static.deferred import JudgementInput, deferred
 from verifier.static.guards import GuardedRule, is_opt_in_flag
 from verifier.static.heat import Where
 from verifier.static.lambda_scopes import LambdaScopes
-from verifier.static.names import method_name, receiver, terminal_name
+from verifier.static.names import terminal_name
 from verifier.static.rule import Invalid
 
 _SYNCHRONIZE = frozenset(
@@ -100,10 +100,14 @@ per_iter_ms = start.elapsed_time(end) / iters
         return any(self._flags)
 
     def _is_stream_or_event_sync(self, node: cst.Call) -> bool:
-        """`torch.cuda.current_stream().synchronize()`, `stream.synchronize()`, `event.synchronize()`."""
-        if method_name(node) != "synchronize" or node.args:
+        """`torch.cuda.current_stream().synchronize()`, `stream.synchronize()`, `event.synchronize()`,
+        also through a name bound to the method (`sync = torch.cuda.Event().synchronize; sync()`)."""
+        if node.args:
             return False
-        owner = receiver(node)
+        method = self.context.imports.bound_method(node) or node.func
+        if type(method) is not cst.Attribute or method.attr.value != "synchronize":
+            return False
+        owner = method.value
         if type(owner) is cst.Call:
             return (self.context.imports.call_name(owner) or "").startswith("torch.")
         name = (terminal_name(owner) or "").lower()

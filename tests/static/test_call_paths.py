@@ -118,3 +118,24 @@ def test_a_named_lambda_runs_at_the_heat_of_its_calls_not_of_its_definition(anal
     assert analyse(LAMBDAS.format(call="read(loss)"), select=("VP201",)) == [("VP201", 4, "MEDIUM")]
     # Called under a rate limit: the body runs every 100 steps.
     assert analyse(LAMBDAS.format(call="if step % 100 == 0:\n            read(loss)"), select=("VP201",)) == []
+
+
+def test_an_alias_of_a_bound_sync_method_or_of_a_process_spawn_is_that_call(analyse):
+    code = """\
+    import subprocess as sp
+    import torch
+
+    def train(loader):
+        wait = torch.cuda.Event().synchronize
+        drain = torch.cuda.current_stream().synchronize
+        spawn = sp.run
+        for x in loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            optimizer.step()
+            wait()
+            drain()
+            spawn(["nvidia-smi"])
+    """
+    # A stream or event sync waits only for the work its stream or event covers: its cost is assumed.
+    assert analyse(code, select=("VP203", "VP204")) == [("VP203", 12, "MEDIUM"), ("VP203", 13, "MEDIUM"), ("VP204", 14, "HIGH")]

@@ -38,6 +38,10 @@ def _module_name(node: cst.BaseExpression) -> str:
     return name or ""
 
 
+# Libraries whose functions the rules name, and which an alias may stand for (`run = subprocess.run`).
+_ALIASED_LIBRARIES = ("torch.", "subprocess.", "os.")
+
+
 class ImportTable:
     """Maps local names bound by import statements to the qualified names they stand for."""
 
@@ -47,10 +51,13 @@ class ImportTable:
         # Holding the node keeps its id from being reused while the table lives.
         self._answers: dict[int, tuple[cst.CSTNode, int, str | None]] = {}
         self._version = 0
+        # Names bound to a method of a call's result (`sync = torch.cuda.Event().synchronize`).
+        self._bound_methods: dict[str, cst.Attribute] = {}
 
     def forget_nodes(self) -> None:
         """Drop the remembered answers (and the nodes they hold) once the walk is over."""
         self._answers = {}
+        self._bound_methods = {}
 
     def add(self, statement: cst.Import | cst.ImportFrom) -> None:
         self._version += 1
@@ -80,12 +87,21 @@ class ImportTable:
             return
         options = [value.body, value.orelse] if type(value) is cst.IfExp else [value]
         for option in options:
+            if type(option) is cst.Attribute and type(option.value) is cst.Call:
+                # `sync = torch.cuda.Event().synchronize`: a bound method; `sync()` calls it.
+                self._bound_methods[target.value] = option
+                return
             if type(option) in (cst.Name, cst.Attribute):
                 qualified = self.qualified_name(option)
-                if qualified is not None and qualified.startswith("torch."):
+                if qualified is not None and qualified.startswith(_ALIASED_LIBRARIES):
                     self._version += 1
                     self._aliases[target.value] = qualified
                     return
+
+    def bound_method(self, call: cst.Call) -> cst.Attribute | None:
+        """`Event().synchronize` for `sync()` after `sync = torch.cuda.Event().synchronize`."""
+        func = call.func
+        return self._bound_methods.get(func.value) if type(func) is cst.Name else None
 
     def qualify(self, dotted: str) -> str | None:
         """The qualified name of a dotted spelling, or None when its head was not imported."""
