@@ -212,6 +212,9 @@ for epoch in range(epochs):
                 # A hook the training loop calls every step, growing a list made in `__init__`.
                 return self.severity if entry in ("graph", "tensor") else _HOST
             lifetime = _lifetime(history, where, step_loop)
+            if step_loop is None and lifetime == "run" and _runs_every_step(where) and entry in ("graph", "tensor"):
+                # A helper the step loop calls, growing a list made at module level.
+                return self.severity
             if entry == "graph":
                 return self.severity if lifetime in {"epoch", "call", "run"} else None
             if entry == "tensor" and kind == "graph" and (lifetime != "run" or not trains(step_loop)):
@@ -428,6 +431,11 @@ def _per_step_hook(where: Where, heat) -> bool:
         other.key.startswith(owner) and other.has_step_loop and other.trains_transitively
         for other in heat.functions
     )
+
+
+def _runs_every_step(where: Where) -> bool:
+    """Code outside loops in a function that runs every step (a helper the step loop calls)."""
+    return not where.loops and where.function is not None and where.function.heat is Heat.STEP
 
 
 def _lifetime(history: _History, append: Where, step_loop: LoopInfo | None) -> str | None:

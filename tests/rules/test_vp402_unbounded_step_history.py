@@ -103,3 +103,35 @@ def test_rows_of_a_profiling_sweep_are_no_step_history(analyse):
             results.append(row)
     """
     assert analyse(code, name="profiler.py", select=("VP402",)) == []
+
+
+def test_a_helper_the_step_loop_calls_grows_a_module_level_history(tmp_path):
+    # The list lives at module level of another file, the append sits in a helper with no loop of
+    # its own; the step loop hands it the device loss every step.
+    import textwrap
+
+    from verifier.config import Settings
+    from verifier.static.runner import analyze_paths
+
+    (tmp_path / "history.py").write_text(textwrap.dedent("""\
+        _losses = []
+
+        def remember(loss):
+            _losses.append(loss)
+    """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import torch
+        import torch.nn.functional as F
+        from history import remember
+
+        model.cuda()
+        for x, y in loader:
+            loss = F.cross_entropy(model(x.cuda()), y.cuda())
+            loss.backward()
+            optimizer.step()
+            remember(loss)
+    """))
+    result = analyze_paths([str(tmp_path)], Settings(select=("VP402",)))
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.severity.name, f.heat.label) for f in result.findings] == [
+        ("history.py", 4, "HIGH", "step"),
+    ]
