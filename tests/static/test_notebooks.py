@@ -51,7 +51,7 @@ def run_json(capsys, *argv):
 def test_findings_name_the_cell_and_the_line_within_it(project, capsys):
     assert main(["train.ipynb", "--no-report", "--no-cache", "-q", "--select", "VP2"]) == 1
     assert capsys.readouterr().out.splitlines() == [
-        "train.ipynb:cell 3:2:11: VP201 [LOW] `.item()` of `loss` in the per-step loop waits for the device every step",
+        "train.ipynb:cell 3:2:11: VP201 [MEDIUM] `.item()` of `loss` in the per-step loop waits for the device every step",
         "train.ipynb:cell 5:7:5: VP203 [HIGH] `synchronize()` in a loop blocks the host on every iteration",
     ]
 

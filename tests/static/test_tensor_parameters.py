@@ -74,3 +74,30 @@ def test_a_loss_made_by_a_library_function_reaches_a_helper_in_another_module(tm
         ("probes.py", 2, "MEDIUM", "step"),
         ("probes.py", 5, "MEDIUM", "step"),
     ]
+
+
+@pytest.mark.parametrize(
+    "binding",
+    ["logits, loss = model(x.cuda(), y.cuda())", "logits, self.loss = model(x.cuda(), y.cuda())"],
+    ids=["unpacked-local", "unpacked-attribute"],
+)
+def test_an_unpacked_loss_a_backward_ran_on_reaches_the_helper(analyse, binding):
+    # The project pass cannot say what `model(x, y)` returns; the walk knows a backward ran on the
+    # loss, and that is what the helper's parameter receives.
+    loss = "self.loss" if "self.loss" in binding else "loss"
+    code = f"""\
+    import torch
+
+    def log(loss):
+        print(f"{{loss}}")
+
+    class Trainer:
+        def run(self, model, loader):
+            model.cuda()
+            for x, y in loader:
+                {binding}
+                {loss}.backward()
+                self.optimizer.step()
+                log({loss})
+    """
+    assert analyse(code, select=SELECT) == [("VP201", 4, "MEDIUM")]

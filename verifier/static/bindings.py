@@ -159,10 +159,16 @@ class Bindings:
         if kind in (cst.Integer, cst.Float):
             return NUMBER
         if kind in (cst.Name, cst.Attribute):
-            return (
-                (concrete and self._known(node)) or self._symbolic(node) or self._function(node)
-                or (self._tensor(node) if concrete else None)
-            )
+            known = concrete and self._known(node)
+            if known:
+                return known
+            symbolic = self._symbolic(node)
+            tensor = self._tensor(node) if concrete else None
+            if symbolic is not None and tensor is not None:
+                # `logits, loss = model(x, y)`: what the project pass finds, else the tensor the
+                # walk knows (`loss.backward()` ran on it).
+                return _bounded(("or", symbolic, tensor))
+            return symbolic or self._function(node) or tensor
         if kind is cst.Call:
             return self._term_of_call(node, concrete)
         if kind is cst.Subscript:
@@ -238,8 +244,13 @@ class Bindings:
     def _tensor(self, node: cst.BaseExpression) -> tuple | None:
         """A tensor the walk knows (on the accelerator when that is shown): the last resort for a
         name, after what it is bound to in the project (a host batch says more)."""
-        if type(node) is cst.Attribute or self._facts.kind_of(node) is not Kind.TENSOR:
-            return None  # an attribute is a tensor by its name only (`self.data`): no fact
+        if type(node) is cst.Attribute:
+            # `self.data` is a tensor by its name only: no fact; `self.loss` after
+            # `self.loss.backward()` is one the walk learned.
+            if self._facts.lookup(dotted_name(node) or "") is not Kind.TENSOR:
+                return None
+        elif self._facts.kind_of(node) is not Kind.TENSOR:
+            return None
         if self._on_device(node):
             return DEVICE_TENSOR
         # In a module that never names a device, a tensor of unknown place is a host tensor as
@@ -517,6 +528,8 @@ class _Project:
             return self.attribute(term[1], term[2])
         if tag == "tuple":
             return ("tuple", *(self.value(t) for t in term[1:]))
+        if tag == "or":
+            return self.value(term[1]) or term[2]
         inner = self.value(term[1])
         if tag == "element":
             if inner is not None and inner[0] in ("function", "functions"):
