@@ -42,6 +42,8 @@ class Settings:
     include_tests: bool = False
     # Rules still in preview run only when asked for (see `Rule.preview`).
     preview: bool = False
+    # A suppression comment silences only when a reason follows its codes (`noqa: VP201 -- why`).
+    require_suppression_reason: bool = False
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
     file_timeout: float | None = 60.0
     # The whole run's analysis: files not done by then are VP900 (`run_limit_message`).
