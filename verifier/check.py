@@ -59,7 +59,7 @@ def run_check(args: argparse.Namespace) -> int:
     if args.add_noqa:
         from verifier.add_noqa import add_suppressions, print_summary
 
-        print_summary(add_suppressions(findings))
+        print_summary(add_suppressions(findings, with_reason=settings.require_suppression_reason))
         return EXIT_ERROR if internal_errors else EXIT_PASS
     dynamic, dynamic_note, harness_failed = (
         _dynamic(args, settings, task) if args.dynamic else (None, NOT_REQUESTED, False)
@@ -148,6 +148,7 @@ def effective_settings(args: argparse.Namespace) -> Settings:
         unanalysable=_first_set(config.unanalysable, defaults.unanalysable),
         include_tests=_first_set(config.include_tests, defaults.include_tests),
         preview=bool(_first_set(args.preview or None, config.preview, defaults.preview)),
+        require_suppression_reason=_first_set(config.require_suppression_reason, defaults.require_suppression_reason),
     )
 
 

@@ -121,6 +121,7 @@ class FileConfig:
     unanalysable: str | None = None
     include_tests: bool | None = None
     preview: bool | None = None
+    require_suppression_reason: bool | None = None
     max_file_size: int | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     regression_tolerance: float | None = None
@@ -176,6 +177,7 @@ _THRESHOLD_KEYS = ("speedup", "memory-reduction", "accuracy-drop", "regression-t
 _KEYS = (
     "select", "extend-select", "ignore", "exclude", "severity", "per-file-ignores",
     "block-on", "min-score", "block-on-new-only", "unanalysable", "include-tests", "preview", "max-file-size", "thresholds",
+    "require-suppression-reason",
 )
 UNANALYSABLE_POLICIES = ("block", "warn")
 
@@ -210,6 +212,9 @@ class _Validator:
             unanalysable=self.choice(table, "unanalysable", UNANALYSABLE_POLICIES) if "unanalysable" in table else None,
             include_tests=self.boolean(table, "include-tests") if "include-tests" in table else None,
             preview=self.boolean(table, "preview") if "preview" in table else None,
+            require_suppression_reason=(
+                self.boolean(table, "require-suppression-reason") if "require-suppression-reason" in table else None
+            ),
             max_file_size=self.size(table, "max-file-size") if "max-file-size" in table else None,
             thresholds=thresholds,
             regression_tolerance=tolerance,

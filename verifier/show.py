@@ -32,6 +32,7 @@ def settings_text(settings: Settings, *, root: str | None, heat_scope: str) -> s
         f"unanalysable = {settings.unanalysable}",
         f"include-tests = {str(settings.include_tests).lower()}",
         f"preview = {str(settings.preview).lower()}",
+        f"require-suppression-reason = {str(settings.require_suppression_reason).lower()}",
         f"max-file-size = {settings.max_file_size}",
         f"file-timeout = {settings.file_timeout:g}" if settings.file_timeout else "file-timeout = (none)",
         f"run-timeout = {settings.run_timeout:g}" if settings.run_timeout else "run-timeout = (none)",

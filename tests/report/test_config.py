@@ -30,6 +30,7 @@ def test_full_table_is_read(tmp_path):
         block-on = ["CRITICAL"]
         min-score = 80
         block-on-new-only = true
+        require-suppression-reason = true
 
         [tool.verify-perf.thresholds]
         speedup = 1.3
@@ -46,6 +47,7 @@ def test_full_table_is_read(tmp_path):
     assert config.per_file_ignores == ((PathPattern("tests/*", str(tmp_path)), ("VP201",)),)
     assert config.block_on == frozenset({Severity.CRITICAL})
     assert config.min_score == 80 and config.block_on_new_only is True
+    assert config.require_suppression_reason is True
     assert (config.thresholds.min_speedup, config.thresholds.min_memory_reduction) == (1.3, 0.25)
     assert config.thresholds.max_accuracy_degradation == 0.02
     assert config.regression_tolerance == 0.1
@@ -64,6 +66,8 @@ def test_full_table_is_read(tmp_path):
         ('per-file-ignores = { "a/*" = ["nope"] }', "per-file-ignores.'a/*'", "unknown rule code or name 'nope'"),
         ('block-on = ["SEVERE"]', "block-on", "unknown severity"),
         ('block-on-new-only = "yes"', "block-on-new-only", "expected true or false"),
+        ('require-suppression-reason = 1', "require-suppression-reason", "expected true or false, got int 1"),
+        ('require-reason = true', "require-reason", "unknown key (did you mean 'require-suppression-reason'?)"),
         ('thresholds = { speed = 2 }', "thresholds.speed", "unknown key (did you mean 'speedup'?)"),
         ('thresholds = { memory-reduction = 1.5 }', "thresholds.memory-reduction", "expected a number from 0 to 1"),
     ],
