@@ -11,7 +11,7 @@ import re
 import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from verifier.config import FileConfig, Settings, find_config, load_config
 from verifier.dynamic.results import DynamicResult
@@ -64,6 +64,7 @@ def run_check(args: argparse.Namespace) -> int:
     dynamic, dynamic_note, harness_failed = (
         _dynamic(args, settings, task) if args.dynamic else (None, NOT_REQUESTED, False)
     )
+    analysed = _with_runtime_evidence(analysed, dynamic)
     comparison = _baseline(args, settings, analysed, dynamic)
     report_path = _report_path(args, task)
     run = RunInfo(
@@ -362,6 +363,31 @@ def _dynamic(args: argparse.Namespace, settings: Settings, task: str) -> tuple[D
     if result.failure:
         print(f"verify-perf: dynamic harness failed: {result.failure}", file=sys.stderr)
     return result, "", bool(result.failure)
+
+
+def _with_runtime_evidence(analysed: Analysed, dynamic: DynamicResult | None) -> Analysed:
+    """The findings with what the harness saw at their lines, and the runtime-only ones (VP290),
+    joined before the baseline compares them: a runtime-only finding is new or existing like any
+    other, and a stored one is fixed only by a run that counted syncs."""
+    from verifier.report.evidence import (
+        RUNTIME_CODE,
+        counts_runtime_syncs,
+        join_runtime_evidence,
+    )
+
+    if not counts_runtime_syncs(dynamic):
+        return analysed
+    static_ran = analysed.compared
+
+    def ran(path: str, code: str) -> bool:
+        return code == RUNTIME_CODE or static_ran is None or static_ran(path, code)
+
+    return replace(
+        analysed,
+        findings=join_runtime_evidence(analysed.findings, dynamic),
+        every_line=join_runtime_evidence(analysed.every_line, dynamic),
+        compared=ran,
+    )
 
 
 def _baseline(args, settings: Settings, analysed: Analysed, dynamic):

@@ -11,7 +11,8 @@ import json
 import os
 from pathlib import PurePath
 
-from verifier.findings import Finding, Heat, Severity
+from verifier.findings import Category, Finding, Heat, Severity
+from verifier.report.evidence import RUNTIME_CODE, RUNTIME_FIX, RUNTIME_NAME, RUNTIME_SUMMARY, RUNTIME_WHY
 from verifier.report.github import LEVEL as GITHUB_LEVEL
 from verifier.report.file_names import json_safe, uri_path
 from verifier.report.model import Report
@@ -44,8 +45,10 @@ def render_sarif(report: Report) -> str:
 
     fixed = report.baseline.fixed if report.baseline is not None else ()
     reported = {f.code for f in (*report.findings, *report.suppressed)} | {s.code for s in fixed}
-    rules = [rule for rule in all_rules() if rule.code in reported]
-    index = {rule.code: i for i, rule in enumerate(rules)}
+    descriptors = [_descriptor(rule) for rule in all_rules() if rule.code in reported]
+    if RUNTIME_CODE in reported:
+        descriptors.append(_runtime_descriptor())
+    index = {descriptor["id"]: i for i, descriptor in enumerate(descriptors)}
     results = [_result(f, report, index) for f in report.findings]
     results += [_suppressed(f, report, index) for f in report.suppressed]
     results += [_absent(stored, index) for stored in fixed]
@@ -55,7 +58,7 @@ def render_sarif(report: Report) -> str:
                 "name": "verify-perf",
                 "version": report.version,
                 "semanticVersion": report.version,
-                "rules": [_descriptor(rule) for rule in rules],
+                "rules": descriptors,
             }
         },
         "columnKind": "unicodeCodePoints",
@@ -94,6 +97,19 @@ def _descriptor(rule) -> dict:
         "help": {"text": rule.fix, "markdown": rule_markdown(rule)},
         "defaultConfiguration": {"level": LEVEL[top]},
         "properties": {"category": rule.category.value, "severityByHeat": severities, "tags": ["performance"]},
+    }
+
+
+def _runtime_descriptor() -> dict:
+    """The runtime-only finding (VP290) is no static rule, but its results need a descriptor too."""
+    return {
+        "id": RUNTIME_CODE,
+        "name": RUNTIME_NAME,
+        "shortDescription": {"text": RUNTIME_SUMMARY},
+        "fullDescription": {"text": RUNTIME_WHY},
+        "help": {"text": RUNTIME_FIX},
+        "defaultConfiguration": {"level": LEVEL[Severity.MEDIUM]},
+        "properties": {"category": Category.SYNC.value, "severityByHeat": {"step": "MEDIUM"}, "tags": ["performance"]},
     }
 
 
