@@ -2,7 +2,8 @@
 
 Every rule of the run is described once under `tool.driver.rules`; results point at them by
 id and index. Locations are relative URIs against `%SRCROOT%` so the file is the same on every
-machine. Fingerprints are the baseline fingerprints, so dashboards track findings across edits.
+machine. Fingerprints are the baseline fingerprints (`verifyPerf/v2`: what the finding is, not
+where), so dashboards track findings across edits, renames and moves.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schem
 LEVEL = {severity: {"notice": "note"}.get(level, level) for severity, level in GITHUB_LEVEL.items()}
 # SARIF's own baselineState vocabulary for our new/existing states.
 BASELINE_STATE = {"new": "new", "existing": "unchanged"}
+# partialFingerprints keys: identity fingerprints, and the path-keyed ones of older baselines.
+IDENTITY_KEY, PATH_KEY = "verifyPerf/v2", "verifyPerf/v1"
 
 
 def artifact_location(path: str) -> dict:
@@ -51,7 +54,8 @@ def render_sarif(report: Report) -> str:
     index = {descriptor["id"]: i for i, descriptor in enumerate(descriptors)}
     results = [_result(f, report, index) for f in report.findings]
     results += [_suppressed(f, report, index) for f in report.suppressed]
-    results += [_absent(stored, index) for stored in fixed]
+    stored_key = PATH_KEY if report.baseline is not None and report.baseline.path_keyed else IDENTITY_KEY
+    results += [_absent(stored, index, stored_key) for stored in fixed]
     run = {
         "tool": {
             "driver": {
@@ -113,7 +117,7 @@ def _runtime_descriptor() -> dict:
     }
 
 
-def _result(finding: Finding, report: Report, index: dict[str, int], *, fingerprint: bool = True) -> dict:
+def _result(finding: Finding, report: Report, index: dict[str, int]) -> dict:
     region = {
         "startLine": finding.shown_line,
         "startColumn": finding.column,
@@ -136,7 +140,7 @@ def _result(finding: Finding, report: Report, index: dict[str, int], *, fingerpr
                 }
             }
         ],
-        "partialFingerprints": {"verifyPerf/v1": report.fingerprints[finding] if fingerprint else _fingerprint_of(finding)},
+        "partialFingerprints": {IDENTITY_KEY: report.fingerprints[finding]},
         "properties": {
             "severity": finding.severity.name,
             "heat": finding.heat.label,
@@ -170,13 +174,13 @@ def _trace_location(number: int, step) -> dict:
 
 def _suppressed(finding: Finding, report: Report, index: dict[str, int]) -> dict:
     """A finding a comment silenced: present, marked as suppressed in source (dashboards hide it)."""
-    result = _result(finding, report, index, fingerprint=False)
+    result = _result(finding, report, index)
     result["suppressions"] = [{"kind": "inSource"}]
     result.pop("baselineState", None)
     return result
 
 
-def _absent(stored, index: dict[str, int]) -> dict:
+def _absent(stored, index: dict[str, int], key: str) -> dict:
     """A finding the baseline had and this run no longer has: SARIF's `absent` state."""
     result = {
         "ruleId": stored.code,
@@ -191,15 +195,9 @@ def _absent(stored, index: dict[str, int]) -> dict:
                 }
             }
         ],
-        "partialFingerprints": {"verifyPerf/v1": stored.fingerprint},
+        "partialFingerprints": {key: stored.fingerprint},
         "baselineState": "absent",
     }
     if stored.code in index:
         result["ruleIndex"] = index[stored.code]
     return result
-
-
-def _fingerprint_of(finding: Finding) -> str:
-    from verifier.report.baseline import fingerprints
-
-    return fingerprints([finding])[finding]
