@@ -592,7 +592,7 @@ def _to_findings(
         severity = record.table.at(where_heat) if record.table is not None else None
         if severity is None:
             continue
-        severity = settings.severity.get(rule.code, severity)
+        severity = settings.severity_at(rule.code, where_heat, severity)
         kept.append((candidate, where_heat, severity, record.table))
     if not kept:
         return []
@@ -685,7 +685,7 @@ def unanalysable_finding(path: str, message: str, settings: Settings, *, blocks:
     HIGH unless `unanalysable = "warn"`; a file that is not valid source (syntax, encoding) is INFO.
     A severity configured for VP900 replaces both."""
     severity = Severity.HIGH if blocks and settings.unanalysable == "block" else Severity.INFO
-    severity = settings.severity.get(UNANALYSABLE, severity)  # `severity = { VP900 = ... }` decides for all
+    severity = settings.severity_at(UNANALYSABLE, Heat.ONCE, severity)  # `severity = { VP900 = ... }` decides for all
     return Finding(
         path=path,
         line=max(line, 1),
