@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from verifier.integers import json_integer, shown
 from verifier.dynamic.intervals import median_interval
 from verifier.findings import Finding, Heat, Severity
 from verifier.report import figures
-from verifier.report.identity import Identity, identities
+from verifier.report.identity import FILE_LEVEL_CODE, Identity, identities
 from verifier.errors import UsageError
 from verifier.static.source import UnreadableSource, read_bytes
 from verifier.static.suppression import without_directives
@@ -286,7 +287,8 @@ def compare(
 def _matches(current: dict[Finding, str], stored: tuple[StoredFinding, ...]) -> dict[Finding, int]:
     """Each current finding paired with at most one stored finding of the same fingerprint (its
     index), the same path first: identical code in two files is two findings, and a file that
-    was renamed or moved still pairs its findings."""
+    was renamed or moved still pairs its findings. A file that could not be analysed (VP900)
+    pairs only with its own path: another file's failure says nothing about it."""
     waiting: dict[str, list[int]] = defaultdict(list)
     for index, record in enumerate(stored):
         waiting[record.fingerprint].append(index)
@@ -296,13 +298,18 @@ def _matches(current: dict[Finding, str], stored: tuple[StoredFinding, ...]) -> 
             candidates = waiting.get(key)
             if finding in pairs or not candidates:
                 continue
-            chosen = next((i for i in candidates if stored[i].path == finding.path), None)
-            if chosen is None and not same_path:
+            chosen = next((i for i in candidates if _same_path(stored[i].path, finding.path)), None)
+            if chosen is None and not same_path and finding.code != FILE_LEVEL_CODE:
                 chosen = candidates[0]
             if chosen is not None:
                 candidates.remove(chosen)
                 pairs[finding] = chosen
     return pairs
+
+
+def _same_path(stored: str, current: str) -> bool:
+    """The same file name (links not resolved: a link is a place of its own)."""
+    return stored == current or os.path.abspath(stored) == os.path.abspath(current)
 
 
 def _state(finding: Finding, stored: StoredFinding | None) -> str:

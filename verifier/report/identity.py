@@ -5,7 +5,9 @@ it is in (only the header of a compound statement: `for x in loader:`), and its 
 normalised by Python's own parser (`ast`), so whitespace, comments, suppression comments, quotes
 and line breaks inside brackets do not change it. A renamed or moved file, code inserted above
 a finding, and a function moved elsewhere in its file keep the identity; a statement moved into
-another function, or a renamed function, give a new one. This is what SARIF `partialFingerprints`
+another function, or a renamed function, give a new one. A file that could not be analysed
+(VP900) is one finding about the whole file: its identity is the file's, so only a finding of the
+same file matches it (`baseline`). This is what SARIF `partialFingerprints`
 are for: the same result, tracked across runs.
 
 Source is parsed with `ast`, never run. A file that cannot be read or parsed now falls back to
@@ -38,10 +40,18 @@ class Identity:
     code: str  # the finding's own span where it is an expression, normalised the same way; else ""
 
 
+# A file that could not be analysed: its finding is about the file, whatever its text.
+FILE_LEVEL_CODE = "VP900"
+WHOLE_FILE = Identity("", "", "")
+
+
 def identities(findings: Iterable[Finding]) -> dict[Finding, Identity]:
     """The identity of each finding; each file is read and parsed once."""
     result = {}
     for finding in findings:
+        if finding.code == FILE_LEVEL_CODE:
+            result[finding] = WHOLE_FILE
+            continue
         parsed = _parsed(finding.path)
         result[finding] = _identity(finding, *parsed) if parsed is not None else _fallback(finding)
     return result
