@@ -1,4 +1,4 @@
-"""VP901 invalid-suppression: a suppression comment names a rule that does not exist."""
+"""VP901 invalid-suppression: a suppression comment that cannot silence what it is written for."""
 
 from __future__ import annotations
 
@@ -13,15 +13,19 @@ class InvalidSuppression(Rule):
     name = "invalid-suppression"
     category = Category.ANALYSIS
     severity = SeverityByHeat.always(Severity.LOW)
-    cost = "a suppression comment that names no rule verify-perf knows"
+    cost = "a suppression comment that silences nothing it seems to"
     summary = (
-        "Reports a suppression comment (`# verify-perf: ignore[...]`, or a `VP` code in `# noqa: ...`) "
-        "that names no rule, e.g. a typo such as `VP2O1`."
+        "Reports a suppression comment that silences nothing although it seems to: a code that names "
+        "no rule (a typo such as `VP2O1`), a bare `# verify-perf: ignore` or `# verify-perf: noqa` "
+        "(a suppression must name its rules), a blanket `# noqa` on a line with a finding, and, with "
+        "`require-suppression-reason`, a suppression with no reason after its codes."
     )
     why = (
-        "A mistyped code suppresses nothing, so the finding it was meant for is still reported, and "
-        "the comment misleads every reader into thinking the line was reviewed. Codes of other "
-        "linters in a shared `# noqa` (E501, F401) are left alone."
+        "A gate's suppression must say which finding it accepts. A blanket `# noqa` is written for "
+        "other linters every day, so it never silences a verify-perf finding; each of these comments "
+        "leaves its finding reported, and misleads every reader into thinking the line was reviewed. "
+        "Codes of other linters in a shared `# noqa` (E501, F401), and a blanket `# noqa` on a line "
+        "with no finding of ours, are left alone."
     )
     example = "for batch in loader:\n    print(loss.item())  # verify-perf: ignore[VP2O1]\n"
     use_instead = "for batch in loader:\n    print(loss.item())  # verify-perf: ignore[VP201]\n"
@@ -31,9 +35,11 @@ class InvalidSuppression(Rule):
 
     VALID = (
         "x = 1  # noqa: E501\n",
-        "x = 1  # verify-perf: ignore\n",
+        "x = 1  # noqa\n",
     )
     INVALID = (
         Invalid("x = 1  # verify-perf: ignore[VP2O1]\n", line=1, severity=Severity.LOW),
         Invalid("import os\n\ny = 2  # noqa: E501, VP9999\n", line=3, severity=Severity.LOW),
+        Invalid("x = 1  # verify-perf: ignore\n", line=1, severity=Severity.LOW),
+        Invalid("# verify-perf: noqa\nx = 1\n", line=1, severity=Severity.LOW),
     )

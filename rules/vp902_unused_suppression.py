@@ -16,7 +16,8 @@ class UnusedSuppression(Rule):
     cost = "a suppression comment that silences nothing"
     summary = (
         "Reports a suppression comment whose rule produced no finding on that line (like ruff's "
-        "RUF100): the code moved, was fixed, or the comment is on the wrong line."
+        "RUF100), or, for a file-level `# verify-perf: noqa: VP203`, in that file: the code moved, "
+        "was fixed, or the comment is on the wrong line."
     )
     why = (
         "A stale suppression hides the next real finding on that line without anyone deciding to, "
@@ -38,4 +39,5 @@ class UnusedSuppression(Rule):
     INVALID = (
         Invalid("x = 1  # verify-perf: ignore[VP201]\n", line=1, severity=Severity.LOW),
         Invalid("import torch\n\ny = 2  # noqa: VP203\n", line=3, severity=Severity.LOW),
+        Invalid("# verify-perf: noqa: VP203\nimport torch\n", line=1, severity=Severity.LOW),
     )

@@ -165,6 +165,41 @@ def test_add_noqa_merges_into_our_directive_and_a_second_run_adds_nothing(projec
     assert capsys.readouterr().err == "Added 0 suppressions to 0 files.\n"
 
 
+def test_add_noqa_names_the_codes_in_a_bare_directive_and_next_to_a_blanket_noqa(project, capsys):
+    path = project / "train.py"
+    path.write_text(SYNC_LOOP.replace("synchronize()\n", "synchronize()  # noqa  # verify-perf: ignore\n"))
+    assert main(["train.py", "--add-noqa", "--no-cache"]) == 0
+    assert capsys.readouterr().err == "Added 1 suppression to 1 file.\n"
+    assert path.read_text() == SYNC_LOOP.replace(
+        "synchronize()\n", "synchronize()  # noqa  # verify-perf: ignore[VP203]\n"
+    )
+    assert findings(capsys, "train.py") == ([], 1)
+
+
+def test_add_noqa_writes_a_reason_where_the_project_requires_one(project, capsys):
+    (project / "pyproject.toml").write_text("[tool.verify-perf]\nrequire-suppression-reason = true\n")
+    path = project / "train.py"
+    path.write_text(SYNC_LOOP)
+    assert main(["train.py", "--add-noqa", "--no-cache"]) == 0
+    assert capsys.readouterr().err == "Added 1 suppression to 1 file.\n"
+    assert path.read_text() == SYNC_LOOP.replace(
+        "synchronize()\n", "synchronize()  # verify-perf: ignore[VP203] -- existing finding, suppressed by --add-noqa\n"
+    )
+    assert findings(capsys, "train.py") == ([], 1)
+    # A directive of ours without a reason gets the codes and the reason; one with a reason keeps it.
+    path.write_text(SYNC_LOOP.replace("synchronize()\n", "synchronize()  # verify-perf: ignore[VP201]\n"))
+    assert main(["train.py", "--add-noqa", "--no-cache"]) == 0
+    assert path.read_text() == SYNC_LOOP.replace(
+        "synchronize()\n",
+        "synchronize()  # verify-perf: ignore[VP201, VP203] -- existing finding, suppressed by --add-noqa\n",
+    )
+    path.write_text(SYNC_LOOP.replace("synchronize()\n", "synchronize()  # verify-perf: ignore[VP201] -- timing\n"))
+    assert main(["train.py", "--add-noqa", "--no-cache"]) == 0
+    assert path.read_text() == SYNC_LOOP.replace(
+        "synchronize()\n", "synchronize()  # verify-perf: ignore[VP201, VP203] -- timing\n"
+    )
+
+
 @pytest.mark.parametrize("text", ["# verify-perf: ignore[VP201]", "# verify-perf: ignore"], ids=["listed", "bare"])
 def test_add_noqa_never_edits_a_string_that_looks_like_a_directive(project, capsys, text):
     path = project / "train.py"

@@ -172,7 +172,7 @@ def test_a_finding_silenced_by_a_comment_is_not_fixed(full_baseline, capsys):
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_with_diff_only_changed_files_are_compared_and_unchanged_lines_are_not_fixed(tmp_path, monkeypatch, capsys):
+def test_with_diff_the_new_findings_are_compared_and_unchanged_ones_are_not_fixed(tmp_path, monkeypatch, capsys):
     def git(*args):
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
                         *args], cwd=tmp_path, check=True, capture_output=True)
@@ -188,6 +188,103 @@ def test_with_diff_only_changed_files_are_compared_and_unchanged_lines_are_not_f
     assert main(["train.py", "other.py", "--select", "VP2", "--format", "json", "-o", "all.json", "--no-report"]) == 1
     (tmp_path / "train.py").write_text(TRAIN + "        print(loss.item())\n")
     _, lines = summary(capsys, ".", "--select", "VP2", "--diff", "main")
-    # VP201 on the added line is new; VP203 on train.py's unchanged line 9 is still there (not fixed);
-    # other.py did not change, so its VP203 was not compared.
-    assert lines == [f"Baseline all.json: 1 new, 0 existing, 0 fixed; 1 {NOT_COMPARED}."]
+    # Diff mode reports VP201 on the added line (the merge base did not have it): new to the
+    # baseline too. The VP203 of train.py and other.py are still there, so neither is fixed.
+    assert lines == ["Baseline all.json: 1 new, 0 existing, 0 fixed."]
+
+
+# Identity, not place: a renamed file, a moved function and an older baseline keep accepted debt.
+
+METRICS = """\
+import torch
+
+
+def wait_for_device():
+    torch.cuda.synchronize()
+"""
+
+LOOP = """\
+import torch
+from {module} import wait_for_device
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        wait_for_device()
+"""
+
+
+def git_in(folder):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
+                        *args], cwd=folder, check=True, capture_output=True)
+
+    return git
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_renamed_file_keeps_its_accepted_findings(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    git = git_in(tmp_path)
+    git("init", "-q", "-b", "main")
+    (tmp_path / "metrics.py").write_text(METRICS)
+    (tmp_path / "train.py").write_text(LOOP.format(module="metrics"))
+    git("add", ".")
+    git("commit", "-q", "-m", "train")
+    assert main([".", "--format", "json", "-o", "base.json", "--no-report"]) == 1
+    assert main([".", "--format", "sarif", "-o", "before.sarif", "--no-report"]) == 1
+    stored = json.loads((tmp_path / "base.json").read_text())["findings"]
+    assert [(f["path"], f["line"], f["code"], f["severity"]) for f in stored] == [
+        ("metrics.py", 5, "VP203", "HIGH"), ("train.py", 6, "VP306", "INFO"),
+    ]
+    git("mv", "metrics.py", "train_metrics.py")
+    (tmp_path / "train.py").write_text(LOOP.format(module="train_metrics"))
+    code = main([".", "--baseline", "base.json", "--block-on-new-only", "--format", "json", "--no-report"])
+    report = json.loads(capsys.readouterr().out)
+    assert [(f["path"], f["line"], f["code"], f["baseline_state"]) for f in report["findings"]] == [
+        ("train.py", 6, "VP306", "existing"), ("train_metrics.py", 5, "VP203", "existing"),
+    ]
+    baseline = report["baseline"]
+    assert (baseline["new"], baseline["existing"], baseline["fixed"], baseline["not_compared"]) == (0, 2, [], 0)
+    assert code == 0
+    # Code scanning tracks the same results: their partial fingerprints did not change.
+    assert main([".", "--format", "sarif", "-o", "after.sarif", "--no-report"]) == 1
+
+    def partial(name):
+        results = json.loads((tmp_path / name).read_text())["runs"][0]["results"]
+        return sorted((r["ruleId"], r["partialFingerprints"]["verifyPerf/v2"]) for r in results)
+
+    assert partial("before.sarif") == partial("after.sarif")
+    assert sorted((f["code"], f["fingerprint"]) for f in stored) == partial("after.sarif")
+
+
+def test_a_function_moved_within_its_file_keeps_its_findings(project, capsys):
+    (project / "train.py").write_text(TRAIN.replace("import torch\n", "import torch\n\n\ndef first():\n    return 1\n"))
+    code, report = run(capsys, "--block-on-new-only")
+    assert [(f["line"], f["baseline_state"]) for f in report["findings"]] == [(13, "existing")]
+    assert code == 0
+
+
+def test_a_finding_now_more_severe_than_in_the_baseline_is_new(project, capsys):
+    (project / "pyproject.toml").write_text('[tool.verify-perf]\nseverity = { VP203 = "MEDIUM" }\n')
+    assert main(["train.py", "--select", "VP2", "--format", "json", "-o", "baseline.json", "--no-report"]) == 0
+    (project / "pyproject.toml").unlink()
+    code, report = run(capsys, "--block-on-new-only")
+    assert [(f["line"], f["severity"], f["baseline_state"]) for f in report["findings"]] == [(9, "HIGH", "new")]
+    assert code == 1
+
+
+def test_a_baseline_of_schema_version_1_is_matched_by_path_and_line_text(project, capsys):
+    stored = json.loads((project / "baseline.json").read_text())
+    legacy = {**stored, "schema_version": 1}
+    # Version 1 fingerprinted rule, path, first line and occurrence.
+    legacy["findings"] = [{**f, "fingerprint": ""} for f in stored["findings"]]
+    (project / "baseline.json").write_text(json.dumps(legacy))
+    (project / "train.py").write_text("# shifted\n" + TRAIN)
+    code, report = run(capsys, "--block-on-new-only")
+    assert [(f["line"], f["baseline_state"]) for f in report["findings"]] == [(10, "existing")]
+    assert code == 0

@@ -1,5 +1,7 @@
-"""`--diff BASE`: only files and lines changed since the merge base are reported; heat comes from
-the whole project, so a helper made hot by an unchanged caller is still reported."""
+"""`--diff BASE`: the change is judged by its effect. A finding is reported when the merge base did
+not have it, or had it colder or less severe, wherever it is; heat comes from the whole project, so
+a helper made hot by an unchanged caller is reported, and so is an unchanged helper that a changed
+loop starts calling."""
 
 from __future__ import annotations
 
@@ -62,14 +64,14 @@ def findings(capsys, *args) -> tuple[int, dict]:
     return code, json.loads(capsys.readouterr().out)
 
 
-def test_only_changed_lines_of_changed_files_are_reported(repo, capsys):
+def test_only_what_the_change_made_new_is_reported(repo, capsys):
     (repo / "src" / "train.py").write_text(CHANGED)
     git(repo, "commit", "-qam", "log the loss")
     code, report = findings(capsys, "src", "--diff", "main")
-    assert report["files"] == ["src/train.py"]
+    assert report["files"] == ["src/other.py", "src/train.py"]
     assert [(f["code"], f["line"], f["heat"]) for f in report["findings"]] == [("VP201", 10, "step")]
     assert report["diff_base"] == "main"
-    assert code == 0  # the pre-existing HIGH synchronize on line 9 is not on a changed line
+    assert code == 0  # the HIGH synchronize on line 9 was there at the merge base
 
     _, full = findings(capsys, "src")
     assert {(f["code"], f["line"]) for f in full["findings"]} >= {("VP203", 9), ("VP201", 10), ("VP203", 4)}
@@ -79,20 +81,24 @@ def test_uncommitted_and_untracked_changes_count(repo, capsys):
     (repo / "src" / "train.py").write_text(CHANGED)
     (repo / "src" / "new.py").write_text(OTHER)
     _, report = findings(capsys, "src", "--diff", "main")
-    assert report["files"] == ["src/new.py", "src/train.py"]
+    assert report["files"] == ["src/new.py", "src/other.py", "src/train.py"]
+    # new.py holds other.py's code: other.py keeps its own finding, new.py's copy is new.
     assert [(f["path"], f["line"]) for f in report["findings"]] == [("src/new.py", 4), ("src/train.py", 10)]
 
 
-def test_nothing_changed_passes_with_no_files(repo, capsys):
+def test_nothing_changed_passes_with_nothing_new(repo, capsys):
     code, report = findings(capsys, "src", "--diff", "main")
-    assert (code, report["files"], report["findings"]) == (0, [], [])
+    assert (code, report["files"], report["findings"]) == (0, ["src/other.py", "src/train.py"], [])
 
 
 def test_the_markdown_report_says_it_is_a_pre_merge_run(repo):
     (repo / "src" / "train.py").write_text(CHANGED)
     main(["src", "--diff", "main", "--date", "2026-01-01"])
     text = (repo / "reports" / "src.md").read_text()
-    assert "Pre-merge mode: 1 Python file changed since `main`" in text
+    assert (
+        "Pre-merge mode: the change since the merge base of `main` is judged by its effect on 2 Python files in "
+        "`src`; only findings the merge base did not have, or had colder or less severe, are reported, wherever they are."
+    ) in text
     assert "--diff main" in text.split("Reproduce this report:")[1]
 
 
@@ -135,9 +141,14 @@ HELPER_BEFORE = "def log_step(loss):\n    return loss\n"
 HELPER_AFTER = "import torch\n\n\ndef log_step(loss):\n    torch.cuda.synchronize()\n    return loss\n"
 
 
-def hook_entry() -> list[str]:
+def hook_definition() -> dict:
     hooks = yaml.safe_load((Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text())
     (hook,) = [h for h in hooks if h["id"] == "verify-perf"]
+    return hook
+
+
+def hook_entry() -> list[str]:
+    hook = hook_definition()
     return shlex.split(hook["entry"]) + list(hook.get("args", []))
 
 
@@ -157,7 +168,7 @@ def two_files(tmp_path, monkeypatch):
 
 def test_a_changed_helper_gets_the_heat_of_its_unchanged_caller(two_files, capsys):
     code, report = findings(capsys, ".", "--diff", "HEAD~1")
-    assert report["files"] == ["helper.py"]
+    assert report["files"] == ["helper.py", "train.py"]
     assert report["heat_files"] == 2
     assert [(f["path"], f["code"], f["line"], f["severity"], f["heat"]) for f in report["findings"]] == [
         ("helper.py", "VP203", 5, "HIGH", "step")
@@ -165,17 +176,25 @@ def test_a_changed_helper_gets_the_heat_of_its_unchanged_caller(two_files, capsy
     assert code == 1
 
 
-def test_the_pre_commit_hook_command_line_reports_the_helper(two_files, capsys):
-    """pre-commit runs the hook's `entry` with the staged file names appended."""
-    entry = hook_entry()
-    assert entry[:1] == ["verify-perf"] and "--force-exclude" in entry
-    code = main([*entry[1:], "helper.py", "--select", "VP2", "--format", "json"])
+def test_the_pre_commit_hook_command_line_reports_the_helper(tmp_path, monkeypatch, capsys):
+    """pre-commit runs the hook's `entry` as it is (no file names) with the change staged."""
+    git(tmp_path, "init", "-q", "-b", "main")
+    (tmp_path / "train.py").write_text(CALLER)
+    (tmp_path / "helper.py").write_text(HELPER_BEFORE)
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    (tmp_path / "helper.py").write_text(HELPER_AFTER)
+    git(tmp_path, "add", "helper.py")
+    monkeypatch.chdir(tmp_path)
+    entry, hook = hook_entry(), hook_definition()
+    assert entry == ["verify-perf", "--no-report", "--diff", "HEAD", "."] and hook["pass_filenames"] is False
+    code = main([*entry[1:], "--select", "VP2", "--format", "json"])
     report = json.loads(capsys.readouterr().out)
     assert [(f["path"], f["code"], f["line"], f["severity"]) for f in report["findings"]] == [
         ("helper.py", "VP203", 5, "HIGH")
     ]
     assert code == 1
-    assert not (two_files / "reports").exists()
+    assert not (tmp_path / "reports").exists()
 
 
 def test_with_heat_scope_paths_the_helper_alone_is_cold(two_files, capsys):
@@ -194,8 +213,8 @@ def test_changed_files_with_awkward_names_are_analysed(repo, capsys, name):
     git(repo, "add", "--", os.path.join("src", filename))
     git(repo, "commit", "-qm", "add a file with an awkward name")
     code, report = findings(capsys, "src", "--diff", "main")
-    assert report["files"] == [os.path.join("src", filename)]
-    assert [(f["code"], f["line"]) for f in report["findings"]] == [("VP203", 9)]
+    assert report["files"] == sorted([os.path.join("src", filename), "src/other.py", "src/train.py"])
+    assert [(f["path"], f["code"], f["line"]) for f in report["findings"]] == [(os.path.join("src", filename), "VP203", 9)]
     assert code == 1
 
 
@@ -205,18 +224,16 @@ def test_a_modified_file_with_a_space_reports_only_its_changed_line(repo, capsys
     git(repo, "commit", "-qm", "base for the spaced name")
     (repo / "src" / "my train.py").write_text(CHANGED)
     code, report = findings(capsys, "src", "--diff", "HEAD")
-    assert report["files"] == ["src/my train.py"]
-    assert [(f["code"], f["line"]) for f in report["findings"]] == [("VP201", 10)]
+    assert [(f["path"], f["code"], f["line"]) for f in report["findings"]] == [("src/my train.py", "VP201", 10)]
 
 
-def test_a_renamed_file_is_new_at_its_new_path(repo, capsys):
-    # Renames are git's guess (a similarity score), not a fact: the code is new under this name.
+def test_a_renamed_file_keeps_its_findings_and_reports_what_the_change_added(repo, capsys):
+    # Findings are matched by what they are, not by git's guess at renames (a similarity score).
     git(repo, "mv", "src/train.py", "src/renamed train.py")
     (repo / "src" / "renamed train.py").write_text(CHANGED)
     git(repo, "commit", "-qam", "rename and log")
     _, report = findings(capsys, "src", "--diff", "main")
-    assert report["files"] == ["src/renamed train.py"]
-    assert [(f["code"], f["line"]) for f in report["findings"]] == [("VP203", 9), ("VP201", 10)]
+    assert [(f["path"], f["code"], f["line"]) for f in report["findings"]] == [("src/renamed train.py", "VP201", 10)]
 
 
 # ----- git's facts, not git's presentation -----
@@ -253,7 +270,6 @@ def test_a_symlink_that_becomes_a_file_full_of_bad_code_is_reported(repo, capsys
     (repo / "src" / "model.py").write_text(TRAIN)  # git status: T (type change)
     git(repo, "commit", "-qam", "model is its own code now")
     code, report = findings(capsys, "src", "--diff", "main")
-    assert report["files"] == ["src/model.py"]
     assert [(f["path"], f["code"], f["line"]) for f in report["findings"]] == [("src/model.py", "VP203", 9)]
     assert code == 1
 

@@ -2,7 +2,10 @@
 
 Each finding gets `# verify-perf: ignore[CODE]` on its first line (merged into a directive
 already in that line's comment, never into a string that only looks like one), or, when that line ends inside a string or continues with a backslash (where a
-comment would change the code), on the line that string or continuation ends on, as in ruff. Files keep their encoding, line endings and
+comment would change the code), on the line that string or continuation ends on, as in ruff. A
+bare `# verify-perf: ignore` there silences nothing, so it gets the codes. When the project
+requires reasons, a directive without one gets `-- existing finding, suppressed by --add-noqa`,
+which says what happened and is easy to find again. Files keep their encoding, line endings and
 permissions; they are replaced atomically. The audit's own findings (VP900-VP902) are not
 suppressed: they say the file or a comment needs fixing.
 """
@@ -23,7 +26,10 @@ from verifier.static.source import UnreadableSource, decode_source, read_bytes
 from verifier.static.suppression import comment_lines
 from verifier.writing import replace_file_bytes
 
-_OURS = re.compile(r"#\s*verify-perf\s*:\s*ignore(?P<bracket>\[[^\]]*\])?", re.IGNORECASE)
+_OURS = re.compile(
+    r"#\s*verify-perf\s*:\s*ignore(?P<bracket>\[[^\]]*\])?(?P<reason>[ \t,]*--\s*[^\s#])?", re.IGNORECASE
+)
+ADDED_REASON = "existing finding, suppressed by --add-noqa"
 
 
 @dataclass(frozen=True)
@@ -33,7 +39,8 @@ class Added:
     skipped: tuple[Finding, ...]
 
 
-def add_suppressions(findings: Iterable[Finding]) -> Added:
+def add_suppressions(findings: Iterable[Finding], *, with_reason: bool = False) -> Added:
+    """Suppress each finding in place; `with_reason`: the project requires a reason after the codes."""
     by_path: dict[str, list[Finding]] = defaultdict(list)
     directives = files = 0
     skipped: list[Finding] = []
@@ -44,14 +51,14 @@ def add_suppressions(findings: Iterable[Finding]) -> Added:
             # A file reached through a symbolic link too is edited once.
             by_path[os.path.realpath(finding.path)].append(finding)
     for key in sorted(by_path):
-        added, left = _add_to_file(by_path[key][0].path, by_path[key])
+        added, left = _add_to_file(by_path[key][0].path, by_path[key], with_reason)
         directives += added
         files += bool(added)
         skipped += left
     return Added(directives, files, tuple(skipped))
 
 
-def _add_to_file(path: str, findings: list[Finding]) -> tuple[int, list[Finding]]:
+def _add_to_file(path: str, findings: list[Finding], with_reason: bool) -> tuple[int, list[Finding]]:
     try:
         source = decode_source(read_bytes(path))
     except UnreadableSource:
@@ -82,7 +89,7 @@ def _add_to_file(path: str, findings: list[Finding]) -> tuple[int, list[Finding]
         column = comment_at.get(number)
         if column is not None and number == 1 and text.startswith("\ufeff"):
             column += 1  # the decoded source text has no BOM; this line's text still does
-        edited = _with_directive(text, sorted(codes), column)
+        edited = _with_directive(text, sorted(codes), column, with_reason)
         if edited != text:
             lines[number - 1] = edited.encode(codec) + ending
             added += 1
@@ -91,18 +98,22 @@ def _add_to_file(path: str, findings: list[Finding]) -> tuple[int, list[Finding]
     return added, skipped
 
 
-def _with_directive(line: str, codes: list[str], comment_column: int | None) -> str:
+def _with_directive(line: str, codes: list[str], comment_column: int | None, with_reason: bool) -> str:
     """`line` with the codes added: merged into our directive in its comment (which starts at
-    `comment_column`), else appended as a new one."""
+    `comment_column`), else appended as a new one; with a reason where one is required."""
     existing = _OURS.search(line, comment_column) if comment_column is not None else None
+    reason = f" -- {ADDED_REASON}" if with_reason else ""
     if existing is None:
-        return f"{line.rstrip()}  # verify-perf: ignore[{', '.join(codes)}]"
-    if existing.group("bracket") is None:
-        return line  # a bare directive already silences every rule
-    listed = [c.strip() for c in existing.group("bracket")[1:-1].split(",") if c.strip()]
+        return f"{line.rstrip()}  # verify-perf: ignore[{', '.join(codes)}]{reason}"
+    listed = [c.strip() for c in (existing.group("bracket") or "[]")[1:-1].split(",") if c.strip()]
     merged = listed + [code for code in codes if code not in {c.upper() for c in listed}]
+    if existing.group("reason") is not None:
+        reason = ""
+    if existing.group("bracket") is None:
+        end = existing.end()
+        return f"{line[:end]}[{', '.join(merged)}]{reason}{line[end:]}"
     start, end = existing.span("bracket")
-    return f"{line[:start]}[{', '.join(merged)}]{line[end:]}"
+    return f"{line[:start]}[{', '.join(merged)}]{reason}{line[end:]}"
 
 
 def print_summary(result: Added) -> None:

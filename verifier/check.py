@@ -11,7 +11,7 @@ import re
 import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from verifier.config import FileConfig, Settings, find_config, load_config
 from verifier.dynamic.results import DynamicResult
@@ -59,11 +59,12 @@ def run_check(args: argparse.Namespace) -> int:
     if args.add_noqa:
         from verifier.add_noqa import add_suppressions, print_summary
 
-        print_summary(add_suppressions(findings))
+        print_summary(add_suppressions(findings, with_reason=settings.require_suppression_reason))
         return EXIT_ERROR if internal_errors else EXIT_PASS
     dynamic, dynamic_note, harness_failed = (
         _dynamic(args, settings, task) if args.dynamic else (None, NOT_REQUESTED, False)
     )
+    analysed = _with_runtime_evidence(analysed, dynamic)
     comparison = _baseline(args, settings, analysed, dynamic)
     report_path = _report_path(args, task)
     run = RunInfo(
@@ -83,8 +84,7 @@ def run_check(args: argparse.Namespace) -> int:
 
     if not files:
         # Like ruff: said on stderr, exit code from the findings (none: 0); the report says so too.
-        where = f"changed since {args.diff}" if args.diff else "found under the given path(s)"
-        print(f"verify-perf: warning: no Python files {where}: nothing was analysed", file=sys.stderr)
+        print("verify-perf: warning: no Python files found under the given path(s): nothing was analysed", file=sys.stderr)
 
     if _styled_for_terminal(args):
         from verifier.report.terminal import render_terminal
@@ -148,6 +148,7 @@ def effective_settings(args: argparse.Namespace) -> Settings:
         unanalysable=_first_set(config.unanalysable, defaults.unanalysable),
         include_tests=_first_set(config.include_tests, defaults.include_tests),
         preview=bool(_first_set(args.preview or None, config.preview, defaults.preview)),
+        require_suppression_reason=_first_set(config.require_suppression_reason, defaults.require_suppression_reason),
     )
 
 
@@ -235,19 +236,18 @@ def _root(args: argparse.Namespace, settings: Settings) -> str | None:
 
 
 def _scope(args: argparse.Namespace, settings: Settings):
-    """The files analysed, the files reported and the changed lines (with --diff)."""
+    """The files analysed, the files reported, and with --diff the changes since the merge base."""
     root = _root(args, settings)
     scope = find_scope(
         args.paths, settings.exclude, root=root if args.heat_scope == "project" else None,
         force_exclude=args.force_exclude, boundary=root,
     )
-    reported, changed = scope.reported, None
+    changed = None
     if args.diff:
-        from verifier.gitdiff import changed_lines, select_changed
+        from verifier.gitdiff import changed_lines
 
         changed = changed_lines(args.diff, args.paths)
-        reported = select_changed(reported, changed)
-    return scope, reported, changed
+    return scope, scope.reported, changed
 
 
 def _reported_files(args: argparse.Namespace, settings: Settings) -> list[str]:
@@ -255,7 +255,7 @@ def _reported_files(args: argparse.Namespace, settings: Settings) -> list[str]:
 
 
 def _analyse(args: argparse.Namespace, settings: Settings):
-    """Analyse the project, report the named paths (and with --diff, only changed lines)."""
+    """Analyse the project, report the named paths (with --diff, what the change made new)."""
     from verifier.progress import analysis_progress
     from verifier.static.engine import UNANALYSABLE, run_limit_message
     from verifier.static.runner import analyze_files
@@ -274,7 +274,7 @@ def _analyse(args: argparse.Namespace, settings: Settings):
     if changed is not None:
         from verifier.gitdiff import on_changed_lines
 
-        findings = on_changed_lines(findings, changed)
+        findings = _new_since_base(args, settings, every_line, changed)
     # A folder that could not be listed may hold changed code, and a file of the project that the
     # run's time limit cut off lends no heat to the reported ones: each is reported in every mode.
     folders = {folder for folder, _ in scope.unreadable}
@@ -298,6 +298,23 @@ def _analyse(args: argparse.Namespace, settings: Settings):
         every_suppressed=suppressed,
         compared=_rules_that_ran(settings, [r.path for r in shown], folders, unanalysable),
     )
+
+
+def _new_since_base(args: argparse.Namespace, settings: Settings, findings: list[Finding], changed) -> list[Finding]:
+    """With --diff, the findings the change introduced or made hotter or more severe than at the
+    merge base, wherever they are; and every VP900 of a changed file, so that a change the
+    analysis cannot read is never judged by what the base had."""
+    from verifier.diffbase import base_of
+    from verifier.report.baseline import NEW, compare
+    from verifier.static.engine import UNANALYSABLE
+
+    root = _root(args, settings) if args.heat_scope == "project" else None
+    base = base_of(args.diff, args.paths, settings, root=root, force_exclude=args.force_exclude)
+    states = compare(findings, base, None, tolerance=0.0, max_accuracy_drop=0.0).states
+    return [
+        f for f in findings
+        if states[f] == NEW or (f.code == UNANALYSABLE and changed.lines_of(f.path) is not None)
+    ]
 
 
 def _rules_that_ran(settings: Settings, files: list[str], folders: set[str], unanalysable: set[str]):
@@ -361,6 +378,31 @@ def _dynamic(args: argparse.Namespace, settings: Settings, task: str) -> tuple[D
     if result.failure:
         print(f"verify-perf: dynamic harness failed: {result.failure}", file=sys.stderr)
     return result, "", bool(result.failure)
+
+
+def _with_runtime_evidence(analysed: Analysed, dynamic: DynamicResult | None) -> Analysed:
+    """The findings with what the harness saw at their lines, and the runtime-only ones (VP290),
+    joined before the baseline compares them: a runtime-only finding is new or existing like any
+    other, and a stored one is fixed only by a run that counted syncs."""
+    from verifier.report.evidence import (
+        RUNTIME_CODE,
+        counts_runtime_syncs,
+        join_runtime_evidence,
+    )
+
+    if not counts_runtime_syncs(dynamic):
+        return analysed
+    static_ran = analysed.compared
+
+    def ran(path: str, code: str) -> bool:
+        return code == RUNTIME_CODE or static_ran is None or static_ran(path, code)
+
+    return replace(
+        analysed,
+        findings=join_runtime_evidence(analysed.findings, dynamic),
+        every_line=join_runtime_evidence(analysed.every_line, dynamic),
+        compared=ran,
+    )
 
 
 def _baseline(args, settings: Settings, analysed: Analysed, dynamic):

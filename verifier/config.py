@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verifier.dynamic.results import Thresholds
-from verifier.findings import Severity
+from verifier.findings import Heat, Severity
 from verifier.errors import UsageError
 from verifier.static.patterns import PathPattern, matches_path
 from verifier.static.source import DEFAULT_MAX_FILE_SIZE, UnreadableSource, read_bytes
@@ -32,7 +32,8 @@ class Settings:
     select: tuple[str, ...] = ("ALL",)
     ignore: tuple[str, ...] = ()
     exclude: tuple[PathPattern, ...] = ()
-    severity: dict[str, Severity] = field(default_factory=dict)
+    # Configured severities by rule code, per heat (`VP201 = "HIGH"` sets every heat).
+    severity: dict[str, dict[Heat, Severity]] = field(default_factory=dict)
     per_file_ignores: tuple[tuple[PathPattern, tuple[str, ...]], ...] = ()
     prefilter: bool = True
     # "block": a file that may be valid Python but could not be analysed is a HIGH VP900; "warn": INFO.
@@ -42,6 +43,8 @@ class Settings:
     include_tests: bool = False
     # Rules still in preview run only when asked for (see `Rule.preview`).
     preview: bool = False
+    # A suppression comment silences only when a reason follows its codes (`noqa: VP201 -- why`).
+    require_suppression_reason: bool = False
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
     file_timeout: float | None = 60.0
     # The whole run's analysis: files not done by then are VP900 (`run_limit_message`).
@@ -84,6 +87,10 @@ class Settings:
                 chosen.setdefault(rule.code, rule)
         return [chosen[code] for code in sorted(chosen)]
 
+    def severity_at(self, code: str, heat: Heat, default: Severity) -> Severity:
+        """The configured severity of rule `code` at `heat`, else `default` (the rule's own)."""
+        return self.severity.get(code, {}).get(heat, default)
+
     def codes_run_in(self, path: str) -> set[str]:
         """Codes of the rules that run on `path`: the selection less its per-file-ignores."""
         ignored = self.ignored_in_file(path)
@@ -111,7 +118,7 @@ class FileConfig:
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
     exclude: tuple[PathPattern, ...] = ()
-    severity: dict[str, Severity] = field(default_factory=dict)
+    severity: dict[str, dict[Heat, Severity]] = field(default_factory=dict)
     per_file_ignores: tuple[tuple[PathPattern, tuple[str, ...]], ...] = ()
     block_on: frozenset[Severity] | None = None
     min_score: int | None = None
@@ -119,6 +126,7 @@ class FileConfig:
     unanalysable: str | None = None
     include_tests: bool | None = None
     preview: bool | None = None
+    require_suppression_reason: bool | None = None
     max_file_size: int | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     regression_tolerance: float | None = None
@@ -174,8 +182,11 @@ _THRESHOLD_KEYS = ("speedup", "memory-reduction", "accuracy-drop", "regression-t
 _KEYS = (
     "select", "extend-select", "ignore", "exclude", "severity", "per-file-ignores",
     "block-on", "min-score", "block-on-new-only", "unanalysable", "include-tests", "preview", "max-file-size", "thresholds",
+    "require-suppression-reason",
 )
 UNANALYSABLE_POLICIES = ("block", "warn")
+# Heats by the heat model's names, hottest first, as `severity` tables name them.
+HEATS_NAMED = (Heat.STEP, Heat.EVAL, Heat.EPOCH, Heat.ONCE)
 
 
 class _Validator:
@@ -208,6 +219,9 @@ class _Validator:
             unanalysable=self.choice(table, "unanalysable", UNANALYSABLE_POLICIES) if "unanalysable" in table else None,
             include_tests=self.boolean(table, "include-tests") if "include-tests" in table else None,
             preview=self.boolean(table, "preview") if "preview" in table else None,
+            require_suppression_reason=(
+                self.boolean(table, "require-suppression-reason") if "require-suppression-reason" in table else None
+            ),
             max_file_size=self.size(table, "max-file-size") if "max-file-size" in table else None,
             thresholds=thresholds,
             regression_tolerance=tolerance,
@@ -242,24 +256,48 @@ class _Validator:
             raise self.fail(key, f"unknown rule code or name {selector!r}")
         return matches[0].code
 
-    def severity_overrides(self, value: Any) -> dict[str, Severity]:
+    def severity_overrides(self, value: Any) -> dict[str, dict[Heat, Severity]]:
+        """`VP201 = "HIGH"` (every heat) or `VP201 = { step = "HIGH", eval = "LOW" }` (those heats);
+        later keys win, heat by heat."""
         if not isinstance(value, dict):
             raise self.fail("severity", f"expected a table of rule = severity, got {_shown(value)}")
         from verifier.rules import rule_by_selector
 
-        overrides: dict[str, Severity] = {}
+        overrides: dict[str, dict[Heat, Severity]] = {}
         for selector, level in value.items():
             key = f"severity.{selector}"
             self.rule_code(key, selector)
-            if not isinstance(level, str):
-                raise self.fail(key, f"expected a severity name, got {_shown(level)}")
-            try:
-                severity = Severity.parse(level)
-            except ValueError as error:
-                raise self.fail(key, str(error)) from None
+            if isinstance(level, str):
+                levels = dict.fromkeys(Heat, self.severity_name(key, level))
+            elif isinstance(level, dict):
+                levels = self.severity_by_heat(key, level)
+            else:
+                raise self.fail(key, f"expected a severity name or a table of heat = severity, got {_shown(level)}")
             for rule in rule_by_selector(selector):
-                overrides[rule.code] = severity
+                overrides.setdefault(rule.code, {}).update(levels)
         return overrides
+
+    def severity_by_heat(self, key: str, table: dict) -> dict[Heat, Severity]:
+        names = tuple(heat.label for heat in HEATS_NAMED)
+        if not table:
+            raise self.fail(key, f"empty table: name the heats it sets ({', '.join(names)})")
+        levels = {}
+        for name, level in table.items():
+            heat = next((h for h in HEATS_NAMED if h.label == name), None)
+            if heat is None:
+                close = difflib.get_close_matches(str(name), names, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise self.fail(f"{key}.{name}", f"unknown heat ({hint}heats: {', '.join(names)})")
+            levels[heat] = self.severity_name(f"{key}.{name}", level)
+        return levels
+
+    def severity_name(self, key: str, level: Any) -> Severity:
+        if not isinstance(level, str):
+            raise self.fail(key, f"expected a severity name, got {_shown(level)}")
+        try:
+            return Severity.parse(level)
+        except ValueError as error:
+            raise self.fail(key, str(error)) from None
 
     def per_file_ignores(self, value: Any) -> tuple[tuple[PathPattern, tuple[str, ...]], ...]:
         if not isinstance(value, dict):

@@ -1,8 +1,12 @@
-"""The pre-merge mode (`--diff BASE`): which files and lines changed since a git ref.
+"""The pre-merge mode (`--diff BASE`): the merge base a change is judged against, and which
+files and lines changed since then.
 
-Changes are taken against the merge base of BASE and HEAD, working tree included, so a pull
-request is judged on what it adds, not on what landed on the base branch meanwhile. Untracked
-files (not ignored) count as wholly changed. Only line numbers of the new side are kept.
+Diff mode reports what the change made new anywhere (`verifier.diffbase` analyses the merge
+base's tree); the changed lines still decide what a suppression comment on them counts for, and
+a changed file that cannot be analysed is always reported. Changes are taken against the merge
+base of BASE and HEAD, working tree included, so a pull request is judged on what it adds, not on
+what landed on the base branch meanwhile. Untracked files (not ignored) count as wholly changed.
+Only line numbers of the new side are kept.
 
 Git's facts, never its presentation, which the change itself could steer: file names come from
 `--name-status -z` with every status (a symlink that became a file is a type change, `T`) and no
@@ -71,12 +75,40 @@ def identity(path: str) -> str:
 
 def changed_lines(base: str, paths: Sequence[str]) -> Changes:
     """The changes since `base` in the work tree of every path in `paths`."""
-    if base.startswith("-"):
-        raise UsageError(f"--diff {base!r}: a git ref cannot start with '-'")
     changes = Changes()
-    for top in dict.fromkeys(_work_tree(path) for path in paths):
+    for top in work_trees(base, paths):
         _add_changes(changes, top, base)
     return changes
+
+
+def work_trees(base: str, paths: Sequence[str]) -> list[str]:
+    """The git work trees of `paths`, each once, in order; a usage error for a ref that could be
+    read as an option or a path outside any work tree."""
+    if base.startswith("-"):
+        raise UsageError(f"--diff {base!r}: a git ref cannot start with '-'")
+    return list(dict.fromkeys(_work_tree(path) for path in paths))
+
+
+# git's tree with nothing in it: the base of a repository with no commit yet.
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def merge_base(top: str, base: str) -> str:
+    """The commit a change on HEAD is judged against: the merge base of `base` and HEAD, or
+    `base` itself when they share no history. Before a first commit (`--diff HEAD` in a new
+    repository's pre-commit hook) everything is new: the empty tree."""
+    if base == "HEAD" and _unborn(top):
+        return EMPTY_TREE
+    if git_output(top, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}") is None:
+        raise UsageError(f"--diff {base}: not a commit in {top} (fetch it first, e.g. `git fetch origin {base}`)")
+    found = git_output(top, "merge-base", base, "HEAD")
+    return found.decode().strip() if found else base
+
+
+def _unborn(top: str) -> bool:
+    """HEAD names a branch with no commit yet."""
+    no_commit = git_output(top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}") is None
+    return no_commit and git_output(top, "symbolic-ref", "--quiet", "HEAD") is not None
 
 
 def _work_tree(path: str) -> str:
@@ -89,13 +121,9 @@ def _work_tree(path: str) -> str:
 
 
 def _add_changes(changes: Changes, top: str, base: str) -> None:
-    if git_output(top, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}") is None:
-        raise UsageError(f"--diff {base}: not a commit in {top} (fetch it first, e.g. `git fetch origin {base}`)")
-    # No common history (e.g. an orphan branch): compare with BASE itself.
-    found = git_output(top, "merge-base", base, "HEAD")
-    merge_base = found.decode().strip() if found else base
+    merge_base_commit = merge_base(top, base)
     status = nul_separated(run_git(
-        top, "diff", "--name-status", "-z", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", merge_base, "--"
+        top, "diff", "--name-status", "-z", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", merge_base_commit, "--"
     ))
     for kind, name in _status_records(status):
         if kind == "D":
@@ -107,7 +135,7 @@ def _add_changes(changes: Changes, top: str, base: str) -> None:
         elif os.path.isdir(path):
             changes.folders.add(os.path.realpath(path))  # a submodule that moved: its files are new here
         else:
-            lines = hunk_lines(run_git(top, *_LINE_DIFF, merge_base, "--", name))
+            lines = hunk_lines(run_git(top, *_LINE_DIFF, merge_base_commit, "--", name))
             if lines:
                 changes.add(identity(path), lines)
     untracked = run_git(top, "ls-files", "--others", "--exclude-standard", "-z")
@@ -138,10 +166,6 @@ def hunk_lines(patch: bytes) -> frozenset[int]:
         count = 1 if hunk["count"] is None else int(hunk["count"])
         lines.update(range(start, start + count))
     return frozenset(lines)
-
-
-def select_changed(files: Iterable[str], changes: Changes) -> list[str]:
-    return [path for path in files if changes.lines_of(path) is not None]
 
 
 def on_changed_lines(findings: Iterable[Finding], changes: Changes) -> list[Finding]:

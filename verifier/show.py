@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from verifier.config import Settings
+from verifier.config import HEATS_NAMED, Settings
 from verifier.static.discovery import DEFAULT_EXCLUDES
 from verifier.writing import write_stdout
 
@@ -24,7 +24,7 @@ def settings_text(settings: Settings, *, root: str | None, heat_scope: str) -> s
             "; ".join(f"{pattern} = {', '.join(listed)}" for pattern, listed in settings.per_file_ignores) or "(none)"
         ),
         "severity = " + (
-            ", ".join(f"{code} = {level.name}" for code, level in sorted(settings.severity.items())) or "(none)"
+            ", ".join(f"{code} = {_levels(levels)}" for code, levels in sorted(settings.severity.items())) or "(none)"
         ),
         f"block-on = {', '.join(s.name for s in sorted(settings.block_on, reverse=True)) or '(none)'}",
         f"min-score = {settings.min_score}",
@@ -32,6 +32,7 @@ def settings_text(settings: Settings, *, root: str | None, heat_scope: str) -> s
         f"unanalysable = {settings.unanalysable}",
         f"include-tests = {str(settings.include_tests).lower()}",
         f"preview = {str(settings.preview).lower()}",
+        f"require-suppression-reason = {str(settings.require_suppression_reason).lower()}",
         f"max-file-size = {settings.max_file_size}",
         f"file-timeout = {settings.file_timeout:g}" if settings.file_timeout else "file-timeout = (none)",
         f"run-timeout = {settings.run_timeout:g}" if settings.run_timeout else "run-timeout = (none)",
@@ -44,6 +45,13 @@ def settings_text(settings: Settings, *, root: str | None, heat_scope: str) -> s
         f"thresholds.regression-tolerance = {settings.regression_tolerance:g}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _levels(levels: dict) -> str:
+    """`HIGH` when one severity holds at every heat, else `{ step = HIGH, eval = LOW }`."""
+    if len(levels) == len(HEATS_NAMED) and len(set(levels.values())) == 1:
+        return next(iter(levels.values())).name
+    return "{ " + ", ".join(f"{heat.label} = {levels[heat].name}" for heat in HEATS_NAMED if heat in levels) + " }"
 
 
 def show_settings(settings: Settings, *, root: str | None, heat_scope: str) -> None:

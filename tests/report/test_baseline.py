@@ -173,3 +173,29 @@ def test_stored_figures_that_are_not_numbers_are_refused(tmp_path, figure):
     with pytest.raises(UsageError) as raised:
         load_baseline(str(path))
     assert str(raised.value) == f"--baseline {path}: refused: a figure of mode 'fp32' is not a finite number"
+
+
+def test_a_finding_hotter_or_more_severe_than_the_stored_one_is_new(tmp_path):
+    from verifier.findings import Heat, Severity
+
+    once = make_finding("VP301", line=10, severity=Severity.CRITICAL, heat=Heat.EPOCH)
+    medium = make_finding("VP201", line=20, source="    y = loss.item()")
+    baseline = store(tmp_path, [once, medium])
+    hotter = replace(once, heat=Heat.STEP)
+    worse = replace(medium, severity=Severity.HIGH)
+    same = replace(medium, severity=Severity.LOW)  # less severe: still the accepted finding
+    comparison = compare([hotter, worse], baseline, None, tolerance=0.05, max_accuracy_drop=0.01)
+    assert comparison.new == [hotter, worse] and comparison.fixed == ()
+    comparison = compare([replace(once, heat=Heat.ONCE), same], baseline, None, tolerance=0.05, max_accuracy_drop=0.01)
+    assert comparison.new == [] and len(comparison.existing) == 2
+
+
+def test_identical_findings_in_two_files_pair_with_their_own_file_first(tmp_path):
+    here = make_finding(path="a.py")
+    there = make_finding(path="b.py")
+    baseline = store(tmp_path, [here, there])
+    # b.py no longer has it: its stored finding, not a.py's, is the one fixed.
+    comparison = compare([here], baseline, None, tolerance=0.05, max_accuracy_drop=0.01,
+                         ran=lambda path, code: True)
+    assert comparison.existing == [here]
+    assert [(s.path, s.code) for s in comparison.fixed] == [("b.py", "VP201")]

@@ -1,5 +1,7 @@
-"""Suppression comments applied centrally (verify-perf: ignore[...] and noqa), and audited:
-VP901 for a code that names no rule, VP902 for a suppression that silenced nothing."""
+"""Suppression comments applied centrally (verify-perf: ignore[...], noqa: CODE, and the file-level
+verify-perf: noqa: CODE), and audited: VP901 for a comment that cannot silence what it is written
+for (an unknown code, a bare directive of ours, a blanket noqa a finding passed, a missing reason),
+VP902 for a suppression that silenced nothing."""
 
 from __future__ import annotations
 
@@ -23,9 +25,12 @@ for x in loader:
         ("", [("VP201", 7, "MEDIUM")]),
         ("  # verify-perf: ignore[VP201]", []),
         ("  # verify-perf: ignore[sync-in-hot-loop]", []),
-        ("  # verify-perf: ignore", []),
+        ("  # verify-perf: ignore", [("VP201", 7, "MEDIUM"), ("VP901", 7, "LOW")]),
         ("  # noqa: VP201", []),
-        ("  # noqa", []),
+        ("  # noqa: sync-in-hot-loop", []),
+        ("  # noqa: VP201 -- read once per log interval", []),
+        ("  # noqa", [("VP201", 7, "MEDIUM"), ("VP901", 7, "LOW")]),
+        ("  # NOQA", [("VP201", 7, "MEDIUM"), ("VP901", 7, "LOW")]),
         ("  # noqa: E501", [("VP201", 7, "MEDIUM")]),
         ("  # verify-perf: ignore[VP202]", [("VP201", 7, "MEDIUM"), ("VP902", 7, "LOW")]),
         ("  # verify-perf: ignore[VP2O1]", [("VP201", 7, "MEDIUM"), ("VP901", 7, "LOW")]),
@@ -40,7 +45,13 @@ def test_directive_parsing():
     assert suppressed_codes("x()  # noqa: VP201, VP202") == {"VP201", "VP202"}
     assert suppressed_codes("x()  # verify-perf: ignore[VP201,VP305]") == {"VP201", "VP305"}
     assert suppressed_codes("x()  # verify-perf: ignore") == set()
+    assert suppressed_codes("x()  # noqa") == set()
     assert suppressed_codes("x()  # a plain comment") is None
+    # A reason after `--` is not a code, and a rule's name keeps its hyphens.
+    assert suppressed_codes("x()  # noqa: VP201 -- read once per interval") == {"VP201"}
+    assert suppressed_codes("x()  # noqa: sync-in-hot-loop, E501 -- why") == {"SYNC-IN-HOT-LOOP", "E501"}
+    assert suppressed_codes("x()  # verify-perf: ignore[VP201] -- why") == {"VP201"}
+    assert suppressed_codes("# verify-perf: noqa: VP203, VP201") == {"VP203", "VP201"}
 
 
 def audit(analyse_result) -> list[tuple[str, int, int, str]]:
@@ -92,12 +103,101 @@ def test_a_rule_that_did_not_run_cannot_be_judged(tmp_path):
     assert audit(run(tmp_path, text, ignore=("VP201",))) == []
 
 
-def test_a_bare_directive_is_judged_only_when_every_rule_ran(tmp_path):
+BARE = (
+    "`# verify-perf: ignore` names no rule: it silences nothing; name the rules it is for, "
+    "e.g. `# verify-perf: ignore[VP203]`"
+)
+
+
+def test_a_bare_directive_of_ours_names_no_rule_whatever_ran(tmp_path):
     text = "import torch\n\nx = torch.zeros(3)  # verify-perf: ignore\ny = 1  # noqa\n"
-    assert audit(run(tmp_path, text)) == [
-        ("VP902", 3, 21, "unused suppression: no finding on this line to ignore")
-    ]
-    assert audit(run(tmp_path, text, select=("VP2",))) == []
+    assert audit(run(tmp_path, text)) == [("VP901", 3, 21, BARE)]
+    assert audit(run(tmp_path, text, select=("VP2",))) == [("VP901", 3, 21, BARE)]
+
+
+def test_a_blanket_noqa_never_silences_a_finding_and_is_reported_where_it_passed_one(tmp_path):
+    result = run(tmp_path, SYNC_LOOP.format(comment="  # noqa"))
+    assert [(f.code, f.line, f.severity.name) for f in result.findings] == [("VP203", 8, "HIGH"), ("VP901", 8, "LOW")]
+    assert audit(result) == [(
+        "VP901", 8, 31,
+        ("a blanket `# noqa` does not silence verify-perf: VP203 on this line is still reported; "
+         "name the rule to silence it (`# noqa: VP203`)"),
+    )]
+    assert [f for r in result.files for f in r.suppressed] == []
+
+
+def test_a_blanket_noqa_next_to_a_suppression_of_ours_is_another_linters(tmp_path):
+    result = run(tmp_path, SYNC_LOOP.format(comment="  # noqa  # verify-perf: ignore[VP203]"))
+    assert result.findings == []
+    assert [(f.code, f.line) for r in result.files for f in r.suppressed] == [("VP203", 8)]
+
+
+def test_a_blanket_noqa_on_a_line_with_no_finding_of_ours_is_another_linters(tmp_path):
+    result = run(tmp_path, "import torch\nimport os  # noqa\n\nx = torch.zeros(3)  # noqa\n")
+    assert result.findings == []
+
+
+FILE_LEVEL = (
+    "# verify-perf: noqa: VP203 -- the benchmark times every step on purpose\n"
+    "import torch\n\nmodel.cuda()\nfor x in loader:\n"
+    "    with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n        loss = model(x).sum()\n"
+    "    loss.backward()\n    torch.cuda.synchronize()\n    print(loss.item())\n"
+)
+
+
+def test_a_file_level_suppression_silences_its_rules_in_the_whole_file(tmp_path):
+    result = run(tmp_path, FILE_LEVEL)
+    assert [(f.code, f.line) for f in result.findings] == [("VP201", 10)]
+    assert [(f.code, f.line) for r in result.files for f in r.suppressed] == [("VP203", 9)]
+    # With a reason it silences when reasons are required, too.
+    required = run(tmp_path, FILE_LEVEL, require_suppression_reason=True)
+    assert [(f.code, f.line) for f in required.findings] == [("VP201", 10)]
+
+
+def test_a_file_level_suppression_is_audited(tmp_path):
+    unused = run(tmp_path, "# verify-perf: noqa: VP201\nimport torch\n\nx = torch.zeros(3)\n")
+    assert audit(unused) == [("VP902", 1, 1, "unused suppression: no VP201 finding in this file to ignore")]
+    unknown = run(tmp_path, "# verify-perf: noqa: VP2O1\nimport torch\n")
+    assert audit(unknown) == [(
+        "VP901", 1, 1, "unknown rule `VP2O1` in a suppression comment: it suppresses nothing (did you mean VP201?)",
+    )]
+    bare = run(tmp_path, FILE_LEVEL.replace(": VP203 --", " --"))
+    assert [(f.code, f.line) for f in bare.findings] == [("VP901", 1), ("VP203", 9), ("VP201", 10)]
+    assert audit(bare) == [(
+        "VP901", 1, 1,
+        ("`# verify-perf: noqa` names no rule: it silences nothing; name the rules it is for, "
+         "e.g. `# verify-perf: noqa: VP203`"),
+    )]
+
+
+UNREASONED = (
+    "suppression without a reason: VP203 is still reported (`require-suppression-reason` is on); "
+    "write why after the codes, e.g. `# noqa: VP203 -- read once per log interval`"
+)
+
+
+@pytest.mark.parametrize("comment", ["  # noqa: VP203", "  # verify-perf: ignore[synchronize-in-loop]", "  # noqa: VP203 --"])
+def test_with_reasons_required_a_suppression_without_one_silences_nothing(tmp_path, comment):
+    result = run(tmp_path, SYNC_LOOP.format(comment=comment), require_suppression_reason=True)
+    assert [(f.code, f.line, f.severity.name) for f in result.findings] == [("VP203", 8, "HIGH"), ("VP901", 8, "LOW")]
+    assert audit(result) == [("VP901", 8, 31, UNREASONED)]
+    assert [f for r in result.files for f in r.suppressed] == []
+
+
+@pytest.mark.parametrize("comment", [
+    "  # noqa: VP203 -- timing the step is this script's job",
+    "  # verify-perf: ignore[VP203] -- timing the step is this script's job",
+    "  # noqa: E501, VP203, -- timing",
+])
+def test_with_reasons_required_a_suppression_with_one_silences(tmp_path, comment):
+    result = run(tmp_path, SYNC_LOOP.format(comment=comment), require_suppression_reason=True)
+    assert result.findings == []
+    assert [(f.code, f.line) for r in result.files for f in r.suppressed] == [("VP203", 8)]
+
+
+def test_without_the_switch_a_reason_is_optional(tmp_path):
+    assert run(tmp_path, SYNC_LOOP.format(comment="  # noqa: VP203")).findings == []
+    assert run(tmp_path, SYNC_LOOP.format(comment="  # noqa: VP203 -- why")).findings == []
 
 
 def test_comment_text_inside_a_string_is_not_a_directive(tmp_path):

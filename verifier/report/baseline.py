@@ -1,9 +1,13 @@
 """Compare a run with a stored one (`--baseline FILE`, a previous `--format json` output).
 
-Findings are matched by a fingerprint that survives edits elsewhere in the file: rule code,
-path, the finding's first source line with whitespace collapsed, and which occurrence of that
-same text it is. Line numbers are left out on purpose, so inserting code above a finding keeps
-it "existing". Measured figures are compared mode by mode, only for the same workload fingerprint.
+Findings are matched by a fingerprint made of what the finding is, not where: its rule, the
+function it is in, and its statement and code normalised by Python's parser (`identity`), plus
+which occurrence of that same finding in its file it is. Neither the path nor a line number is
+part of it, so a renamed or moved file, code inserted above a finding, and a function moved
+within its file keep their findings "existing". A matched finding that is now hotter or more
+severe than the stored one is "new": the change made it worse. Baselines written before this
+scheme (JSON `schema_version` 1) are matched by their own fingerprints (rule, path, first line).
+Measured figures are compared mode by mode, only for the same workload fingerprint.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections import Counter
+import os
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,29 +24,51 @@ from typing import Any
 from verifier.dynamic.results import DynamicResult, ModeResult, StepTiming
 from verifier.integers import json_integer, shown
 from verifier.dynamic.intervals import median_interval
-from verifier.findings import Finding
+from verifier.findings import Finding, Heat, Severity
 from verifier.report import figures
+from verifier.report.identity import FILE_LEVEL_CODE, Identity, identities
 from verifier.errors import UsageError
 from verifier.static.source import UnreadableSource, read_bytes
 from verifier.static.suppression import without_directives
 
 NEW, EXISTING, FIXED = "new", "existing", "fixed"
+# The JSON schema version from which stored fingerprints are identities (not path and line).
+IDENTITY_SCHEMA = 2
 
 
-def fingerprint(code: str, path: str, source_line: str, occurrence: int) -> str:
+def fingerprint(code: str, identity: Identity, occurrence: int) -> str:
+    key = "\0".join(("identity", code, identity.scope, identity.statement, identity.code, str(occurrence)))
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
+
+
+def fingerprints(findings: Iterable[Finding]) -> dict[Finding, str]:
+    """Fingerprint of each finding; occurrences of one identity are counted per file, in order."""
+    ordered = sorted(findings)
+    known = identities(ordered)
+    seen: Counter[tuple[str, str, Identity]] = Counter()
+    result: dict[Finding, str] = {}
+    for finding in ordered:
+        key = (finding.path, finding.code, known[finding])
+        result[finding] = fingerprint(finding.code, known[finding], seen[key])
+        seen[key] += 1
+    return result
+
+
+def path_fingerprint(code: str, path: str, source_line: str, occurrence: int) -> str:
+    """The fingerprint of schema_version 1: rule, path, first line, occurrence."""
     normalised = " ".join(source_line.split())
     key = "\0".join((code, path.replace("\\", "/"), normalised, str(occurrence)))
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
 
 
-def fingerprints(findings: list[Finding]) -> dict[Finding, str]:
-    """Fingerprint of each finding; occurrences are counted in sorted (line) order."""
+def path_fingerprints(findings: Iterable[Finding]) -> dict[Finding, str]:
+    """Fingerprints as schema_version 1 made them, to read its baselines."""
     seen: Counter[tuple[str, str, str]] = Counter()
     result: dict[Finding, str] = {}
     for finding in sorted(findings):
         text = _first_line(finding.source)
         key = (finding.code, finding.path, " ".join(text.split()))
-        result[finding] = fingerprint(finding.code, finding.path, text, seen[key])
+        result[finding] = path_fingerprint(finding.code, finding.path, text, seen[key])
         seen[key] += 1
     return result
 
@@ -59,6 +86,7 @@ class StoredFinding:
     message: str
     # The first source line without suppression comments: matches a finding now suppressed there.
     source_key: str = ""
+    heat: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,6 +97,8 @@ class Baseline:
     dynamic: DynamicResult | None
     # The rules the stored run selected (None: a baseline written before runs recorded them).
     rules: frozenset[str] | None = None
+    # Fingerprints of rule, path and first line (schema_version 1), not of identities.
+    path_keyed: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,6 +123,8 @@ class BaselineComparison:
     not_compared: tuple[StoredFinding, ...] = ()
     # False when the stored run selected other rules: its score measures something else.
     score_compared: bool = True
+    # The stored fingerprints are path-keyed (schema_version 1), not identities.
+    path_keyed: bool = False
 
     @property
     def comparable_score(self) -> int | None:
@@ -146,8 +178,10 @@ def load_baseline(path: str) -> Baseline:
     rules = document.get("rules")
     if rules is not None and not (isinstance(rules, list) and all(isinstance(code, str) for code in rules)):
         raise UsageError(f"--baseline {path}: unexpected content: rules is not a list of rule codes")
+    version = document.get("schema_version")
     return Baseline(path, stored, score if type(score) is int else None, dynamic,
-                    frozenset(rules) if rules is not None else None)
+                    frozenset(rules) if rules is not None else None,
+                    path_keyed=not (type(version) is int and version >= IDENTITY_SCHEMA))
 
 
 def _compared_figures_problem(dynamic: DynamicResult) -> str | None:
@@ -175,7 +209,7 @@ def _finite_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-_TEXT_FIELDS = ("path", "code", "source", "fingerprint", "name", "severity", "message")
+_TEXT_FIELDS = ("path", "code", "source", "fingerprint", "name", "severity", "message", "heat")
 
 
 def _stored_findings(records: list[dict[str, Any]]) -> tuple[StoredFinding, ...]:
@@ -191,7 +225,7 @@ def _stored_findings(records: list[dict[str, Any]]) -> tuple[StoredFinding, ...]
     for record in sorted(records, key=lambda r: (r["path"], r.get("cell") or 0, r["line"], r.get("column", 0), r["code"])):
         text = _first_line(record.get("source", ""))
         key = (record["code"], record["path"], " ".join(text.split()))
-        computed = fingerprint(record["code"], record["path"], text, seen[key])
+        computed = path_fingerprint(record["code"], record["path"], text, seen[key])
         seen[key] += 1
         stored.append(
             StoredFinding(
@@ -203,6 +237,7 @@ def _stored_findings(records: list[dict[str, Any]]) -> tuple[StoredFinding, ...]
                 line=int(record["line"]),
                 message=record.get("message", ""),
                 source_key=without_directives(text),
+                heat=record.get("heat", ""),
             )
         )
     return tuple(stored)
@@ -229,23 +264,70 @@ def compare(
     "fixed". A stored finding whose line now carries a suppression comment is silenced, not fixed.
     The stored score is compared only when both runs selected the same `rules`.
     """
-    current = fingerprints(findings)
+    current = path_fingerprints(findings) if baseline.path_keyed else fingerprints(findings)
     shown = set(current) if reported is None else set(reported)
-    stored = {s.fingerprint for s in baseline.findings}
-    states = {f: (EXISTING if fp in stored else NEW) for f, fp in current.items() if f in shown}
-    present = set(current.values())
+    matched = _matches(current, baseline.findings)
+    states = {
+        f: _state(f, baseline.findings[matched[f]] if f in matched else None) for f in current if f in shown
+    }
+    taken = set(matched.values())
     silenced = {(f.code, f.path, without_directives(_first_line(f.source))) for f in suppressed}
-    judged = [s for s in baseline.findings if ran is None or ran(s.path, s.code)]
-    not_compared = tuple(s for s in baseline.findings if ran is not None and not ran(s.path, s.code))
-    fixed = tuple(
-        s for s in judged
-        if s.fingerprint not in present and (s.code, s.path, s.source_key) not in silenced
-    )
+    left = [s for i, s in enumerate(baseline.findings) if i not in taken]
+    judged = [s for s in left if ran is None or ran(s.path, s.code)]
+    not_compared = tuple(s for s in left if ran is not None and not ran(s.path, s.code))
+    fixed = tuple(s for s in judged if (s.code, s.path, s.source_key) not in silenced)
     regressions, note = _measured_regressions(baseline.dynamic, dynamic, tolerance, max_accuracy_drop)
     same_rules = rules is None or baseline.rules is None or baseline.rules == frozenset(rules)
     return BaselineComparison(
-        baseline.path, states, fixed, regressions, note, baseline.score, not_compared, score_compared=same_rules
+        baseline.path, states, fixed, regressions, note, baseline.score, not_compared, score_compared=same_rules,
+        path_keyed=baseline.path_keyed,
     )
+
+
+def _matches(current: dict[Finding, str], stored: tuple[StoredFinding, ...]) -> dict[Finding, int]:
+    """Each current finding paired with at most one stored finding of the same fingerprint (its
+    index), the same path first: identical code in two files is two findings, and a file that
+    was renamed or moved still pairs its findings. A file that could not be analysed (VP900)
+    pairs only with its own path: another file's failure says nothing about it."""
+    waiting: dict[str, list[int]] = defaultdict(list)
+    for index, record in enumerate(stored):
+        waiting[record.fingerprint].append(index)
+    pairs: dict[Finding, int] = {}
+    for same_path in (True, False):
+        for finding, key in sorted(current.items()):
+            candidates = waiting.get(key)
+            if finding in pairs or not candidates:
+                continue
+            chosen = next((i for i in candidates if _same_path(stored[i].path, finding.path)), None)
+            if chosen is None and not same_path and finding.code != FILE_LEVEL_CODE:
+                chosen = candidates[0]
+            if chosen is not None:
+                candidates.remove(chosen)
+                pairs[finding] = chosen
+    return pairs
+
+
+def _same_path(stored: str, current: str) -> bool:
+    """The same file name (links not resolved: a link is a place of its own)."""
+    return stored == current or os.path.abspath(stored) == os.path.abspath(current)
+
+
+def _state(finding: Finding, stored: StoredFinding | None) -> str:
+    """New when the baseline did not have it, or had it colder or less severe: the change made it worse."""
+    if stored is None:
+        return NEW
+    before_severity = _parsed(Severity, stored.severity)
+    before_heat = _parsed(Heat, stored.heat)
+    if before_severity is not None and finding.severity > before_severity:
+        return NEW
+    if before_heat is not None and finding.heat > before_heat:
+        return NEW
+    return EXISTING
+
+
+def _parsed(kind, name: str):
+    """A stored severity or heat name, None when absent or unknown (then it cannot be compared)."""
+    return kind.__members__.get(name.strip().upper()) if name else None
 
 
 def _measured_regressions(

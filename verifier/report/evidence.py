@@ -7,7 +7,9 @@
 - A per-step finding in a file the measured step ran, on lines that never ran, reads
   "not observed at runtime".
 
-Per-step figures are the largest over the precision modes that ran.
+Per-step figures are the largest over the precision modes that ran. Joining findings already
+joined changes nothing, so the run joins them once, before the baseline compares them: a
+runtime-only finding is new or existing like any other.
 """
 
 from __future__ import annotations
@@ -23,16 +25,38 @@ from verifier.findings import Category, Finding, Heat, Severity
 RUNTIME_CODE = "VP290"
 RUNTIME_NAME = "runtime-sync"
 NOT_OBSERVED = "not observed at runtime: the line did not run in the measured step"
+# What a runtime-only finding is, for outputs that describe each kind of finding (SARIF's rules).
+RUNTIME_SUMMARY = (
+    "A line of the measured entry that made the host wait for the device at least once per step, "
+    "where no static rule reports anything (runtime evidence from `--dynamic --entry`)."
+)
+RUNTIME_WHY = (
+    "The sync counter saw the wait happen: the host stalls until the device queue drains, every "
+    "step, through a path the static rules cannot follow (a method looked up by name, a library call)."
+)
+RUNTIME_FIX = (
+    "keep the value on the device (accumulate, compare and branch with tensor ops) and read it back "
+    "every N steps, or move the read out of the step"
+)
+
+
+def counts_runtime_syncs(dynamic: DynamicResult | None) -> bool:
+    """The harness measured the user's entry and counted its syncs: runtime evidence exists."""
+    return dynamic is not None and dynamic.role == "measured" and not dynamic.failure and bool(dynamic.method.sync_steps)
 
 
 def join_runtime_evidence(findings: list[Finding], dynamic: DynamicResult | None) -> list[Finding]:
-    if dynamic is None or dynamic.role != "measured" or dynamic.failure or not dynamic.method.sync_steps:
+    if not counts_runtime_syncs(dynamic):
         return list(findings)
     syncs = _syncs_per_step(dynamic)
     executed = _executed(dynamic)
     joined, confirmed = [], set()
     for finding in findings:
         path = os.path.realpath(finding.path)
+        if finding.code == RUNTIME_CODE:  # joined before: it stands for its line already
+            confirmed.add((path, finding.line))
+            joined.append(finding)
+            continue
         lines = range(finding.line, max(finding.line, finding.end_line) + 1)
         here = [(path, line) for line in lines if (path, line) in syncs]
         if here:
@@ -96,8 +120,7 @@ def _runtime_only(shown: str, path: str, line: int, per_step: float, kinds: str)
             "rule reports: the host waits for the device here every step"
         ),
         source=text,
-        fix="keep the value on the device (accumulate, compare and branch with tensor ops) and read it back "
-        "every N steps, or move the read out of the step",
+        fix=RUNTIME_FIX,
         runtime=f"runtime-only: {_count(per_step)} syncs per step measured, no static finding at this line",
     )
 

@@ -15,7 +15,7 @@ from verifier.report.file_names import json_safe
 from verifier.report.model import Report
 from verifier.report.scoring import Scorecard
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def render_json(report: Report) -> str:

@@ -94,7 +94,8 @@ def build_report(
         run=run,
         files=tuple(files),
         findings=tuple(ordered),
-        fingerprints=fingerprints(ordered),
+        # Suppressed findings are fingerprinted on their own: they never shift a reported one's occurrence.
+        fingerprints={**fingerprints(suppressed), **fingerprints(ordered)},
         scorecard=scorecard,
         decision=decision,
         policy=policy,

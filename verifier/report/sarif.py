@@ -2,7 +2,8 @@
 
 Every rule of the run is described once under `tool.driver.rules`; results point at them by
 id and index. Locations are relative URIs against `%SRCROOT%` so the file is the same on every
-machine. Fingerprints are the baseline fingerprints, so dashboards track findings across edits.
+machine. Fingerprints are the baseline fingerprints (`verifyPerf/v2`: what the finding is, not
+where), so dashboards track findings across edits, renames and moves.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import json
 import os
 from pathlib import PurePath
 
-from verifier.findings import Finding, Heat, Severity
+from verifier.findings import Category, Finding, Heat, Severity
+from verifier.report.evidence import RUNTIME_CODE, RUNTIME_FIX, RUNTIME_NAME, RUNTIME_SUMMARY, RUNTIME_WHY
 from verifier.report.github import LEVEL as GITHUB_LEVEL
 from verifier.report.file_names import json_safe, uri_path
 from verifier.report.model import Report
@@ -24,6 +26,8 @@ SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schem
 LEVEL = {severity: {"notice": "note"}.get(level, level) for severity, level in GITHUB_LEVEL.items()}
 # SARIF's own baselineState vocabulary for our new/existing states.
 BASELINE_STATE = {"new": "new", "existing": "unchanged"}
+# partialFingerprints keys: identity fingerprints, and the path-keyed ones of older baselines.
+IDENTITY_KEY, PATH_KEY = "verifyPerf/v2", "verifyPerf/v1"
 
 
 def artifact_location(path: str) -> dict:
@@ -44,18 +48,21 @@ def render_sarif(report: Report) -> str:
 
     fixed = report.baseline.fixed if report.baseline is not None else ()
     reported = {f.code for f in (*report.findings, *report.suppressed)} | {s.code for s in fixed}
-    rules = [rule for rule in all_rules() if rule.code in reported]
-    index = {rule.code: i for i, rule in enumerate(rules)}
+    descriptors = [_descriptor(rule) for rule in all_rules() if rule.code in reported]
+    if RUNTIME_CODE in reported:
+        descriptors.append(_runtime_descriptor())
+    index = {descriptor["id"]: i for i, descriptor in enumerate(descriptors)}
     results = [_result(f, report, index) for f in report.findings]
     results += [_suppressed(f, report, index) for f in report.suppressed]
-    results += [_absent(stored, index) for stored in fixed]
+    stored_key = PATH_KEY if report.baseline is not None and report.baseline.path_keyed else IDENTITY_KEY
+    results += [_absent(stored, index, stored_key) for stored in fixed]
     run = {
         "tool": {
             "driver": {
                 "name": "verify-perf",
                 "version": report.version,
                 "semanticVersion": report.version,
-                "rules": [_descriptor(rule) for rule in rules],
+                "rules": descriptors,
             }
         },
         "columnKind": "unicodeCodePoints",
@@ -97,7 +104,20 @@ def _descriptor(rule) -> dict:
     }
 
 
-def _result(finding: Finding, report: Report, index: dict[str, int], *, fingerprint: bool = True) -> dict:
+def _runtime_descriptor() -> dict:
+    """The runtime-only finding (VP290) is no static rule, but its results need a descriptor too."""
+    return {
+        "id": RUNTIME_CODE,
+        "name": RUNTIME_NAME,
+        "shortDescription": {"text": RUNTIME_SUMMARY},
+        "fullDescription": {"text": RUNTIME_WHY},
+        "help": {"text": RUNTIME_FIX},
+        "defaultConfiguration": {"level": LEVEL[Severity.MEDIUM]},
+        "properties": {"category": Category.SYNC.value, "severityByHeat": {"step": "MEDIUM"}, "tags": ["performance"]},
+    }
+
+
+def _result(finding: Finding, report: Report, index: dict[str, int]) -> dict:
     region = {
         "startLine": finding.shown_line,
         "startColumn": finding.column,
@@ -120,7 +140,7 @@ def _result(finding: Finding, report: Report, index: dict[str, int], *, fingerpr
                 }
             }
         ],
-        "partialFingerprints": {"verifyPerf/v1": report.fingerprints[finding] if fingerprint else _fingerprint_of(finding)},
+        "partialFingerprints": {IDENTITY_KEY: report.fingerprints[finding]},
         "properties": {
             "severity": finding.severity.name,
             "heat": finding.heat.label,
@@ -154,13 +174,13 @@ def _trace_location(number: int, step) -> dict:
 
 def _suppressed(finding: Finding, report: Report, index: dict[str, int]) -> dict:
     """A finding a comment silenced: present, marked as suppressed in source (dashboards hide it)."""
-    result = _result(finding, report, index, fingerprint=False)
+    result = _result(finding, report, index)
     result["suppressions"] = [{"kind": "inSource"}]
     result.pop("baselineState", None)
     return result
 
 
-def _absent(stored, index: dict[str, int]) -> dict:
+def _absent(stored, index: dict[str, int], key: str) -> dict:
     """A finding the baseline had and this run no longer has: SARIF's `absent` state."""
     result = {
         "ruleId": stored.code,
@@ -175,15 +195,9 @@ def _absent(stored, index: dict[str, int]) -> dict:
                 }
             }
         ],
-        "partialFingerprints": {"verifyPerf/v1": stored.fingerprint},
+        "partialFingerprints": {key: stored.fingerprint},
         "baselineState": "absent",
     }
     if stored.code in index:
         result["ruleIndex"] = index[stored.code]
     return result
-
-
-def _fingerprint_of(finding: Finding) -> str:
-    from verifier.report.baseline import fingerprints
-
-    return fingerprints([finding])[finding]

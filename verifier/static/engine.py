@@ -160,7 +160,7 @@ def analyze_file(
         if settings.prefilter and not _mentions_any(source.text, needed_tokens(tuple(rules))):
             # No rule can fire here, so every suppression in the file is unused.
             audit = (
-                audit_suppressions(path, Suppressions(source.text, source.lines()), rules, settings)
+                audit_suppressions(path, _suppressions(source, settings, parsed=False), rules, settings)
                 if mentions_a_directive(source.text) else []
             )
             if cells is not None:
@@ -296,7 +296,7 @@ def analyze_source(
         walk(module, visitors, leavers)
         heat.resolve(external)
         judged = [_judge(candidate, heat) for rule in active for candidate in rule.candidates]
-        suppressions = Suppressions(source.text, source.lines(), parsed=True)
+        suppressions = _suppressions(source, settings, parsed=True)
         test_code = reports_once(path, settings)
         findings = _to_findings(path, source, module, judged, settings, suppressions, heat, test_code) if judged else []
         if lines and not heat.numbered:
@@ -614,7 +614,7 @@ def _to_findings(
         severity = record.table.at(where_heat) if record.table is not None else None
         if severity is None:
             continue
-        severity = settings.severity.get(rule.code, severity)
+        severity = settings.severity_at(rule.code, where_heat, severity)
         kept.append((candidate, where_heat, severity, record.table))
     if not kept:
         return []
@@ -672,6 +672,10 @@ def _one_finding_per_call(built: list[tuple[type[Rule], Finding]], suppressions:
     }
 
 
+def _suppressions(source: Source, settings: Settings, *, parsed: bool) -> Suppressions:
+    return Suppressions(source.text, source.lines(), parsed=parsed, require_reason=settings.require_suppression_reason)
+
+
 def audit_suppressions(path: str, suppressions: Suppressions, rules: Sequence[type[Rule]], settings: Settings) -> list[Finding]:
     """VP901/VP902 for this file's suppression comments, when those rules are selected.
 
@@ -679,20 +683,18 @@ def audit_suppressions(path: str, suppressions: Suppressions, rules: Sequence[ty
     not run here (its tokens are absent) could not have produced the finding it names.
     """
     wanted = {rule.code for rule in rules} & {INVALID_SUPPRESSION, UNUSED_SUPPRESSION}
-    if not wanted or not suppressions.by_line:
+    if not wanted or not suppressions.present:
         return []
-    from verifier.rules import all_rules, rule_by_selector
+    from verifier.rules import rule_by_selector
 
     ignored_here = settings.ignored_in_file(path)
     active = {r.code for r in settings.selected_rules() if not _matches(r.code, r.name, ignored_here)}
-    # Preview rules never run without preview: "every rule" is every rule that can run.
-    every_rule = {r.code for r in all_rules() if not r.code.startswith("VP9") and (settings.preview or not r.preview)}
 
     def rule_named(entry: str) -> str | None:
         exact = [r.code for r in rule_by_selector(entry) if entry in (r.code, r.name.upper())]
         return exact[0] if exact else None
 
-    found = suppressions.audit(path, rule_named, active, every_rule <= active)
+    found = suppressions.audit(path, rule_named, active)
     return [f for f in found if f.code in wanted and not _matches(f.code, f.name, ignored_here)]
 
 
@@ -705,7 +707,7 @@ def unanalysable_finding(path: str, message: str, settings: Settings, *, blocks:
     HIGH unless `unanalysable = "warn"`; a file that is not valid source (syntax, encoding) is INFO.
     A severity configured for VP900 replaces both."""
     severity = Severity.HIGH if blocks and settings.unanalysable == "block" else Severity.INFO
-    severity = settings.severity.get(UNANALYSABLE, severity)  # `severity = { VP900 = ... }` decides for all
+    severity = settings.severity_at(UNANALYSABLE, Heat.ONCE, severity)  # `severity = { VP900 = ... }` decides for all
     return Finding(
         path=path,
         line=max(line, 1),

@@ -1,9 +1,15 @@
-"""Suppression comments: `# verify-perf: ignore[VP201]`, `# noqa: VP201`, or bare forms for all.
+"""Suppression comments for a gate: `# verify-perf: ignore[VP201]`, `# noqa: VP201` (or a rule's
+name) on a finding's line, and `# verify-perf: noqa: VP201` anywhere for the whole file.
 
-A suppression is audited like the code it silences (ruff's RUF100): a code that names no rule
-(`VP2O1`) is VP901, and a suppression that silenced nothing is VP902, so a gate cannot be
-quietened without a trace. Only what is ours is judged: `# noqa: E501` and a bare `# noqa`
-belong to other linters too; a code is ours when it starts with `VP` or names one of our rules.
+A suppression must name the rule it silences. A blanket `# noqa` belongs to every linter a team
+runs, so it never silences a finding of ours: on a line with one it is VP901, and the finding
+stays. With `require-suppression-reason`, a suppression silences only when a reason follows its
+codes (`# noqa: VP201 -- read once per log interval`). Suppressions are audited like the code
+they silence (ruff's RUF100): a code that names no rule, a bare directive of ours and a missing
+reason are VP901, a suppression that silenced nothing is VP902, so a gate cannot be quietened
+without a trace. Only what is ours is judged: `# noqa: E501` and a bare `# noqa` with no finding
+on its line belong to other linters; a code is ours when it starts with `VP` or names one of our
+rules.
 """
 
 from __future__ import annotations
@@ -19,8 +25,13 @@ from verifier.findings import Category, Finding, Heat, Severity
 from verifier.static.comments import comments
 from verifier.static.source import with_newlines
 
+# A code or a rule name: single hyphens between words, so `VP201 -- why` ends the list at `--`.
+_CODES = r"[A-Za-z]\w*(?:-\w+)*(?:[\s,]+[A-Za-z]\w*(?:-\w+)*)*"
 _DIRECTIVE = re.compile(
-    r"#\s*(?:(?P<ours>verify-perf\s*:\s*ignore)(?:\[(?P<bracket>[^\]]*)\])?|noqa(?::\s*(?P<noqa>[\w\-, ]+))?)",
+    r"#\s*(?:(?P<ours>verify-perf\s*:\s*ignore)(?:\[(?P<bracket>[^\]]*)\])?"
+    rf"|(?P<file>verify-perf\s*:\s*noqa)(?:\s*:\s*(?P<file_codes>{_CODES}))?"
+    rf"|noqa(?::\s*(?P<noqa>{_CODES}))?)"
+    r"(?P<reason>[ \t,]*--\s*[^\s#][^#]*)?",
     re.IGNORECASE,
 )
 _OUR_CODE = re.compile(r"VP\w*", re.IGNORECASE)
@@ -34,26 +45,12 @@ def without_directives(line: str) -> str:
 
 
 def suppressed_codes(line: str) -> set[str] | None:
-    """The codes a line suppresses; an empty set means "everything"; None means no directive."""
+    """The codes a line's directives name; an empty set is a blanket directive (which silences
+    no finding of ours); None means no directive."""
     found: set[str] | None = None
     for match in _DIRECTIVE.finditer(line):
-        listed = match.group("bracket") if match.group("bracket") is not None else match.group("noqa")
-        codes = {c.strip().upper() for c in re.split(r"[,\s]+", listed or "") if c.strip()}
-        if not codes:
-            return set()
-        found = (found or set()) | codes
+        found = (found or set()) | set(_entries(match))
     return found
-
-
-def is_suppressed(lines: list[str], first_line: int, last_line: int, code: str, name: str) -> bool:
-    """True when the first or last line of a finding carries a directive naming it (or all)."""
-    for number in {first_line, last_line}:
-        if not 1 <= number <= len(lines) or "#" not in lines[number - 1]:
-            continue
-        codes = suppressed_codes(lines[number - 1])
-        if codes is not None and (not codes or code in codes or name.upper() in codes):
-            return True
-    return False
 
 
 @dataclass
@@ -63,23 +60,40 @@ class Directive:
     line: int
     column: int  # 1-based column of its `#`
     end_column: int
-    ours: bool  # `verify-perf: ignore`, not the shared `noqa`
-    entries: tuple[str, ...]  # as written, upper-cased; empty: every rule
-    used: set[str] = field(default_factory=set)  # entries that silenced a finding ("" for a bare one)
+    ours: bool  # `verify-perf: ignore` or `verify-perf: noqa`, not the shared `noqa`
+    entries: tuple[str, ...]  # as written, upper-cased; empty: a blanket directive
+    whole_file: bool = False  # the file-level form (`verify-perf: noqa: VP201`): every line of the file
+    reason: bool = False  # a reason follows the codes (`-- why`)
+    used: set[str] = field(default_factory=set)  # entries that silenced a finding
+    # Entries that named a finding but could not silence it: no reason where one is required.
+    unreasoned: set[str] = field(default_factory=set)
+    # Codes of findings on a line whose blanket noqa silenced none of them.
+    passed_over: set[str] = field(default_factory=set)
 
 
 class Suppressions:
     """The suppression comments of one file, consulted for every finding, then audited."""
 
-    def __init__(self, text: str, lines: list[str], parsed: bool = False) -> None:
-        """`parsed`: libcst accepted the text (its comments can then be found without the tokenizer)."""
+    def __init__(self, text: str, lines: list[str], parsed: bool = False, require_reason: bool = False) -> None:
+        """`parsed`: libcst accepted the text (its comments can then be found without the tokenizer);
+        `require_reason`: a suppression silences only when a reason follows its codes."""
         self.lines = lines
+        self.require_reason = require_reason
         self.by_line: dict[int, list[Directive]] = {}
+        self.whole_file: list[Directive] = []
         for directive in _directives(text, parsed):
-            self.by_line.setdefault(directive.line, []).append(directive)
+            if directive.whole_file:
+                self.whole_file.append(directive)
+            else:
+                self.by_line.setdefault(directive.line, []).append(directive)
         self.suppressed: list[Finding] = []
         self._text = text
         self._moved_lines: dict[int, int] | None = None
+
+    @property
+    def present(self) -> bool:
+        """The file holds at least one directive."""
+        return bool(self.by_line or self.whole_file)
 
     def _moved(self) -> dict[int, int]:
         if self._moved_lines is None:
@@ -87,55 +101,62 @@ class Suppressions:
         return self._moved_lines
 
     def suppresses(self, finding: Finding) -> bool:
-        """True (and the finding is counted) when a directive on its first or last line names it;
-        for a line inside a multi-line string or a backslash continuation, the line that ends it."""
+        """True (and the finding is counted) when a file-level directive, or a directive on its
+        first or last line, names it; for a line inside a multi-line string or a backslash
+        continuation, the line that ends it. A blanket `# noqa` there is noted, never obeyed."""
         hit = False
         first, last = finding.line, max(finding.line, finding.end_line)
         moved = self._moved()
-        for number in {first, last, moved.get(first, first), moved.get(last, last)}:
-            for directive in self.by_line.get(number, ()):
-                if not directive.entries:
-                    directive.used.add("")
+        on_its_lines = [
+            directive
+            for number in {first, last, moved.get(first, first), moved.get(last, last)}
+            for directive in self.by_line.get(number, ())
+        ]
+        for directive in [*on_its_lines, *self.whole_file]:
+            for entry in directive.entries:
+                if entry not in (finding.code, finding.name.upper()):
+                    continue
+                if self.require_reason and not directive.reason:
+                    directive.unreasoned.add(entry)
+                else:
+                    directive.used.add(entry)
                     hit = True
-                for entry in directive.entries:
-                    if entry in (finding.code, finding.name.upper()):
-                        directive.used.add(entry)
-                        hit = True
         if hit:
             self.suppressed.append(finding)
+        else:
+            for directive in on_its_lines:
+                if not directive.entries and not directive.ours:
+                    directive.passed_over.add(finding.code)
         return hit
 
-    def audit(
-        self,
-        path: str,
-        rule_named: Callable[[str], str | None],
-        active: Collection[str],
-        every_rule_active: bool,
-    ) -> list[Finding]:
-        """VP901 for entries naming no rule, VP902 for entries that silenced nothing.
+    def audit(self, path: str, rule_named: Callable[[str], str | None], active: Collection[str]) -> list[Finding]:
+        """VP901 for entries naming no rule, bare directives of ours, a blanket `# noqa` that a
+        finding of ours passed, and missing reasons; VP902 for entries that silenced nothing.
 
         `rule_named` gives the code of the rule an entry names (code or name), else None;
         `active` are the codes that ran on this file: an entry for another rule cannot be judged.
         """
         findings = []
-        for directives in self.by_line.values():
-            for directive in directives:
-                if not directive.entries:
-                    if directive.ours and every_rule_active and "" not in directive.used:
-                        findings.append(self._finding(path, directive, UNUSED_SUPPRESSION,
-                                                      "unused suppression: no finding on this line to ignore"))
-                    continue
-                for entry in directive.entries:
-                    if not directive.ours and not _OUR_CODE.fullmatch(entry) and rule_named(entry) is None:
-                        continue  # another linter's code in a shared `noqa`
-                    code = rule_named(entry)
-                    if code is None:
-                        findings.append(self._finding(path, directive, INVALID_SUPPRESSION, _unknown(entry, rule_named)))
-                    elif code in active and entry not in directive.used:
-                        findings.append(self._finding(
-                            path, directive, UNUSED_SUPPRESSION,
-                            f"unused suppression: no {code} finding on this line to ignore",
-                        ))
+        for directive in [d for directives in self.by_line.values() for d in directives] + self.whole_file:
+            if not directive.entries:
+                if directive.ours:
+                    findings.append(self._finding(path, directive, INVALID_SUPPRESSION, _bare(directive)))
+                elif directive.passed_over:
+                    findings.append(self._finding(path, directive, INVALID_SUPPRESSION, _blanket(directive)))
+                continue
+            for entry in directive.entries:
+                if not directive.ours and not _OUR_CODE.fullmatch(entry) and rule_named(entry) is None:
+                    continue  # another linter's code in a shared `noqa`
+                code = rule_named(entry)
+                if code is None:
+                    findings.append(self._finding(path, directive, INVALID_SUPPRESSION, _unknown(entry, rule_named)))
+                elif entry in directive.unreasoned:
+                    findings.append(self._finding(path, directive, INVALID_SUPPRESSION, _unreasoned(code)))
+                elif code in active and entry not in directive.used:
+                    where = "in this file" if directive.whole_file else "on this line"
+                    findings.append(self._finding(
+                        path, directive, UNUSED_SUPPRESSION, f"unused suppression: no {code} finding {where} to ignore",
+                    ))
         return sorted(findings)
 
     def _finding(self, path: str, directive: Directive, code: str, message: str) -> Finding:
@@ -157,6 +178,25 @@ class Suppressions:
             source=self.lines[directive.line - 1] if directive.line <= len(self.lines) else "",
             fix=rule.fix,
         )
+
+
+def _bare(directive: Directive) -> str:
+    if directive.whole_file:
+        return ("`# verify-perf: noqa` names no rule: it silences nothing; name the rules it is for, "
+                "e.g. `# verify-perf: noqa: VP203`")
+    return ("`# verify-perf: ignore` names no rule: it silences nothing; name the rules it is for, "
+            "e.g. `# verify-perf: ignore[VP203]`")
+
+
+def _blanket(directive: Directive) -> str:
+    codes = ", ".join(sorted(directive.passed_over))
+    return (f"a blanket `# noqa` does not silence verify-perf: {codes} on this line is still reported; "
+            f"name the rule to silence it (`# noqa: {codes}`)")
+
+
+def _unreasoned(code: str) -> str:
+    return (f"suppression without a reason: {code} is still reported (`require-suppression-reason` is on); "
+            f"write why after the codes, e.g. `# noqa: {code} -- read once per log interval`")
 
 
 def comment_lines(lines: list[str], text: str) -> dict[int, int]:
@@ -200,16 +240,25 @@ def _directives(text: str, parsed: bool) -> list[Directive]:
     found = []
     for line, column, comment in comments(text, parsed):
         for match in _DIRECTIVE.finditer(comment):
-            listed = match.group("bracket") if match.group("bracket") is not None else match.group("noqa")
-            entries = tuple(dict.fromkeys(c.strip().upper() for c in re.split(r"[,\s]+", listed or "") if c.strip()))
             found.append(Directive(
                 line=line,
                 column=column + match.start() + 1,
                 end_column=column + match.end() + 1,
-                ours=match.group("ours") is not None,
-                entries=entries,
+                ours=match.group("ours") is not None or match.group("file") is not None,
+                entries=_entries(match),
+                whole_file=match.group("file") is not None,
+                reason=match.group("reason") is not None,
             ))
     return found
+
+
+def _entries(match: re.Match) -> tuple[str, ...]:
+    """The codes a directive lists, upper-cased, each once, in order."""
+    for group in ("bracket", "file_codes", "noqa"):
+        if match.group(group) is not None:
+            listed = match.group(group)
+            return tuple(dict.fromkeys(c.strip().upper() for c in re.split(r"[,\s]+", listed) if c.strip()))
+    return ()
 
 
 def _unknown(entry: str, rule_named: Callable[[str], str | None]) -> str:
