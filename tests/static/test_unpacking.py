@@ -99,3 +99,27 @@ def test_what_a_backward_runs_on_is_a_tensor_whatever_made_it(analyse):
         ("VP201", 12, "MEDIUM"),
         ("VP201", 16, "MEDIUM"),
     ]
+
+
+def test_an_argument_a_local_function_runs_backward_on_is_a_tensor(analyse):
+    # timm's shape: `_backward(_loss)` runs `_loss.backward()`; what the step hands it is a tensor.
+    code = """\
+    import torch
+
+    def train_one_epoch(model, loader, task):
+        model.cuda()
+        for input, target in loader:
+            def _forward():
+                result = task(input.cuda(), target.cuda())
+                return result["loss"], result
+
+            def _backward(_loss):
+                _loss.backward(create_graph=False)
+                optimizer.step()
+
+            loss, result = _forward()
+            _backward(loss)
+            print(f"{loss}")
+            print(f"{result}")
+    """
+    assert analyse(code, select=("VP201",)) == [("VP201", 16, "MEDIUM")]

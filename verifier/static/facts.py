@@ -72,11 +72,17 @@ class NameFacts:
         # Per function: the bare names whose kind was asked and not known (a parameter among
         # them may be bound a kind by the project pass).
         self._unknown: list[set[str]] = [set()]
+        # The positional parameters of the functions being walked, and per function of this
+        # module the positions whose argument a backward runs on (`def _backward(loss):
+        # loss.backward()`): what a call hands there is a tensor.
+        self._params: list[tuple[str, ...]] = [()]
+        self._backward_params: dict[str, set[int]] = {}
 
-    def enter_function(self, name: str = "") -> None:
+    def enter_function(self, name: str = "", params: tuple[str, ...] = ()) -> None:
         self._names.enter_function()
         self._unknown.append(set())
         self._functions.append((name, []))
+        self._params.append(params)
 
     def seed(self, name: str, kind: Kind) -> None:
         """A parameter of the function just entered holds `kind` at every visible call site."""
@@ -89,6 +95,7 @@ class NameFacts:
     def leave_function(self) -> None:
         self._names.leave_function()
         self._unknown.pop()
+        self._params.pop()
         name, kinds = self._functions.pop()
         if name and kinds:
             self._returns[name] = kinds[0] if all(k is kinds[0] for k in kinds) else None
@@ -106,6 +113,12 @@ class NameFacts:
         if method == "backward":
             self._learn_backward_operand(call)
             return
+        if type(call.func) is cst.Name and call.func.value in self._backward_params:
+            positions = self._backward_params[call.func.value]
+            for index, arg in enumerate(call.args):
+                if index in positions and arg.keyword is None and not arg.star:
+                    self._learn_tensor(arg.value)
+            return
         if method not in _MODULE_API:
             return
         owner = receiver(call)
@@ -116,12 +129,20 @@ class NameFacts:
         owner = receiver(call)
         if type(owner) is cst.Call and method_name(owner) == "scale" and owner.args:
             operand = owner.args[0].value  # `scaler.scale(loss).backward()`
-        elif type(owner) in (cst.Name, cst.Attribute) and not call.args:
-            operand = owner  # `loss.backward()`
+        elif type(owner) in (cst.Name, cst.Attribute) and (
+            not call.args or call.args[0].keyword is not None or self.kind_of(owner) is Kind.TENSOR
+        ):
+            operand = owner  # `loss.backward()`, `loss.backward(retain_graph=True)`
         elif call.args and call.args[0].keyword is None:
             operand = call.args[0].value  # `accelerator.backward(loss)`, `torch.autograd.backward(loss)`
         else:
             return
+        self._learn_tensor(operand)
+        params = self._params[-1]
+        if type(operand) is cst.Name and operand.value in params and self._functions:
+            self._backward_params.setdefault(self._functions[-1][0], set()).add(params.index(operand.value))
+
+    def _learn_tensor(self, operand: cst.BaseExpression) -> None:
         if type(operand) in (cst.Name, cst.Attribute) and self.kind_of(operand) is None:
             self._set(operand, Kind.TENSOR)
 
