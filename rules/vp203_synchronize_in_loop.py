@@ -32,8 +32,8 @@ class SynchronizeInLoop(LambdaScopes, GuardedRule):
     severity = SeverityByHeat(step=Severity.HIGH, epoch=Severity.MEDIUM, once=None)
     cost = "`synchronize()` makes the host wait until every queued kernel has finished"
     summary = (
-        "Finds `torch.cuda.synchronize()` (and stream/event `.synchronize()`) inside loops; when it "
-        "brackets a host timer it is reported as a timing pattern."
+        "Finds `torch.cuda.synchronize()` (and stream/event `.synchronize()`) inside loops; beside a "
+        "host timer in a benchmark it is a timing pattern (LOW), in a training step a per-step stall."
     )
     why = (
         "`synchronize()` blocks the host until every queued kernel finished. In a training loop it "
