@@ -123,3 +123,22 @@ def test_an_argument_a_local_function_runs_backward_on_is_a_tensor(analyse):
             print(f"{result}")
     """
     assert analyse(code, select=("VP201",)) == [("VP201", 16, "MEDIUM")]
+
+
+def test_a_key_looked_up_in_model_outputs_is_no_tensor_read(analyse):
+    code = """\
+    import torch
+
+    def criterion(outputs, targets):
+        if "aux_outputs" in outputs:
+            return outputs["aux_outputs"]
+        return outputs
+
+    model.cuda()
+    for x, y in loader:
+        outputs = model(x.cuda())
+        loss = criterion(outputs, y)
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=("VP201",)) == []
