@@ -11,6 +11,8 @@ from verifier.static.heat import Where
 from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import terminal_name
 from verifier.static.rule import Invalid
+from verifier.static.syncs import sync_of_call
+from verifier.static.walk import iter_descendants
 
 _SYNCHRONIZE = frozenset(
     {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"}
@@ -20,6 +22,8 @@ _TIMERS = frozenset(
      "time.monotonic_ns", "timeit.default_timer", "torch.cuda.Event"}
 )
 _TIMING = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
+# A synchronize right before a statement that reads a device value: the read waits anyway.
+_BEFORE_A_READ = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
 # A training step timed with a synchronize: a stall every step, but one whose cost is the overlap
 # lost at the step boundary, not a wait in the middle of queued work.
 _TIMED_STEP = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
@@ -69,6 +73,18 @@ per_iter_ms = start.elapsed_time(end) / iters
         # Per function scope: the synchronize calls met, and whether a host timer is read.
         self._scopes: list[tuple[list[tuple[cst.Call, Where]], list[bool]]] = [([], [False])]
         self._flags: list[bool] = []
+        # Each statement's next statement in its block, and the statement being walked.
+        self._next_statement: dict[int, cst.BaseStatement] = {}
+        self._statement: cst.BaseStatement | None = None
+        # Synchronize calls whose next statement reads a device value anyway: what it reads.
+        self._read_next: dict[int, str] = {}
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        for statement, following in zip(node.body, node.body[1:]):
+            self._next_statement[id(statement)] = following
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._statement = node
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append(([], [False]))
@@ -88,6 +104,22 @@ per_iter_ms = start.elapsed_time(end) / iters
             # Every N steps, or behind an opt-in flag (`if args.synchronize_step:`), is a choice.
             if not self.guarded and not self._opt_in:
                 calls.append((node, self.context.heat.where(), self.context.condition_probe()))
+                read = self._read_in_next_statement()
+                if read is not None:
+                    self._read_next[id(node)] = read
+
+    def _read_in_next_statement(self) -> str | None:
+        """`torch.cuda.synchronize()` then `log(loss=loss.item())`: the next statement waits for
+        the device anyway, so the sync on its own adds little; returns that read's code."""
+        following = self._next_statement.get(id(self._statement)) if self._statement is not None else None
+        if type(following) is not cst.SimpleStatementLine:
+            return None
+        for part in iter_descendants(following):
+            if type(part) is cst.Call:
+                read = sync_of_call(part, self.context.facts, self.context.imports)
+                if read is not None:
+                    return self.context.code_for(read.node)
+        return None
 
     def visit_If(self, node: cst.If) -> None:
         self._flags.append(is_opt_in_flag(node.test))
@@ -116,6 +148,18 @@ per_iter_ms = start.elapsed_time(end) / iters
     def _flush(self) -> None:
         calls, timed = self._scopes.pop()
         for call, where, condition in calls:
+            read = self._read_next.get(id(call))
+            if read is not None:
+                self.report(
+                    call,
+                    f"`synchronize()` right before `{read}`, which waits for the device anyway: on its own it "
+                    "adds little, the read is the per-step wait",
+                    where=where,
+                    condition=condition,
+                    severity=_BEFORE_A_READ,
+                    fix="Remove the synchronize; read device values at a log interval.",
+                )
+                continue
             if not timed[0]:
                 self.report(
                     call, "`synchronize()` in a loop blocks the host on every iteration", where=where, condition=condition

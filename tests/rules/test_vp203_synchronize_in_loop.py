@@ -64,3 +64,20 @@ for x, y in loader:
 )
 def test_a_clock_read_does_not_make_a_training_loop_a_benchmark(analyse, code, expected):
     assert analyse(code, select=SELECT) == expected
+
+
+def test_a_sync_right_before_a_read_adds_little_on_its_own(analyse):
+    # dino's shape: the next statement reads the loss on the host, which waits for the device anyway.
+    code = """\
+    import torch
+
+    for x, y in loader:
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        optimizer.step()
+        torch.cuda.synchronize()
+        logger.update(loss=loss.item())
+        torch.cuda.synchronize()
+        logger.update(lr=0.1)
+    """
+    assert analyse(code, select=SELECT) == [("VP203", 7, "LOW"), ("VP203", 9, "HIGH")]
