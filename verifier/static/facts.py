@@ -240,9 +240,10 @@ class NameFacts:
             if all(type(c.operator) in (cst.Is, cst.IsNot) for c in node.comparisons):
                 return None
             # `"aux_outputs" in outputs` looks a key up in a container (model outputs are often
-            # dicts): a tensor test only when what is looked for is itself a tensor.
+            # dicts): a tensor test only when a number or a tensor is looked for (`0 in preds`).
             if all(type(c.operator) in (cst.In, cst.NotIn) for c in node.comparisons):
-                return Kind.TENSOR if self.kind_of(node.left) is Kind.TENSOR else None
+                if self.kind_of(node.left) not in (Kind.NUMBER, Kind.TENSOR):
+                    return None
             kinds = [self.kind_of(node.left)] + [self.kind_of(c.comparator) for c in node.comparisons]
             return Kind.TENSOR if Kind.TENSOR in kinds else None
         return None
