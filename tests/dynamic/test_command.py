@@ -22,7 +22,7 @@ from verifier.dynamic.verdicts import CPU_REASON
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-FAST = ["--preset", "tiny", "--modes", "fp32,bf16", "--device", "cpu", "--warmup", "2", "--steps", "2", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "1", "--accuracy-steps", "3", "--accuracy-seeds", "2"]
+FAST = ["--preset", "tiny", "--modes", "fp32,bf16", "--device", "cpu", "--warmup", "2", "--steps", "2", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "1", "--accuracy-steps", "3", "--accuracy-seeds", "2", "--time-budget", "300"]
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -25,7 +25,7 @@ def line_of(text: str) -> int:
     return FIXTURE.read_text().splitlines().index(text) + 1
 
 
-FAST = ["--device", "cpu", "--warmup", "1", "--steps", "1", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "1", "--accuracy-steps", "3", "--accuracy-seeds", "2"]
+FAST = ["--device", "cpu", "--warmup", "1", "--steps", "1", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "1", "--accuracy-steps", "3", "--accuracy-seeds", "2", "--time-budget", "300"]
 
 
 @pytest.fixture

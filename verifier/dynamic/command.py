@@ -44,8 +44,9 @@ def add_harness_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGr
         help="more repeats while a speedup interval is wide, up to this (default: 4 x --repeats on CUDA; on CPU, where the speedup is not judged, --repeats)"
     )
     parser.add_argument(
-        "--time-budget", type=float, default=60.0, metavar="SECONDS",
-        help="stop adding repeats after this much timing (default: 60)",
+        "--time-budget", type=float, metavar="SECONDS",
+        help="seconds for the whole run: warm-up, timing, sync counting, evaluation and accuracy runs are planned "
+        "to fit, and what was cut is reported (default: the preset's, 5 for tiny and 150 for gpu; 120 for --entry)",
     )
     parser.add_argument("--sync-steps", type=int, help="steps in the untimed sync-counting pass (default: the preset's)")
     parser.add_argument(
@@ -114,7 +115,8 @@ def options_from_args(args: argparse.Namespace, thresholds: Thresholds | None = 
         chart_path=chart,
         replace_chart=getattr(args, "force", False),
         threads=getattr(args, "threads", None),
-        time_budget_s=getattr(args, "time_budget", 60.0),
+        time_budget_s=getattr(args, "time_budget", None),
+        budget_started_at=getattr(args, "budget_started_at", None),
         max_repeats=getattr(args, "max_repeats", None),
         accuracy_seeds=getattr(args, "accuracy_seeds", 3),
         accuracy_steps=getattr(args, "accuracy_steps", None),

@@ -156,11 +156,13 @@ class EntryWorkload:
             raise EntryError(f"entry {self.spec!r} returned the step form on a later call: the accuracy runs need one form")
         return run
 
-    def estimate_memory(self, mode: str) -> MemorySplit | str:
-        """The components form's peak split, estimated on fake tensors (CPU runs)."""
+    def estimate_memory(self, mode: str, seed: int = 0) -> MemorySplit | str:
+        """The components form's peak split, estimated on fake tensors (CPU runs); the entry is
+        called after `torch.manual_seed(seed)`, as for every other run."""
         parts_of_run: dict[str, Any] = {}
 
         def build() -> tuple[nn.Module, torch.optim.Optimizer]:
+            torch.manual_seed(seed)
             parts = _call_entry(self.function, torch.device("cpu"))
             if _part(parts, "train_step") is not None:
                 raise EntryError("the step form (train_step) gives no model and optimizer to trace")
@@ -213,7 +215,7 @@ class ComponentsRun:
 
     def __init__(self, parts: Any, mode: str, device: torch.device) -> None:
         self.device = device
-        self.model: nn.Module = _part(parts, "model").to(device)
+        self.model: nn.Module = _on_device(_part(parts, "model"), device)
         optimizer = _part(parts, "optimizer")
         if not isinstance(optimizer, torch.optim.Optimizer):
             optimizer = optimizer(self.model.parameters())
@@ -267,6 +269,15 @@ class ComponentsRun:
 
     def memory_parts(self) -> tuple[nn.Module, torch.optim.Optimizer]:
         return self.model, self.optimizer
+
+
+def _on_device(model: nn.Module, device: torch.device) -> nn.Module:
+    """The model moved to `device` only when some parameter or buffer is elsewhere: a module
+    already there is left as it is (moving fake tensors fails, and a no-op move is wasted work)."""
+    tensors = itertools.chain(model.parameters(), model.buffers())
+    if all(tensor.device.type == device.type for tensor in tensors):
+        return model
+    return model.to(device)
 
 
 def _batch_source(parts: Any) -> Iterator[Any]:

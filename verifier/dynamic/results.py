@@ -307,7 +307,10 @@ class Method:
     overhead_probe: how the harness decided whether the workload is overhead-bound;
     notes: anything else a reader needs (e.g. torch.compile on, threads used);
     accuracy_steps: training steps of each seeded accuracy run (None: no such runs);
-    accuracy_seeds: the seeds of those runs, one fresh run per mode and seed.
+    accuracy_seeds: the seeds of those runs, one fresh run per mode and seed;
+    time_budget_s: the seconds allowed for the whole run (None in results from before budgets);
+    elapsed_s: the seconds the run took, on the harness's clock;
+    budget_cuts: what the budget cut from the counts asked for, one sentence each (empty: nothing).
     """
 
     timer: str
@@ -321,6 +324,9 @@ class Method:
     notes: tuple[str, ...] = ()
     accuracy_steps: int | None = None
     accuracy_seeds: tuple[int, ...] = ()
+    time_budget_s: float | None = None
+    elapsed_s: float | None = None
+    budget_cuts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

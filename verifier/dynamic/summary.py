@@ -9,7 +9,7 @@ NOT_MEASURED = "n/m"
 
 
 def format_summary(result: DynamicResult) -> str:
-    lines = [_headline(result), _method_line(result)]
+    lines = [_headline(result), _method_line(result), *_budget_lines(result)]
     if result.error:
         lines.append(f"error: {result.error}")
     if result.modes:
@@ -64,6 +64,17 @@ def _method_line(result: DynamicResult) -> str:
         f"method: {method.timer}; {method.warmup_steps} warm-up, {method.repeats} x {method.steps} timed, "
         f"{method.sync_steps} sync-counting steps per mode; seed {method.seed}"
     )
+
+
+def _budget_lines(result: DynamicResult) -> list[str]:
+    """The whole run's budget, what it used, and each cut on a line of its own."""
+    method = result.method
+    if method.time_budget_s is None:
+        return []
+    used = f", {method.elapsed_s:.1f} s used" if method.elapsed_s is not None else ""
+    if not method.budget_cuts:
+        return [f"time budget: {method.time_budget_s:g} s{used}; nothing cut"]
+    return [f"time budget: {method.time_budget_s:g} s{used}; cut to fit:", *(f"  {cut}" for cut in method.budget_cuts)]
 
 
 def _accuracy_lines(result: DynamicResult) -> list[str]:
