@@ -325,6 +325,7 @@ def _memory_estimates(
     """CPU only: each estimable mode's peak split, estimated on fake tensors, while the budget
     lasts (never judged, so it comes last); a mode left out says so."""
     estimate = getattr(workload, "estimate_memory", None)
+    estimable = tuple(r.mode for r in results if r.ok and r.mode in estimable)
     if estimate is None or not estimable:
         return results
     guess = ESTIMATE_GUESS_S + 10 * max((c.step_s for c in ledger.costs.values()), default=0.0)
