@@ -17,6 +17,7 @@ from pathlib import Path
 
 from verifier.dynamic.harness import HarnessOptions, HarnessUsageError, ProgressCallback, run_harness
 from verifier.dynamic.results import MODES, DynamicResult, Thresholds
+from verifier.dynamic.streams import user_output_to_stderr
 from verifier.dynamic.summary import format_summary
 from verifier.errors import UsageError
 from verifier.writing import output_target, write_output
@@ -155,12 +156,13 @@ def terminal_progress(enabled: bool) -> Iterator[ProgressCallback | None]:
 
 
 def run_dynamic(options: HarnessOptions | argparse.Namespace, show_progress: bool | None = None) -> DynamicResult:
-    """Run the harness for `verify-perf PATH --dynamic`. Raises HarnessUsageError for bad
-    options (the caller exits 2); every workload failure is inside the result."""
+    """Run the harness for `verify-perf PATH --dynamic` and `bench`. Raises HarnessUsageError for
+    bad options (the caller exits 2); every workload failure is inside the result. What the
+    measured code prints goes to standard error: standard output is the chosen format's."""
     if isinstance(options, argparse.Namespace):
         options = options_from_args(options)
     enabled = progress_enabled() if show_progress is None else show_progress
-    with terminal_progress(enabled) as progress:
+    with user_output_to_stderr(), terminal_progress(enabled) as progress:
         return run_harness(options, progress)
 
 
