@@ -47,7 +47,7 @@ def _redirect_descriptor() -> int | None:
     return saved
 
 
-def _flush(stream) -> None:  # noqa: ANN001 - any text stream
+def _flush(stream) -> None:
     try:
         stream.flush()
     except (OSError, ValueError):
