@@ -316,6 +316,7 @@ class ModeSession:
             user_syncs_per_step=summary.user_per_step,
             library_syncs_per_step=summary.library_per_step,
             sync_sites=summary.user_sites,
+            library_sync_sites=summary.library_sites,
             device_flagged_syncs_per_step=flagged_per_step,
             executed_lines=trace.executed(),
         )
