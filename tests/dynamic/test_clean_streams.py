@@ -55,6 +55,7 @@ def test_dynamic_check_stdout_is_the_format_while_the_entry_prints(project, capf
     document = json.loads(out)
     assert ("dynamic" in document) if output_format == "json" else document["version"] == "2.1.0"
     assert_prints_went_to_stderr(err)
+    assert "--dynamic without --entry" not in err  # the user's step was measured: no calibration notice
 
 
 def test_both_levels_are_restored_afterwards(capfd):
