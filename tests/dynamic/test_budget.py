@@ -182,3 +182,19 @@ def test_a_budget_below_the_smallest_run_runs_it_and_says_over_budget(clocked):
 def test_a_budget_of_nothing_is_a_usage_error():
     with pytest.raises(HarnessUsageError, match="--time-budget must be more than 0 seconds"):
         run_harness(HarnessOptions(preset="tiny", device="cpu", time_budget_s=-1))
+
+
+def test_the_reference_baseline_on_cuda_is_tf32_and_strict_fp32_gets_no_accuracy_runs():
+    import torch
+
+    from verifier.dynamic.harness import _accuracy_modes, _baseline
+    from verifier.dynamic.workload import PresetWorkload
+    from verifier.reference_impl.presets import get_preset
+
+    workload, cuda = PresetWorkload(get_preset("tiny")), torch.device("cuda")  # no device needed: names only
+    every = ("fp32", "tf32", "fp16", "bf16")
+    assert _baseline(workload, cuda, every) == "tf32"
+    assert _baseline(workload, cuda, ("fp32", "bf16")) == "fp32"  # tf32 not asked for: strict is the baseline
+    assert _baseline(workload, torch.device("cpu"), ("fp32", "bf16")) == "fp32"
+    assert _accuracy_modes(workload, every, "tf32") == ("tf32", "fp16", "bf16")
+    assert _accuracy_modes(workload, ("fp32", "bf16"), "fp32") == ("fp32", "bf16")
