@@ -201,12 +201,12 @@ def run_harness(
         max_rounds = options.max_repeats or default_rounds
         if max_rounds < plan.counts.repeats:
             raise HarnessUsageError("--max-repeats must be at least --repeats")
-        baseline = _baseline(plan.workload, device, modes)
         ledger = Ledger(budget, cuda=device.type == "cuda")
+        # The baseline is read once the entry has run: its code may set the matmul precision when called.
         planning = Planning(
             ledger,
             lambda: _wanted(plan, options, max_rounds),
-            lambda: _accuracy_modes(plan.workload, modes, baseline),
+            lambda: _accuracy_modes(plan.workload, modes, _baseline(plan.workload, device, modes)),
         )
         with _cpu_threads(plan.cpu_threads):
             facts = dataclasses.replace(facts, cpu_threads=torch.get_num_threads())
@@ -214,6 +214,7 @@ def run_harness(
                 plan.workload, modes, device, facts, plan.counts, options.seed,
                 lambda: UtilizationSampler(nvml, handle), report, planning,
             )
+            baseline = _baseline(plan.workload, device, modes)
             results, accuracy = _accuracy_runs(plan.workload, measured.results, device, options, report, ledger, baseline)
             results = _memory_estimates(plan.workload, results, measured.estimable, ledger, options.seed)
             method = _method(
