@@ -174,22 +174,27 @@ def choose_accuracy(
     )
 
 
-def _ladder(wanted: Wanted) -> Iterator[tuple[int, int, int, str]]:
+def _ladder(wanted: Wanted, accuracy_first: bool) -> Iterator[tuple[int, int, int, str]]:
     """(rounds, steps per round, sync steps, accuracy policy) from the fullest run to the smallest;
-    the policy is "seeds" (full-length runs, fewer seeds), "shorter" (also shorter runs) or "none"."""
+    the policy is "seeds" (full-length runs, fewer seeds), "shorter" (also shorter runs) or "none".
+    With `accuracy_first` (CPU, where the speedup is never judged and the accuracy is) the timing
+    shrinks all the way before the accuracy runs are given up; otherwise only its rounds do."""
     rounds = min(wanted.repeats, MIN_ROUNDS)
-    yield wanted.repeats, wanted.steps, wanted.sync_steps, "seeds"
-    yield rounds, wanted.steps, wanted.sync_steps, "shorter"
-    yield rounds, wanted.steps, wanted.sync_steps, "none"
+    timing = [(wanted.repeats, wanted.steps, wanted.sync_steps), (rounds, wanted.steps, wanted.sync_steps)]
     steps = wanted.steps
     while steps > 1:
         steps = max(1, steps // 2)
-        yield rounds, steps, wanted.sync_steps, "none"
+        timing.append((rounds, steps, wanted.sync_steps))
     if wanted.sync_steps > 1:
-        yield rounds, 1, 1, "none"
+        timing.append((rounds, 1, 1))
     floor = min(wanted.repeats, FLOOR_ROUNDS)
     if floor < rounds:
-        yield floor, 1, 1, "none"
+        timing.append((floor, 1, 1))
+    yield (*timing[0], "seeds")
+    for rung in timing[1:] if accuracy_first else timing[1:2]:
+        yield (*rung, "shorter")
+    for rung in timing if accuracy_first else timing[1:]:
+        yield (*rung, "none")
 
 
 def plan_run(
@@ -197,11 +202,12 @@ def plan_run(
 ) -> Plan:
     """The fullest plan whose estimate fits in `seconds` (times MARGIN). In order, as the time left
     shrinks: fewer accuracy seeds (down to two), fewer timed rounds (down to three), shorter accuracy
-    runs (down to half), no accuracy runs, fewer steps per round, one sync-counting step, two rounds.
-    The smallest plan runs even when it does not fit; `over_budget` then says so."""
+    runs (down to half), no accuracy runs, fewer steps per round, one sync-counting step, two rounds;
+    on CPU (`cuda` False) the steps per round, sync steps and rounds shrink before the accuracy runs
+    are given up. The smallest plan runs even when it does not fit; `over_budget` then says so."""
     room = MARGIN * seconds
     plan: Plan | None = None
-    for rounds, steps, sync_steps, policy in _ladder(wanted):
+    for rounds, steps, sync_steps, policy in _ladder(wanted, accuracy_first=not cuda):
         timing = timing_cost(costs, rounds, steps, sync_steps, cuda)
         choice = choose_accuracy(wanted.accuracy_seeds, wanted.accuracy_steps, costs, accuracy_modes, room - timing, policy)
         if policy != "none" and wanted.accuracy_seeds and accuracy_modes and not choice.seeds:
