@@ -71,37 +71,46 @@ def test_the_plan_fits_any_budget_or_is_the_smallest_and_says_so():
     assert seen >= {(True, True, False), (False, True, True), (False, True, False), (False, False, True), (False, False, False)}
 
 
+COSTS = {"fp32": ModeCosts(0.0, 0.01, 0.0), "bf16": ModeCosts(0.0, 0.01, 0.0)}
+WANTED = Wanted(10, 5, 5, 1, (0, 1, 2), 100)
+MODES = ("fp32", "bf16")
+SLACK = 0.001
+
+
+def accuracy(seeds: int, steps: int) -> float:
+    return accuracy_cost(COSTS, MODES, seeds, steps)
+
+
 def test_on_cuda_seeds_go_before_timed_rounds_and_shorter_runs_before_none():
-    costs = {"fp32": ModeCosts(0.0, 0.01, 0.0), "bf16": ModeCosts(0.0, 0.01, 0.0)}
-    wanted = Wanted(10, 5, 5, 1, (0, 1, 2), 100)
-    # Everything: 5 x 10 x 0.02 + sync (4 + 2 probe) x 0.02 = 1.12 s of timing, 3 x 100 x 0.02 = 6 s of accuracy.
-    assert plan_run(wanted, costs, ("fp32", "bf16"), 7.12 / MARGIN, True).cuts == ()
-    two_seeds = plan_run(wanted, costs, ("fp32", "bf16"), 5.12 / MARGIN, True)
+    five, three = timing_cost(COSTS, 5, 10, 1, True), timing_cost(COSTS, 3, 10, 1, True)
+    assert plan_run(WANTED, COSTS, MODES, (five + accuracy(3, 100) + SLACK) / MARGIN, True).cuts == ()
+    two_seeds = plan_run(WANTED, COSTS, MODES, (five + accuracy(2, 100) + SLACK) / MARGIN, True)
     assert (two_seeds.repeats, two_seeds.accuracy_seeds, two_seeds.accuracy_cut) == (
         5, (0, 1), "accuracy runs: 2 of 3 seeds (100 steps each)")
-    fewer_rounds = plan_run(wanted, costs, ("fp32", "bf16"), 4.72 / MARGIN, True)
+    fewer_rounds = plan_run(WANTED, COSTS, MODES, (three + accuracy(2, 100) + SLACK) / MARGIN, True)
     assert (fewer_rounds.repeats, fewer_rounds.accuracy_seeds, fewer_rounds.accuracy_steps) == (3, (0, 1), 100)
     assert fewer_rounds.cuts == ("timed rounds: 3 of 5",)
-    shorter = plan_run(wanted, costs, ("fp32", "bf16"), 2.72 / MARGIN, True)
+    shorter = plan_run(WANTED, COSTS, MODES, (three + accuracy(2, 50) + SLACK) / MARGIN, True)
     assert (shorter.accuracy_seeds, shorter.accuracy_steps, shorter.accuracy_cut) == (
         (0, 1), 50, "accuracy runs: 2 of 3 seeds, 50 of 100 steps each")
-    none = plan_run(wanted, costs, ("fp32", "bf16"), 2.0 / MARGIN, True)
+    none = plan_run(WANTED, COSTS, MODES, (three + 1.0) / MARGIN, True)
     assert (none.repeats, none.steps, none.accuracy_seeds) == (3, 10, ())
     assert none.accuracy_cut == (
-        "accuracy runs: none of the 3 seeds x 100 steps asked for (the smallest useful set needs about 2.0 s, "
-        "1.3 s were left)"
+        f"accuracy runs: none of the 3 seeds x 100 steps asked for (the smallest useful set needs about "
+        f"{accuracy(2, 50):.1f} s, 1.0 s were left)"
     )
 
 
 def test_on_cpu_the_timing_shrinks_before_the_accuracy_runs_are_given_up():
-    costs = {"fp32": ModeCosts(0.0, 0.01, 0.0), "bf16": ModeCosts(0.0, 0.01, 0.0)}
-    wanted = Wanted(10, 5, 5, 1, (0, 1, 2), 100)
-    # Two seeds of 50 steps (2.0 s) still fit beside 3 rounds of 2 steps (0.12 s) and the sync pass (0.08 s).
-    kept = plan_run(wanted, costs, ("fp32", "bf16"), 2.21 / MARGIN, False)
+    # Two seeds of 50 steps still fit beside 3 rounds of 2 steps and the sync pass, not of 5 steps.
+    small = timing_cost(COSTS, 3, 2, 1, False)
+    assert timing_cost(COSTS, 3, 5, 1, False) + accuracy(2, 50) > small + accuracy(2, 50) + SLACK
+    kept = plan_run(WANTED, COSTS, MODES, (small + accuracy(2, 50) + SLACK) / MARGIN, False)
     assert (kept.repeats, kept.steps, kept.accuracy_seeds, kept.accuracy_steps) == (3, 2, (0, 1), 50)
     assert kept.cuts == ("timed rounds: 3 of 5", "timed steps per round: 2 of 10")
     # Not even the smallest timing leaves room for them: the timing then gets all it asked for.
-    none = plan_run(wanted, costs, ("fp32", "bf16"), 1.5 / MARGIN, False)
+    full = timing_cost(COSTS, 5, 10, 1, False)
+    none = plan_run(WANTED, COSTS, MODES, (full + 0.5) / MARGIN, False)
     assert (none.repeats, none.steps, none.accuracy_seeds, none.cuts) == (5, 10, (), ())
 
 
@@ -133,7 +142,7 @@ def accuracy_verdict(result):
     return next(v for v in result.verdicts if v.name == "accuracy_degradation")
 
 
-@pytest.mark.parametrize("seconds", [1.5, 3.0, 6.0])
+@pytest.mark.parametrize("seconds", [2.5, 4.0, 6.0])
 def test_the_whole_run_fits_its_budget_and_reports_each_cut(clocked, seconds):
     result, elapsed = clocked(seconds)
     method = result.method
@@ -149,20 +158,22 @@ def test_the_whole_run_fits_its_budget_and_reports_each_cut(clocked, seconds):
     assert all(mode.step_time is not None and mode.error is None for mode in result.modes)
 
 
-def test_a_six_second_budget_keeps_two_seeds_of_shorter_runs_and_the_verdict_says_so(clocked):
-    result, _ = clocked(6.0)
-    assert result.method.accuracy_seeds == (0, 1) and result.method.accuracy_steps < 20
+@pytest.mark.parametrize(("seconds", "cut"), [
+    (4.0, "accuracy runs: 2 of 3 seeds, 10 of 20 steps each"),
+    (8.0, "accuracy runs: 2 of 3 seeds (20 steps each)"),
+])
+def test_a_budget_that_keeps_two_seeds_says_so_in_the_verdict(clocked, seconds, cut):
+    result, _ = clocked(seconds)
+    assert result.method.accuracy_seeds == (0, 1) and cut in result.method.budget_cuts
     verdict = accuracy_verdict(result)
     assert verdict.status in (VerdictStatus.PASS, VerdictStatus.UNSTABLE, VerdictStatus.MISS) and verdict.band is not None
-    assert verdict.reason.endswith(
-        f"; cut by the time budget: accuracy runs: 2 of 3 seeds, {result.method.accuracy_steps} of 20 steps each")
+    assert verdict.reason.endswith(f"; cut by the time budget: {cut}")
     for mode in result.modes:
-        assert mode.accuracy_note.endswith(
-            f"; cut by the time budget: accuracy runs: 2 of 3 seeds, {result.method.accuracy_steps} of 20 steps each")
+        assert mode.accuracy_note.endswith(f"; cut by the time budget: {cut}")
 
 
 def test_a_budget_that_leaves_no_accuracy_runs_says_one_run_and_why(clocked):
-    result, _ = clocked(1.5)
+    result, _ = clocked(2.5)
     assert (result.method.accuracy_steps, result.method.accuracy_seeds) == (None, ())
     assert {m.accuracy_note for m in result.modes} == {
         "one run, no band: the timed run's own evaluation (the time budget left no time for the seeded runs)"}

@@ -20,12 +20,19 @@ from dataclasses import dataclass, field, replace
 Clock = Callable[[], float]
 """Seconds on a monotonic clock (`time.perf_counter`; a fake one in tests)."""
 
-SYNC_COUNTING_COST = 4.0
-"""A sync-counted step costs about this many plain steps (two torch modes and a line trace)."""
+SYNC_COUNTING_COST = 2.0
+SYNC_COUNTING_OVERHEAD_S = 0.25
+"""A sync-counted step costs about two plain steps plus a quarter second: the two torch modes and
+the line trace add a fixed cost per operator (measured on the tiny preset: +0.13 to +0.2 s a step)."""
 BUSY_PROBE_COST = 2.0
 """A step under the CUDA busy-time profiler costs about this many plain steps."""
 EVALUATION_GUESS = 3.0
-"""Evaluation is guessed at this many steps until it has been measured once."""
+EVALUATION_OVERHEAD_S = 0.25
+"""Evaluation is guessed at three steps and a quarter second (a loader may start a worker) until
+it has been measured once."""
+ACCURACY_STEP_COST = 1.2
+"""An accuracy-run step costs about this many timed steps: its batches are made in-process, with no
+loader worker alongside (measured on the tiny preset: 36 steps took the time of 44 to 50)."""
 WARMUP_SHARE = 0.25
 """Of the budget, the most the warm-up of all modes together may take."""
 MIN_ROUNDS = 3
@@ -74,7 +81,10 @@ class ModeCosts:
     accuracy_setup_s: float | None = None
 
     def evaluation(self) -> float:
-        return self.eval_s if self.eval_s is not None else EVALUATION_GUESS * self.step_s
+        return self.eval_s if self.eval_s is not None else EVALUATION_GUESS * self.step_s + EVALUATION_OVERHEAD_S
+
+    def counted_step(self) -> float:
+        return SYNC_COUNTING_COST * self.step_s + SYNC_COUNTING_OVERHEAD_S
 
 
 @dataclass(frozen=True)
@@ -118,7 +128,7 @@ def timing_cost(
     """Seconds of the timed rounds, the sync-counting pass, the busy probe (CUDA) and evaluation."""
     total = 0.0
     for cost in costs.values():
-        total += rounds * steps * cost.step_s + sync_steps * cost.step_s * SYNC_COUNTING_COST
+        total += rounds * steps * cost.step_s + sync_steps * cost.counted_step()
         if cuda:
             total += sync_steps * cost.step_s * BUSY_PROBE_COST
         total += cost.evaluation()
@@ -140,7 +150,7 @@ def _accuracy_seed_costs(costs: Mapping[str, ModeCosts], modes: tuple[str, ...])
     # paid for one-time imports (torch's compiler stack loads with the first optimizer).
     cheapest = min((c.setup_s for c in costs.values()), default=0.0)
     fixed = sum((c.accuracy_setup_s if c.accuracy_setup_s is not None else cheapest) + c.evaluation() for c in known)
-    return fixed, sum(c.step_s for c in known)
+    return fixed, ACCURACY_STEP_COST * sum(c.step_s for c in known)
 
 
 def choose_accuracy(
