@@ -202,9 +202,10 @@ def test_a_budget_below_the_smallest_run_runs_it_and_says_over_budget(clocked):
     assert all(mode.step_time is not None for mode in result.modes)
 
 
-def test_a_budget_of_nothing_is_a_usage_error():
-    with pytest.raises(HarnessUsageError, match="--time-budget must be more than 0 seconds"):
-        run_harness(HarnessOptions(preset="tiny", device="cpu", time_budget_s=-1))
+@pytest.mark.parametrize("seconds", [-1.0, 0.0, float("nan"), float("inf")])
+def test_a_budget_that_is_no_number_of_seconds_is_a_usage_error(seconds):
+    with pytest.raises(HarnessUsageError, match="--time-budget must be a finite number of seconds above 0"):
+        run_harness(HarnessOptions(preset="tiny", device="cpu", time_budget_s=seconds))
 
 
 def test_the_reference_baseline_on_cuda_is_tf32_and_strict_fp32_gets_no_accuracy_runs():

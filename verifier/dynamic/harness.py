@@ -12,6 +12,7 @@ measured.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -146,8 +147,8 @@ def _plan(options: HarnessOptions, device: torch.device) -> _Plan:
         raise HarnessUsageError("--threads must be at least 1")
     if options.accuracy_seeds < 0 or (options.accuracy_steps is not None and options.accuracy_steps < 1):
         raise HarnessUsageError("--accuracy-seeds must be at least 0 and --accuracy-steps at least 1")
-    if options.time_budget_s is not None and options.time_budget_s <= 0:
-        raise HarnessUsageError("--time-budget must be more than 0 seconds")
+    if options.time_budget_s is not None and not 0 < options.time_budget_s < math.inf:
+        raise HarnessUsageError("--time-budget must be a finite number of seconds above 0")
     threads = options.threads if device.type == "cpu" else None
     if options.entry:
         workload = EntryWorkload(options.entry, load_entry(options.entry))
