@@ -397,10 +397,13 @@ def _method(
     sync_steps = plan.sync_steps if plan is not None else counts.sync_steps
     warmup = min(measured.warmed.values(), default=counts.warmup) if measured is not None else counts.warmup
     cuts = tuple(ledger.cuts) if ledger is not None else ()
-    notes = [
+    rounds_note = (
         f"timed repeats interleaved round-robin across modes; {rounds} rounds run (at least "
         f"{minimum}, more while a speedup's 95% interval is wider than +/-5%, up to "
-        f"{max_rounds} rounds, while the time budget lasts)",
+        f"{max_rounds} rounds, while the time budget lasts)"
+    )
+    notes = [
+        rounds_note,
         f"torch {torch.__version__}; {torch.get_num_threads()} intra-op CPU thread(s)"
         + (" (--threads)" if options.threads and device.type == "cpu" else ""),
         "every mode is seeded alike and sees the same batches in the same order",
