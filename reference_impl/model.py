@@ -89,6 +89,13 @@ class DecoderLM(nn.Module):
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
+    @staticmethod
+    def count_parameters(vocab_size: int, d_model: int, n_layers: int, max_seq_len: int, mlp_ratio: int = 4) -> int:
+        """`parameter_count()` of a model of this shape, without building it: two embeddings (the
+        head is tied), per block two LayerNorms, qkv, projection and the MLP, and the final norm."""
+        block = 2 * 2 * d_model + (3 + 1 + 2 * mlp_ratio) * d_model * d_model
+        return (vocab_size + max_seq_len) * d_model + n_layers * block + 2 * d_model
+
     def flops_per_token(self, seq_len: int) -> int:
         """Training FLOPs per token (forward + backward), PaLM appendix B convention:
         6 x (matmul parameters, the tied head counted once) + 12 x layers x seq_len x d_model

@@ -17,6 +17,7 @@ class Preset:
     harness's accuracy runs (fresh, untimed, one per mode and seed), chosen so that FP32
     reaches the ceiling in it; the comparison asks whether AMP gets there in the same steps.
     cpu_threads caps torch's intra-op threads on CPU (None: torch's default).
+    bench_time_budget_s is the harness's default budget for the whole run (`--time-budget`).
     """
 
     name: str
@@ -43,6 +44,7 @@ class Preset:
     bench_repeats: int
     bench_sync_steps: int
     accuracy_steps: int
+    bench_time_budget_s: float
     cpu_threads: int | None = None
 
     @property
@@ -80,6 +82,8 @@ PRESETS: dict[str, Preset] = {
         bench_sync_steps=3,
         # FP32 and BF16 were at the ceiling by step 60 for seeds 0-8 (measured; README).
         accuracy_steps=60,
+        # With the interpreter and torch starting in 2-4 s, the whole bench stays under 10 s.
+        bench_time_budget_s=5.0,
         # Its matmuls are too small to gain from threads, and spinning threads collapse when
         # another process shares the cores; one thread leaves a core for the DataLoader worker.
         cpu_threads=1,
@@ -116,6 +120,8 @@ PRESETS: dict[str, Preset] = {
         # slowest mode, to minutes. Too short shows as "not judged: untrained" or as seeds that
         # disagree (unstable); a PASS still needs every seed within the target.
         accuracy_steps=200,
+        # Four modes, the seeded accuracy runs as far as they fit, and start-up within 3 minutes.
+        bench_time_budget_s=150.0,
     ),
 }
 

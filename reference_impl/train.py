@@ -79,9 +79,22 @@ def train_step(
 
     `max_grad_norm=None` skips clipping (and the unscale it needs).
     """
+    return optimisation_step(model, optimizer, scaler, precision, lambda: loss_fn(model(inputs), targets), max_grad_norm)
+
+
+def optimisation_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    precision: Precision,
+    compute_loss: Callable[[], torch.Tensor],
+    max_grad_norm: float | None,
+) -> torch.Tensor:
+    """The step around a loss however it is computed (`compute_loss()`, e.g. a model that returns
+    its own loss): autocast, scaled backward, unscale and clip, scaler step and update."""
     # Autocast covers forward and loss only; backward runs in the dtypes the forward chose.
     with precision.autocast():
-        loss = loss_fn(model(inputs), targets)
+        loss = compute_loss()
     scaler.scale(loss).backward()
     if max_grad_norm is not None:
         # Clip the true gradients: unscale first; the scaler remembers not to unscale again.

@@ -30,6 +30,11 @@ from verifier.task import default_task, validate_task
 from verifier.writing import STDOUT, OutputTarget, output_target
 
 HARNESS_UNAVAILABLE = "not run: harness unavailable"
+CALIBRATION_ONLY = (
+    "verify-perf: --dynamic without --entry measured only the bundled reference model (a calibration of this "
+    "machine and toolchain), none of your code; to measure your own training step, add --entry "
+    "package.module:function (the contract: verifier/dynamic/entry.py, README 'Dynamic harness')"
+)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -377,6 +382,8 @@ def _dynamic(args: argparse.Namespace, settings: Settings, task: str) -> tuple[D
         return None, "failed: the harness returned no result", True
     if result.failure:
         print(f"verify-perf: dynamic harness failed: {result.failure}", file=sys.stderr)
+    if not getattr(args, "entry", None):
+        print(CALIBRATION_ONLY, file=sys.stderr)
     return result, "", bool(result.failure)
 
 

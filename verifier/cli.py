@@ -13,6 +13,7 @@ import importlib
 import math
 import os
 import sys
+import time
 
 from verifier import __version__
 from verifier.config import parse_size
@@ -215,11 +216,12 @@ def build_bench_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()  # `bench --time-budget` counts from here: imports included
     args = list(sys.argv[1:] if argv is None else argv)
     hold_standard_descriptors()
     try:
         _working_directory()
-        code = _run(args)
+        code = _run(args, started)
         # Buffered output that cannot be written fails here with a message, not at exit.
         write_stdout_safely(lambda: None)
         return code
@@ -256,7 +258,7 @@ def _working_directory() -> None:
         ) from None
 
 
-def _run(args: list[str]) -> int:
+def _run(args: list[str], started: float) -> int:
     if args and args[0] == "rule":
         from verifier.explain import run_rule_command
 
@@ -268,6 +270,7 @@ def _run(args: list[str]) -> int:
         return run_clean(parsed.cache_dir or os.environ.get("VERIFY_PERF_CACHE_DIR") or None)
     if args and args[0] == "bench":
         parsed = build_bench_parser().parse_args(args[1:])
+        parsed.budget_started_at = started
         return importlib.import_module("verifier.dynamic.command").run_bench(parsed)
     from verifier.check import run_check
 

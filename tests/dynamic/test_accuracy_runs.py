@@ -23,8 +23,8 @@ def test_components_are_rebuilt_per_seed_for_the_entrys_own_length(entry_fixture
 
     entry_points.SEEDS_SEEN.clear()
     result = run_harness(HarnessOptions(entry="entry_points:seed_recording", seed=7, **FAST))
-    # Per timed mode a run and a memory-estimate build (seed 7), then one fresh run per mode and seed.
-    assert entry_points.SEEDS_SEEN == [7, 7, 7, 7] + [7, 7, 8, 8, 9, 9]
+    # A run per timed mode (seed 7), one fresh run per mode and seed, then a memory-estimate build per mode.
+    assert entry_points.SEEDS_SEEN == [7, 7] + [7, 7, 8, 8, 9, 9] + [7, 7]
     assert (result.method.accuracy_steps, result.method.accuracy_seeds) == (4, (7, 8, 9))
     for mode in result.modes:
         assert [run.seed for run in mode.accuracy_runs] == [7, 8, 9]
@@ -96,7 +96,8 @@ class FakeWorkload:
 def test_runs_go_seed_by_seed_and_a_failed_run_keeps_its_error():
     workload, progress = FakeWorkload(), []
     plan = AccuracyPlan(steps=20, seeds=(0, 1))
-    runs = measure_accuracy(workload, ("fp32", "bf16"), torch.device("cpu"), plan, lambda *event: progress.append(event))
+    runs, ran = measure_accuracy(workload, ("fp32", "bf16"), torch.device("cpu"), plan, lambda *event: progress.append(event))
+    assert ran == plan
     assert workload.opened == [("fp32", 0), ("bf16", 0), ("fp32", 1), ("bf16", 1)]
     # First and last tenth of 20 steps: losses 3.9, 3.8 and 2.1, 2.0.
     assert runs["fp32"] == (AccuracyRun(0, 0.8, 0.5, pytest.approx(3.85), pytest.approx(2.05)),
@@ -115,5 +116,5 @@ def test_a_workload_that_cannot_be_reseeded_gives_no_runs():
         def accuracy_run(self, mode, device, seed):
             return None
 
-    assert measure_accuracy(StepOnly(), ("fp32",), torch.device("cpu"), AccuracyPlan(5, (0, 1)), lambda *e: None) is None
-    assert measure_accuracy(object(), ("fp32",), torch.device("cpu"), AccuracyPlan(5, (0, 1)), lambda *e: None) is None
+    assert measure_accuracy(StepOnly(), ("fp32",), torch.device("cpu"), AccuracyPlan(5, (0, 1)), lambda *e: None)[0] is None
+    assert measure_accuracy(object(), ("fp32",), torch.device("cpu"), AccuracyPlan(5, (0, 1)), lambda *e: None)[0] is None

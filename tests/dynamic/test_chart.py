@@ -97,7 +97,27 @@ def test_a_file_verify_perf_did_not_write_is_never_replaced(tmp_path):
         "(pass --force to replace it, or choose another file)"
     )
     assert mine.read_bytes() == b"my own diagram"
-    again = write_chart(result(ModeResult("fp32", "float32")), str(tmp_path / "new.png"))
-    assert write_chart(result(ModeResult("fp32", "float32")), str(tmp_path / "new.png")).chart_note == again.chart_note == ""
-    forced = write_chart(result(ModeResult("fp32", "float32")), str(mine), force=True)
+    timed = result(ModeResult("fp32", "float32", step_time=summarize([20.0, 21.0])))
+    again = write_chart(timed, str(tmp_path / "new.png"))
+    assert write_chart(timed, str(tmp_path / "new.png")).chart_note == again.chart_note == ""
+    forced = write_chart(timed, str(mine), force=True)
     assert forced.chart_path == str(mine) and mine.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_panel_no_mode_has_a_figure_for_is_left_out(tmp_path):
+    # On CPU without a memory estimate: step times only, so only the step-time panel.
+    fp32 = ModeResult("fp32", "float32", step_time=summarize([20.0, 21.0]), memory_split_note="not estimated: cut")
+    bf16 = ModeResult("bf16", "bfloat16", step_time=summarize([30.0, 31.0]))
+    (only,) = build_figure(result(fp32, bf16)).axes
+    assert only.get_title() == "Step time, ms (median, 95% interval)"
+    # Memory but no step time (every mode failed while timing): only the memory panel.
+    failed = ModeResult("fp32", "float32", memory_split=split(100, estimated=True), error="boom")
+    (only,) = build_figure(result(failed)).axes
+    assert only.get_title() == "Peak memory, MiB (estimate, FakeTensorMode)"
+
+
+def test_nothing_to_draw_writes_no_chart_and_says_why(tmp_path):
+    failed = ModeResult("fp32", "float32", error="setup raised ValueError: no data")
+    written = write_chart(result(failed), str(tmp_path / "none.png"))
+    assert (written.chart_path, written.chart_note) == (None, "chart not written: no figure to draw")
+    assert not (tmp_path / "none.png").exists()

@@ -22,7 +22,7 @@ from verifier.dynamic.verdicts import CPU_REASON
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-FAST = ["--preset", "tiny", "--modes", "fp32,bf16", "--device", "cpu", "--warmup", "2", "--steps", "2", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "1", "--accuracy-steps", "3", "--accuracy-seeds", "2"]
+FAST = ["--preset", "tiny", "--modes", "fp32,bf16", "--device", "cpu", "--warmup", "2", "--steps", "2", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "1", "--accuracy-steps", "3", "--accuracy-seeds", "2", "--time-budget", "300"]
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -124,3 +124,12 @@ def test_bench_refuses_an_output_it_did_not_write_before_running(tmp_path, capsy
         "(pass --force to replace it, or choose another file)\n"
     )
     assert mine.read_text() == '{"my": "measurements"}\n' and ran == []
+
+
+def test_the_time_budget_defaults_to_the_workloads_and_a_bad_one_exits_2(capsys):
+    assert options_from_args(parse()).time_budget_s is None  # the preset's, or 120 s for an entry
+    assert options_from_args(parse("--time-budget", "4")).time_budget_s == 4.0
+    assert run_bench(parse("--preset", "tiny", "--device", "cpu", "--time-budget", "0")) == 2
+    assert capsys.readouterr().err == (
+        "verify-perf bench: error: --time-budget must be a finite number of seconds above 0\n"
+    )

@@ -12,7 +12,7 @@ from verifier.cli import main
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-FAST = ["--device", "cpu", "--warmup", "1", "--steps", "1", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "2", "--accuracy-steps", "3", "--accuracy-seeds", "2"]
+FAST = ["--device", "cpu", "--warmup", "1", "--steps", "1", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "2", "--accuracy-steps", "3", "--accuracy-seeds", "2", "--time-budget", "300"]
 
 
 @pytest.fixture

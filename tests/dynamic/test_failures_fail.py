@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from verifier.check import CALIBRATION_ONLY
 from verifier.cli import main
 from verifier.dynamic.harness import HarnessOptions, run_harness
 from verifier.dynamic.verdicts import ACTIVATIONS_BASIS
@@ -25,7 +26,7 @@ def line_of(text: str) -> int:
     return FIXTURE.read_text().splitlines().index(text) + 1
 
 
-FAST = ["--device", "cpu", "--warmup", "1", "--steps", "1", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "1", "--accuracy-steps", "3", "--accuracy-seeds", "2"]
+FAST = ["--device", "cpu", "--warmup", "1", "--steps", "1", "--repeats", "2", "--max-repeats", "2", "--sync-steps", "1", "--accuracy-steps", "3", "--accuracy-seeds", "2", "--time-budget", "300"]
 
 
 @pytest.fixture
@@ -85,7 +86,10 @@ def test_examples_score_the_same_with_a_calibration_run(tmp_path, monkeypatch, c
     shutil.copytree(EXAMPLES, tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
     assert main(["examples", "--format", "json", "-o", "static.json", "--task", "S"]) == 1
+    capsys.readouterr()
     assert main(["examples", "--dynamic", "--format", "json", "-o", "dynamic.json", "--task", "D", *FAST]) == 1
+    # Without --entry the terminal is told, in one line, that none of the user's code was measured.
+    assert capsys.readouterr().err.splitlines().count(CALIBRATION_ONLY) == 1
     static, dynamic = (json.loads((tmp_path / name).read_text()) for name in ("static.json", "dynamic.json"))
     assert dynamic["score"]["total"] == static["score"]["total"] == 44
     assert dynamic["decision"] == static["decision"]

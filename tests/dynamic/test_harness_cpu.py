@@ -19,7 +19,8 @@ def cpu_result(tmp_path_factory):
     chart = tmp_path_factory.mktemp("chart") / "bench.png"
     progress: list[tuple[str, str, int, int]] = []
     result = run_harness(
-        HarnessOptions(preset="tiny", modes=("fp32", "bf16"), device="cpu", chart_path=str(chart), **SMALL),
+        # A budget no machine runs out of: this checks the figures, test_budget the cuts.
+        HarnessOptions(preset="tiny", modes=("fp32", "bf16"), device="cpu", chart_path=str(chart), time_budget_s=600, **SMALL),
         progress=lambda *event: progress.append(event),
     )
     return result, progress

@@ -14,7 +14,9 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 
 def test_tiny_preset_on_cuda_is_measured_and_judged():
-    result = run_harness(HarnessOptions(preset="tiny", device="cuda", warmup=10, steps=5, repeats=3, max_repeats=3, sync_steps=2))
+    result = run_harness(HarnessOptions(
+        preset="tiny", device="cuda", warmup=10, steps=5, repeats=3, max_repeats=3, sync_steps=2, time_budget_s=120,
+    ))
     assert result.method.timer == "cuda-events"
     assert result.device.backend == "cuda"
     assert [m.mode for m in result.modes] == ["fp32", "tf32", "fp16", "bf16"]
@@ -35,7 +37,31 @@ def test_tiny_preset_on_cuda_is_measured_and_judged():
 
 
 def test_bf16_mfu_is_reported_or_explained():
-    result = run_harness(HarnessOptions(preset="tiny", device="cuda", modes=("bf16",), warmup=5, steps=5, repeats=2, max_repeats=2, sync_steps=1))
+    result = run_harness(HarnessOptions(
+        preset="tiny", device="cuda", modes=("bf16",), warmup=5, steps=5, repeats=2, max_repeats=2, sync_steps=1, time_budget_s=120,
+    ))
     bf16 = result.mode("bf16")
     assert bf16.achieved_tflops and bf16.achieved_tflops > 0
     assert (bf16.mfu is not None) or bf16.mfu_note
+
+
+def test_the_reference_is_judged_against_tf32_and_strict_fp32_is_timed_only():
+    result = run_harness(HarnessOptions(
+        preset="tiny", device="cuda", modes=("fp32", "tf32", "bf16"), warmup=5, steps=5, repeats=2, max_repeats=2,
+        sync_steps=1, accuracy_seeds=2, accuracy_steps=20, time_budget_s=120,
+    ))
+    assert result.fp32_baseline == "tf32"
+    strict = result.mode("fp32")
+    assert strict.accuracy_runs == ()
+    assert strict.accuracy_note.startswith("timed only: strict FP32 is not the accuracy baseline (tf32 is)")
+    assert [run.seed for run in result.mode("tf32").accuracy_runs] == [0, 1]
+    assert [run.seed for run in result.mode("bf16").accuracy_runs] == [0, 1]
+    assert {v.label for v in result.verdicts} >= {"AMP speedup over TF32 (bf16)", "Accuracy degradation vs TF32 (bf16)"}
+    # The reference's fused AdamW reads nothing back: no library sync sites on CUDA.
+    assert all(mode.library_sync_sites == () for mode in result.modes)
+
+
+def test_a_small_budget_bounds_the_whole_gpu_run():
+    result = run_harness(HarnessOptions(preset="tiny", device="cuda", time_budget_s=10))
+    assert result.method.elapsed_s <= 10 or any(cut.startswith("over budget") for cut in result.method.budget_cuts)
+    assert all(mode.step_time is not None for mode in result.modes)

@@ -126,3 +126,32 @@ def test_importing_the_contract_does_not_import_torch():
     code = "import sys, verifier.dynamic.results; print('torch' in sys.modules)"
     finished = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert finished.stdout.strip() == "False"
+
+
+ADAMW_SITE = SyncSite(
+    "train.py:30", "item", 6, call="AdamW.step", operation="reads the per-parameter step counter (state['step'].item())",
+    library="torch.optim", on_cuda=False, cuda_note="a host tensor on CUDA",
+)
+
+
+def test_named_library_sites_and_the_budget_round_trip_and_print():
+    from verifier.dynamic.summary import format_summary
+    from verifier.report.dynamic_view import library_sync_lines
+
+    base = sample_result()
+    fp32 = dataclasses.replace(base.modes[0], library_syncs_per_step=3.0, library_sync_sites=(ADAMW_SITE,))
+    result = dataclasses.replace(
+        base, modes=(fp32, base.modes[1]),
+        method=dataclasses.replace(base.method, time_budget_s=4.0, elapsed_s=3.9, budget_cuts=("timed rounds: 3 of 5",)),
+    )
+    assert DynamicResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+    lines = format_summary(result).splitlines()
+    assert lines[2:4] == ["time budget: 4 s, 3.9 s used; cut to fit:", "  timed rounds: 3 of 5"]
+    assert (
+        "  fp32: train.py:30 AdamW.step (torch.optim): reads the per-parameter step counter (state['step'].item()) "
+        "x6, 3 per step; on CUDA: no sync (a host tensor on CUDA)"
+    ) in lines
+    assert library_sync_lines(result) == [(
+        "FP32: `train.py:30` AdamW.step (torch.optim): reads the per-parameter step counter (state['step'].item()) "
+        "x6, 3 per step; on CUDA: no sync (a host tensor on CUDA)"
+    )]

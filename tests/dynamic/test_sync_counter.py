@@ -209,3 +209,85 @@ def test_syncs_in_backward_hooks_and_through_logging_are_charged_to_the_user_lin
         (f"tests/dynamic/fixtures/sync_steps.py:{logged}", "__repr__", 3),
     }
     assert summary.library_total == 0
+
+
+def _library_sites(step, steps: int = 2):
+    step()  # optimizer state and lazy set-up exist before counting, as after a warm-up
+    with SyncCounter(simulated=True) as counter:
+        for _ in range(steps):
+            step()
+    return counter.summary(steps)
+
+
+def _tiny_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Embedding(10, 8), torch.nn.Linear(8, 10))
+
+
+def test_cpu_adamw_step_counter_read_is_named_and_said_to_be_no_sync_on_cuda():
+    model, tokens = _tiny_model(), torch.randint(0, 10, (4,))
+    for fused, expected in ((False, 3 * 2), (True, 0)):
+        optimizer = torch.optim.AdamW(model.parameters(), fused=fused)
+
+        def step():
+            torch.nn.functional.cross_entropy(model(tokens), tokens).backward()
+            optimizer.step()  # the library sync is charged to this line
+            optimizer.zero_grad()
+
+        summary = _library_sites(step)
+        assert summary.library_total == expected
+        if not fused:
+            (site,) = summary.library_sites
+            assert site.location.endswith(f"test_sync_counter.py:{_line_of('            optimizer.step()  # the library sync is charged to this line')}")
+            assert (site.kind, site.count, site.call, site.library, site.on_cuda) == ("item", 6, "AdamW.step", "torch.optim", False)
+            assert site.operation == "reads the per-parameter step counter (state['step'].item())"
+            assert site.cuda_note.startswith("the counter is a host tensor on CUDA unless capturable=True")
+        else:
+            assert summary.library_sites == ()
+
+
+def test_scaler_inf_check_and_a_checked_clip_are_named_and_sync_on_cuda():
+    model, tokens = _tiny_model(), torch.randint(0, 10, (4,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1.0)
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(model(tokens), tokens)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+
+    sites = {site.call: site for site in _library_sites(step).library_sites}
+    assert set(sites) == {"GradScaler.step", "clip_grad_norm_"}
+    scaler_site, clip_site = sites["GradScaler.step"], sites["clip_grad_norm_"]
+    assert (scaler_site.kind, scaler_site.count, scaler_site.library, scaler_site.on_cuda) == ("item", 2, "torch.amp", True)
+    assert scaler_site.operation == "GradScaler.step's inf/NaN check reads found_inf (.item())"
+    assert (clip_site.kind, clip_site.library, clip_site.on_cuda) == ("__bool__", "torch.nn", True)
+    assert clip_site.operation == "clip_grad_norm_(error_if_nonfinite=True) tests the total norm for inf/NaN"
+
+
+def test_batch_norm_without_momentum_is_named_by_its_module_class():
+    torch.manual_seed(0)
+    norm = torch.nn.BatchNorm1d(4, momentum=None)
+    inputs = torch.randn(8, 4)
+    (site,) = _library_sites(lambda: norm(inputs)).library_sites
+    assert (site.call, site.library, site.on_cuda, site.count) == ("BatchNorm1d.forward", "torch.nn", True, 2)
+    assert site.operation.startswith("batch norm with momentum=None reads num_batches_tracked")
+
+
+def test_an_unknown_library_read_is_named_by_its_function_and_its_cuda_side_is_unknown():
+    from torch.distributions.transforms import PowerTransform
+
+    first, second = PowerTransform(torch.tensor(2.0)), PowerTransform(torch.tensor(2.0))
+    (site,) = _library_sites(lambda: first == second).library_sites
+    assert (site.call, site.library, site.on_cuda) == ("PowerTransform.__eq__", "torch.distributions", None)
+    assert site.operation == "item in torch.distributions.transforms.PowerTransform.__eq__"
+    assert site.cuda_note == "not known from a CPU count (only a CUDA run tells)"
+
+
+def _line_of(text: str) -> int:
+    return Path(__file__).read_text().splitlines().index(text) + 1

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from verifier.dynamic.budget import Ledger, accuracy_cost
 from verifier.dynamic.measure import (
     NonFiniteLoss, ProgressCallback, close_quietly, failure_message, matmul_precision, release_memory,
 )
@@ -27,8 +28,11 @@ from verifier.dynamic.workload import ModeRun
 
 @dataclass(frozen=True)
 class AccuracyPlan:
+    """The seeded runs to make; `cut` says what the time budget took from what was asked."""
+
     steps: int
     seeds: tuple[int, ...]
+    cut: str = ""
 
     def describe(self) -> str:
         seeds = ", ".join(str(seed) for seed in self.seeds)
@@ -42,32 +46,54 @@ class AccuracyPlan:
 
 def measure_accuracy(
     workload: Any, modes: tuple[str, ...], device: torch.device, plan: AccuracyPlan, report: ProgressCallback,
-) -> dict[str, tuple[AccuracyRun, ...]] | None:
-    """The seeded runs of every mode, seed by seed; None when the workload cannot be
-    re-created per seed (the step form). A failed run is an AccuracyRun with its error."""
+    ledger: Ledger | None = None,
+) -> tuple[dict[str, tuple[AccuracyRun, ...]] | None, AccuracyPlan]:
+    """The seeded runs of every mode, seed by seed, and the plan as it ran; None when the workload
+    cannot be re-created per seed (the step form). A failed run is an AccuracyRun with its error.
+    With a `ledger`, a seed starts only if its runs still fit in the budget (the first from the
+    estimate, later ones from what the previous seed took); the plan then says where it stopped."""
     opener: Callable[[str, torch.device, int], ModeRun | None] | None = getattr(workload, "accuracy_run", None)
     if opener is None or not modes or not plan.seeds:
-        return None
+        return None, plan
     runs: dict[str, list[AccuracyRun]] = {mode: [] for mode in modes}
     total = plan.steps * len(plan.seeds)
+    seed_seconds = accuracy_cost(ledger.costs, modes, 1, plan.steps) if ledger is not None else 0.0
     for index, seed in enumerate(plan.seeds):
+        if ledger is not None and not ledger.fits(seed_seconds):
+            plan = _stopped(plan, index)
+            break
+        started = ledger.budget.clock() if ledger is not None else 0.0
         for mode in modes:
-            outcome = _one_run(opener, mode, device, seed, plan.steps)
+            outcome = _one_run(opener, mode, device, seed, plan.steps, ledger)
             if outcome is None:
-                return None
+                return None, plan
             runs[mode].append(outcome)
             report(mode, f"accuracy, seed {seed}", (index + 1) * plan.steps, total)
-    return {mode: tuple(found) for mode, found in runs.items()}
+        if ledger is not None:
+            seed_seconds = ledger.budget.clock() - started
+    if not runs[modes[0]]:
+        return None, plan
+    return {mode: tuple(found) for mode, found in runs.items()}, plan
+
+
+def _stopped(plan: AccuracyPlan, done: int) -> AccuracyPlan:
+    wanted = len(plan.seeds)
+    text = f"accuracy runs: stopped after {done} of {wanted} planned seeds (the next would not fit in the budget)"
+    return replace(plan, seeds=plan.seeds[:done], cut="; ".join(part for part in (plan.cut, text) if part))
 
 
 def _one_run(
     opener: Callable[[str, torch.device, int], ModeRun | None], mode: str, device: torch.device, seed: int, steps: int,
+    ledger: Ledger | None = None,
 ) -> AccuracyRun | None:
     run = None
     try:
+        started = ledger.budget.clock() if ledger is not None else 0.0
         run = opener(mode, device, seed)
         if run is None:
             return None
+        if ledger is not None and mode in ledger.costs:
+            ledger.costs[mode].accuracy_setup_s = ledger.budget.clock() - started
         with matmul_precision(mode, device):
             first, last = _train(run, steps, device)
             eval_loss, accuracy = run.evaluate()
@@ -108,6 +134,8 @@ def with_accuracy_runs(result: ModeResult, runs: tuple[AccuracyRun, ...], plan: 
     losses = [run.eval_loss for run in runs if run.eval_loss is not None]
     failed = [run for run in runs if run.error]
     note = f"mean of {len(runs)} seeded runs of {plan.steps} steps each (seeds {', '.join(str(r.seed) for r in runs)})"
+    if plan.cut:
+        note += f"; cut by the time budget: {plan.cut}"
     if failed:
         note += "; failed: " + "; ".join(f"seed {run.seed}: {run.error}" for run in failed)
     return replace(

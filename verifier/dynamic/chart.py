@@ -4,7 +4,8 @@ Left: step time per mode, the median with its 95 % bootstrap interval, each AMP 
 with its speedup over FP32, and a target line at FP32 / min-speedup. Right: peak memory per
 mode, split into parameters, gradients, optimizer state and activations/other where the
 harness has the split (estimates say so), with the target line for the activations AMP can
-change. A mode without a figure shows "not measured", never an empty bar.
+change. A mode without a figure shows "not measured", never an empty bar; a panel no mode has a
+figure for is left out, and with no figure at all no chart is written.
 """
 
 from __future__ import annotations
@@ -27,13 +28,26 @@ SPLIT_PARTS = (
 MIB = 2**20
 
 
+def panels(result: DynamicResult) -> tuple[str, ...]:
+    """The panels some mode has a figure for: "step time", "memory"."""
+    shown = []
+    if any(m.step_time is not None for m in result.modes):
+        shown.append("step time")
+    if any(m.memory_split is not None or m.peak_memory_bytes is not None for m in result.modes):
+        shown.append("memory")
+    return tuple(shown)
+
+
 def build_figure(result: DynamicResult):  # noqa: ANN201 - matplotlib.figure.Figure, imported lazily
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(10, 4.4), dpi=100)
-    time_axes, memory_axes = figure.subplots(1, 2)
-    _step_time(time_axes, result)
-    _memory(memory_axes, result)
+    drawn = panels(result)
+    if not drawn:
+        raise ValueError("nothing to draw: no mode has a step time or a memory figure")
+    figure = Figure(figsize=(5.2 * len(drawn), 4.4), dpi=100)
+    axes = figure.subplots(1, len(drawn), squeeze=False)[0]
+    for panel, panel_axes in zip(drawn, axes):
+        (_step_time if panel == "step time" else _memory)(panel_axes, result)
     figure.suptitle(f"{result.workload.name} on {result.device.name} ({result.role})", fontsize=11)
     method = result.method
     figure.text(
@@ -104,6 +118,8 @@ def _memory(axes, result: DynamicResult) -> None:  # noqa: ANN001
 def write_chart(result: DynamicResult, path: str, *, force: bool = False) -> DynamicResult:
     """Write the PNG atomically, never over a file verify-perf did not write (`verifier.writing`);
     returns the result with chart_path/chart_note filled in."""
+    if not panels(result):
+        return dataclasses.replace(result, chart_path=None, chart_note="chart not written: no figure to draw")
     try:
         figure = build_figure(result)
         image = io.BytesIO()

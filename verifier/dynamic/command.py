@@ -17,6 +17,7 @@ from pathlib import Path
 
 from verifier.dynamic.harness import HarnessOptions, HarnessUsageError, ProgressCallback, run_harness
 from verifier.dynamic.results import MODES, DynamicResult, Thresholds
+from verifier.dynamic.streams import user_output_to_stderr
 from verifier.dynamic.summary import format_summary
 from verifier.errors import UsageError
 from verifier.writing import output_target, write_output
@@ -44,8 +45,9 @@ def add_harness_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGr
         help="more repeats while a speedup interval is wide, up to this (default: 4 x --repeats on CUDA; on CPU, where the speedup is not judged, --repeats)"
     )
     parser.add_argument(
-        "--time-budget", type=float, default=60.0, metavar="SECONDS",
-        help="stop adding repeats after this much timing (default: 60)",
+        "--time-budget", type=float, metavar="SECONDS",
+        help="seconds for the whole run: warm-up, timing, sync counting, evaluation and accuracy runs are planned "
+        "to fit, and what was cut is reported (default: the preset's, 5 for tiny and 150 for gpu; 120 for --entry)",
     )
     parser.add_argument("--sync-steps", type=int, help="steps in the untimed sync-counting pass (default: the preset's)")
     parser.add_argument(
@@ -114,7 +116,8 @@ def options_from_args(args: argparse.Namespace, thresholds: Thresholds | None = 
         chart_path=chart,
         replace_chart=getattr(args, "force", False),
         threads=getattr(args, "threads", None),
-        time_budget_s=getattr(args, "time_budget", 60.0),
+        time_budget_s=getattr(args, "time_budget", None),
+        budget_started_at=getattr(args, "budget_started_at", None),
         max_repeats=getattr(args, "max_repeats", None),
         accuracy_seeds=getattr(args, "accuracy_seeds", 3),
         accuracy_steps=getattr(args, "accuracy_steps", None),
@@ -153,12 +156,13 @@ def terminal_progress(enabled: bool) -> Iterator[ProgressCallback | None]:
 
 
 def run_dynamic(options: HarnessOptions | argparse.Namespace, show_progress: bool | None = None) -> DynamicResult:
-    """Run the harness for `verify-perf PATH --dynamic`. Raises HarnessUsageError for bad
-    options (the caller exits 2); every workload failure is inside the result."""
+    """Run the harness for `verify-perf PATH --dynamic` and `bench`. Raises HarnessUsageError for
+    bad options (the caller exits 2); every workload failure is inside the result. What the
+    measured code prints goes to standard error: standard output is the chosen format's."""
     if isinstance(options, argparse.Namespace):
         options = options_from_args(options)
     enabled = progress_enabled() if show_progress is None else show_progress
-    with terminal_progress(enabled) as progress:
+    with user_output_to_stderr(), terminal_progress(enabled) as progress:
         return run_harness(options, progress)
 
 

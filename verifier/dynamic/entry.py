@@ -12,14 +12,21 @@ optimizer and loss:
 
     model        torch.nn.Module; moved to the device if it is not there already
     optimizer    a torch.optim.Optimizer, or a callable `params -> Optimizer`
-    make_batch   callable `step -> (inputs, targets)`     (or: batches, an iterable of them;
-                 it is cycled when exhausted)
-    loss_fn      callable `(model(inputs), targets) -> scalar loss tensor`
-    optional:    eval_batches (iterable of (inputs, targets)), accuracy_fn
-                 (`(outputs, targets) -> fraction correct`), max_grad_norm (None: no clipping),
-                 tokens_per_step, flops_per_step, chance_accuracy (accuracy of guessing: an
-                 accuracy near it is "not judged"), accuracy_steps (the fixed length of the
-                 seeded accuracy runs; default 100, --accuracy-steps overrides it)
+    make_batch   callable `step -> batch`     (or: batches, an iterable of batches; it is
+                 cycled when exhausted); tensors in the batch are moved to the device
+    loss_fn      callable `(model(inputs), targets) -> scalar loss tensor`, for batches
+                 `(inputs, targets)`; or, for a model that computes its own loss:
+    forward      callable `(model, batch) -> output` (`loss` is another name for it); the
+                 loss is the output itself, its `loss` key or attribute (Hugging Face
+                 `labels=`), or the one scalar tensor of a tuple (nanoGPT's `(logits, loss)`).
+                 Without loss_fn and forward, the batch is spread into the call:
+                 `model(*batch)` for a tuple (`model(idx, targets)`), `model(**batch)` for a dict
+    optional:    eval_batches (iterable of batches), accuracy_fn (`(outputs, targets) ->
+                 fraction correct` with loss_fn; `(output, batch) -> fraction` otherwise),
+                 max_grad_norm (None: no clipping), tokens_per_step, flops_per_step,
+                 chance_accuracy (accuracy of guessing: an accuracy near it is "not judged"),
+                 accuracy_steps (the fixed length of the seeded accuracy runs; default 100,
+                 --accuracy-steps overrides it)
 
 The components form is also the one whose accuracy is judged: with `eval_batches` and
 `accuracy_fn`, the harness calls the function again after `torch.manual_seed(s)` for each
@@ -52,15 +59,16 @@ import itertools
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
+from verifier.dynamic.batch_loss import LossNotFound, call_model, loss_from
 from verifier.dynamic.memory import estimate_split
 from verifier.dynamic.results import MemorySplit, Workload
-from verifier.reference_impl.train import Precision, train_step
+from verifier.reference_impl.train import Precision, optimisation_step, train_step
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
 _VERIFIER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -137,14 +145,17 @@ class EntryWorkload:
             if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
                 raise EntryError(f"entry {self.spec!r}: accuracy_steps must be a positive int, got {steps!r}")
             self._accuracy_steps = steps
-        missing = [name for name in ("model", "optimizer", "loss_fn") if _part(parts, name) is None]
+        missing = [name for name in ("model", "optimizer") if _part(parts, name) is None]
         if _part(parts, "make_batch") is None and _part(parts, "batches") is None:
             missing.append("make_batch or batches")
         if missing:
             raise EntryError(
                 f"entry {self.spec!r} returned {type(parts).__name__} without {', '.join(missing)}: "
-                "give either train_step, or model, optimizer, make_batch/batches and loss_fn"
+                "give either train_step, or model, optimizer, make_batch/batches (and loss_fn or forward)"
             )
+        named = [name for name in ("loss_fn", "forward", "loss") if _part(parts, name) is not None]
+        if len(named) > 1:
+            raise EntryError(f"entry {self.spec!r} names {' and '.join(named)}: give one way to compute the loss")
         return ComponentsRun(parts, mode, device)
 
     def accuracy_run(self, mode: str, device: torch.device, seed: int) -> ComponentsRun | None:
@@ -156,11 +167,13 @@ class EntryWorkload:
             raise EntryError(f"entry {self.spec!r} returned the step form on a later call: the accuracy runs need one form")
         return run
 
-    def estimate_memory(self, mode: str) -> MemorySplit | str:
-        """The components form's peak split, estimated on fake tensors (CPU runs)."""
+    def estimate_memory(self, mode: str, seed: int = 0) -> MemorySplit | str:
+        """The components form's peak split, estimated on fake tensors (CPU runs); the entry is
+        called after `torch.manual_seed(seed)`, as for every other run."""
         parts_of_run: dict[str, Any] = {}
 
         def build() -> tuple[nn.Module, torch.optim.Optimizer]:
+            torch.manual_seed(seed)
             parts = _call_entry(self.function, torch.device("cpu"))
             if _part(parts, "train_step") is not None:
                 raise EntryError("the step form (train_step) gives no model and optimizer to trace")
@@ -198,9 +211,19 @@ def _to_device(value: Any, device: torch.device) -> Any:
         return value.to(device, non_blocking=True)
     if isinstance(value, (tuple, list)):
         return type(value)(_to_device(item, device) for item in value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):  # a dict, or a dict-like batch (Hugging Face's BatchEncoding)
         return {key: _to_device(item, device) for key, item in value.items()}
     return value
+
+
+def _pair(batch: Any) -> tuple[Any, Any]:
+    """(inputs, targets) of a batch given with loss_fn."""
+    if isinstance(batch, (tuple, list)) and len(batch) == 2:
+        return batch[0], batch[1]
+    raise EntryError(
+        f"with loss_fn a batch must be (inputs, targets), got a {type(batch).__name__}: for a model that takes "
+        "its targets (model(x, y), labels=...), leave loss_fn out or name a forward"
+    )
 
 
 def _optional_number(parts: Any, name: str) -> float | None:
@@ -213,12 +236,15 @@ class ComponentsRun:
 
     def __init__(self, parts: Any, mode: str, device: torch.device) -> None:
         self.device = device
-        self.model: nn.Module = _part(parts, "model").to(device)
+        self.model: nn.Module = _on_device(_part(parts, "model"), device)
         optimizer = _part(parts, "optimizer")
         if not isinstance(optimizer, torch.optim.Optimizer):
             optimizer = optimizer(self.model.parameters())
         self.optimizer: torch.optim.Optimizer = optimizer
         self.loss_fn = _part(parts, "loss_fn")
+        self.forward: Callable[[nn.Module, Any], Any] = (
+            _part(parts, "forward") or _part(parts, "loss") or (lambda model, batch: call_model(model, batch))
+        )
         self.precision = Precision(mode, device.type)
         self.scaler = self.precision.grad_scaler()
         self.max_grad_norm = _optional_number(parts, "max_grad_norm")
@@ -231,17 +257,27 @@ class ComponentsRun:
         self._batches = _batch_source(parts)
 
     def step(self) -> torch.Tensor:
-        inputs, targets = next(self._batches)
-        return train_step(
-            self.model,
-            self.optimizer,
-            self.scaler,
-            self.precision,
-            _to_device(inputs, self.device),
-            _to_device(targets, self.device),
-            self.max_grad_norm,
-            self.loss_fn,
+        batch = _to_device(next(self._batches), self.device)
+        if self.loss_fn is not None:
+            inputs, targets = _pair(batch)
+            return train_step(
+                self.model, self.optimizer, self.scaler, self.precision, inputs, targets, self.max_grad_norm, self.loss_fn,
+            )
+        return optimisation_step(
+            self.model, self.optimizer, self.scaler, self.precision, lambda: self._loss(batch)[1], self.max_grad_norm,
         )
+
+    def _loss(self, batch: Any) -> tuple[Any, torch.Tensor]:
+        """(what the accuracy reads, the loss) for one batch, under the caller's autocast."""
+        if self.loss_fn is not None:
+            inputs, targets = _pair(batch)
+            outputs = self.model(inputs)
+            return outputs, self.loss_fn(outputs, targets)
+        output = self.forward(self.model, batch)
+        try:
+            return output, loss_from(output)
+        except LossNotFound as error:
+            raise EntryError(str(error)) from None
 
     def evaluate(self) -> tuple[float | None, float | None]:
         if self.eval_batches is None:
@@ -250,13 +286,15 @@ class ComponentsRun:
         self.model.eval()
         with torch.inference_mode():
             losses, accuracies = [], []
-            for inputs, targets in self.eval_batches:
-                targets = _to_device(targets, self.device)
+            for batch in self.eval_batches:
+                batch = _to_device(batch, self.device)
                 with self.precision.autocast():
-                    outputs = self.model(_to_device(inputs, self.device))
-                    losses.append(self.loss_fn(outputs, targets).float())
+                    outputs, loss = self._loss(batch)
+                    losses.append(loss.float())
                 if self.accuracy_fn is not None:
-                    accuracies.append(torch.as_tensor(self.accuracy_fn(outputs, targets), dtype=torch.float64))
+                    # With loss_fn: (outputs, targets); with a forward: (output, batch).
+                    read = _pair(batch)[1] if self.loss_fn is not None else batch
+                    accuracies.append(torch.as_tensor(self.accuracy_fn(outputs, read), dtype=torch.float64))
             loss = torch.stack(losses).mean().item() if losses else None
             accuracy = torch.stack(accuracies).mean().item() if accuracies else None
         self.model.train(was_training)
@@ -267,6 +305,15 @@ class ComponentsRun:
 
     def memory_parts(self) -> tuple[nn.Module, torch.optim.Optimizer]:
         return self.model, self.optimizer
+
+
+def _on_device(model: nn.Module, device: torch.device) -> nn.Module:
+    """The model moved to `device` only when some parameter or buffer is elsewhere: a module
+    already there is left as it is (moving fake tensors fails, and a no-op move is wasted work)."""
+    tensors = itertools.chain(model.parameters(), model.buffers())
+    if all(tensor.device.type == device.type for tensor in tensors):
+        return model
+    return model.to(device)
 
 
 def _batch_source(parts: Any) -> Iterator[Any]:

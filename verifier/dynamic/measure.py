@@ -1,6 +1,7 @@
-"""Measures the precision modes of a workload: each mode is set up and warmed, the timed
-repeats (with peak memory and NVML sampling) run round-robin across the modes, then each mode
-has an untimed sync-counting pass, on CUDA a busy-time probe, and its evaluation.
+"""Measures the precision modes of a workload: each mode is set up and warmed (the warm-up
+also measures what a step costs, for the time budget), the timed repeats (with peak memory and
+NVML sampling) run round-robin across the modes, then each mode has an untimed sync-counting
+pass, on CUDA a busy-time probe, and its evaluation.
 
 Each phase records its figures as soon as it has them, so a failure later on keeps what
 was already measured; every failure becomes the mode's `error`, never a traceback.
@@ -12,16 +13,16 @@ import gc
 import hashlib
 import math
 import statistics
-import time
 from collections.abc import Callable
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from verifier.dynamic import overhead
+from verifier.dynamic.budget import Clock, Ledger, ModeCosts, Plan, Wanted
 from verifier.dynamic.entry import EntryError, describe_exception
 from verifier.dynamic.flops import model_flop_utilisation
 from verifier.dynamic.intervals import ratio_interval
@@ -113,10 +114,10 @@ class ModeSession:
 
     def __init__(
         self, workload: WorkloadSource, mode: str, device: torch.device, facts: DeviceFacts, counts: StepCounts,
-        sampler: UtilizationSampler, report: ProgressCallback,
+        sampler: UtilizationSampler, report: ProgressCallback, clock: Clock,
     ) -> None:
         self.workload, self.mode, self.device, self.facts, self.counts = workload, mode, device, facts, counts
-        self.sampler, self.report = sampler, report
+        self.sampler, self.report, self.clock = sampler, report, clock
         self.figures: dict[str, Any] = {
             "mode": mode,
             "dtype": str(AUTOCAST_DTYPES[mode]).removeprefix("torch."),
@@ -127,6 +128,10 @@ class ModeSession:
         self.done = 0
         self.run: ModeRun | None = None
         self.samples_ms: list[float] = []
+        self.round_seconds: list[float] = []
+        self.costs: ModeCosts | None = None
+        self.warmed = 0
+        self.estimable = False  # on CPU: the workload can estimate this mode's memory split
         self.tracker = _LossTracker(device)
         self._persistent_bytes = 0
         self._transient_bytes = 0
@@ -158,15 +163,17 @@ class ModeSession:
             self.error = failure_message(failure, self.phase)
         self.close()
 
-    def prepare(self, seed: int) -> None:
-        """Setup (fingerprint, CPU memory estimate) and the warm-up."""
+    def prepare(self, seed: int, allowance_s: float) -> None:
+        """Setup (fingerprint) and the warm-up, which stops early once it has taken
+        `allowance_s` seconds; both are timed for the budget."""
         if self.mode == "bf16" and _bf16_unsupported(self.device):
             self.error = "bf16 is not supported on this GPU"
             return
-        self._guard(lambda: self._prepare(seed))
+        self._guard(lambda: self._prepare(seed, allowance_s))
 
-    def _prepare(self, seed: int) -> None:
+    def _prepare(self, seed: int, allowance_s: float) -> None:
         self.progress("setup", 0)
+        started = self.clock()
         before = torch.cuda.memory_allocated(self.device) if self.device.type == "cuda" else 0
         with HostDataTags() if self.device.type != "cuda" else nullcontext():
             self.run = self.workload.open(self.mode, self.device, seed)
@@ -174,23 +181,42 @@ class ModeSession:
         if parts is not None:
             self.figures["weights_fingerprint"] = state_fingerprint(parts[0])
         if self.device.type != "cuda":
-            estimate = getattr(self.workload, "estimate_memory", None)
             if parts is None:
-                split = "not estimated: the step form names no model and optimizer"
-            elif estimate is None:
-                split = "not estimated: the workload cannot be traced"
+                self.figures["memory_split_note"] = "not estimated: the step form names no model and optimizer"
+            elif getattr(self.workload, "estimate_memory", None) is None:
+                self.figures["memory_split_note"] = "not estimated: the workload cannot be traced"
             else:
-                split = estimate(self.mode)
-            self.figures["memory_split_note" if isinstance(split, str) else "memory_split"] = split
+                self.estimable = True
+        setup_s = self.clock() - started
         self.phase = "warm-up"
-        self._steps(self.counts.warmup)
+        step_seconds = self._warm_up(allowance_s)
         self.figures["train_loss_first"] = self.tracker.take_mean(self.phase)
         if self.device.type == "cuda":
             # What this mode keeps between steps (weights, gradients, optimizer state, batches).
             torch.cuda.synchronize(self.device)
             self._persistent_bytes = torch.cuda.memory_allocated(self.device) - before
-        self.progress(self.phase, self.counts.warmup)
+        if step_seconds:
+            # The later half: the first steps carry lazy initialisation and compilation.
+            self.costs = ModeCosts(setup_s, statistics.median(step_seconds[len(step_seconds) // 2:]))
+        else:
+            self.costs = ModeCosts(setup_s, 0.0)
+        self.progress(self.phase, self.warmed)
         self.phase = "timed steps"
+
+    def _warm_up(self, allowance_s: float) -> list[float]:
+        """Warm-up steps one by one, each timed on the clock (on CUDA up to a sync, which the
+        untimed warm-up can afford), until the count asked for or the allowance is spent; at
+        least two when two are asked for, since the first carries compilation and lazy set-up."""
+        seconds: list[float] = []
+        with matmul_precision(self.mode, self.device):
+            while self.warmed < self.counts.warmup and (len(seconds) < 2 or sum(seconds) < allowance_s):
+                started = self.clock()
+                self.tracker.add(self.run.step())
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+                seconds.append(self.clock() - started)
+                self.warmed += 1
+        return seconds
 
     def time_repeat(self) -> None:
         """One timed repeat of `steps` steps, with this mode's transient memory peak on CUDA."""
@@ -202,8 +228,12 @@ class ModeSession:
             torch.cuda.synchronize(self.device)
             base = torch.cuda.memory_allocated(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
+        started = self.clock()
         with self.sampler:
-            self.samples_ms.append(time_span(lambda: self._steps(self.counts.steps), self.device) / self.counts.steps)
+            self.samples_ms.append(time_span(lambda: self._steps(self.counts.steps), self.device, self.clock) / self.counts.steps)
+        self.round_seconds.append(self.clock() - started)
+        if self.costs is not None and not self.costs.step_s:
+            self.costs.step_s = self.round_seconds[-1] / self.counts.steps  # no warm-up measured it
         if cuda:
             self._transient_bytes = max(self._transient_bytes, torch.cuda.max_memory_allocated(self.device) - base)
         self.figures["train_loss_last"] = self.tracker.take_mean(f"timed repeat {len(self.samples_ms)}")
@@ -265,8 +295,11 @@ class ModeSession:
             self.progress(self.phase, self.counts.sync_steps)
         self.phase = "evaluation"
         self.figures["chance_accuracy"] = getattr(run, "chance_accuracy", None)
+        started = self.clock()
         with matmul_precision(self.mode, self.device):
             self.figures["eval_loss"], self.figures["accuracy"] = run.evaluate()
+        if self.costs is not None:
+            self.costs.eval_s = self.clock() - started
         self.progress("done", 0)
 
     def _parts(self) -> tuple[torch.nn.Module, torch.optim.Optimizer] | None:
@@ -283,6 +316,7 @@ class ModeSession:
             user_syncs_per_step=summary.user_per_step,
             library_syncs_per_step=summary.library_per_step,
             sync_sites=summary.user_sites,
+            library_sync_sites=summary.library_sites,
             device_flagged_syncs_per_step=flagged_per_step,
             executed_lines=trace.executed(),
         )
@@ -294,6 +328,20 @@ class ModeSession:
             release_memory(self.device)
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What the timed part of a run produced: per-mode results, the NVML samples, the timed rounds
+    run, the plan they followed, the warm-up steps each mode ran, and which modes' memory split the
+    workload can still estimate (CPU)."""
+
+    results: list[ModeResult]
+    samples: list[NvmlSample]
+    rounds: int
+    plan: Plan | None
+    warmed: dict[str, int]
+    estimable: tuple[str, ...]
+
+
 def measure_modes(
     workload: WorkloadSource,
     modes: tuple[str, ...],
@@ -303,16 +351,25 @@ def measure_modes(
     seed: int,
     samplers: Callable[[], UtilizationSampler],
     report: ProgressCallback,
-    budget: Budget,
-) -> tuple[list[ModeResult], list[NvmlSample], int]:
-    """Every mode set up and warmed, then timed repeats round-robin (fp32, fp16, bf16, fp32, ...)
-    so that drift of the machine hits every mode alike; after `counts.repeats` rounds, more
-    rounds while a speedup interval is wider than `budget.rel_width` and time and rounds remain.
-    Returns the results, the NVML samples and the number of rounds run."""
-    sessions = [ModeSession(workload, mode, device, facts, counts, samplers(), report) for mode in modes]
+    planning: Planning,
+) -> Measured:
+    """Every mode set up and warmed, the plan made from the warm-up's step costs, then timed
+    repeats round-robin (fp32, fp16, bf16, fp32, ...) so that drift of the machine hits every mode
+    alike; after the plan's rounds, more rounds while a speedup interval is wider than
+    `planning.rel_width` and rounds and time remain."""
+    ledger = planning.ledger
+    sessions = [
+        ModeSession(workload, mode, device, facts, counts, samplers(), report, ledger.budget.clock) for mode in modes
+    ]
+    allowance = ledger.budget.warmup_allowance(len(sessions))
     for session in sessions:
-        session.prepare(seed)
-    started, rounds = time.perf_counter(), 0
+        session.prepare(seed, allowance)
+    warmed = {s.mode: s.warmed for s in sessions}
+    short = [f"{s.mode} {s.warmed}" for s in sessions if s.costs is not None and s.warmed < counts.warmup]
+    if short:
+        ledger.cut(f"warm-up steps of {counts.warmup}: {', '.join(short)} (the warm-up may take {allowance:.1f} s per mode)")
+    plan = _plan(sessions, planning) if all(s.costs is not None and s.costs.step_s for s in sessions if s.alive) else None
+    rounds = 0
     while True:
         live = [s for s in sessions if s.alive]
         if not live:
@@ -320,36 +377,55 @@ def measure_modes(
         for session in live:
             session.time_repeat()
         rounds += 1
-        if rounds >= counts.repeats and not budget.more(rounds, time.perf_counter() - started, sessions):
+        if plan is None:
+            plan = _plan(sessions, planning)
+        if rounds >= plan.repeats and not _more_rounds(rounds, plan, sessions, planning):
             break
     results = [session.finish() for session in sessions]
     samples = [sample for session in sessions for sample in session.sampler.samples]
-    return results, samples, rounds
+    estimable = tuple(s.mode for s in sessions if s.estimable)
+    return Measured(results, samples, rounds, plan, warmed, estimable)
 
 
 @dataclass(frozen=True)
-class Budget:
-    """When to stop adding timed rounds after the minimum: at `max_rounds`, after `seconds`
-    of timed rounds, or once every AMP speedup interval is within `rel_width` of its ratio."""
+class Planning:
+    """How the timed part is planned: the ledger of the whole run's budget, what the options ask
+    for, the modes that will get accuracy runs, and when adaptive rounds stop (`rel_width`)."""
 
-    max_rounds: int
-    seconds: float
+    ledger: Ledger
+    wanted: Callable[[], Wanted]
+    accuracy_modes: Callable[[], tuple[str, ...]]
     rel_width: float = 0.05
 
-    def more(self, rounds: int, elapsed: float, sessions: list[ModeSession]) -> bool:
-        if rounds >= self.max_rounds or elapsed >= self.seconds:
-            return False
-        base = next((s for s in sessions if s.mode == "fp32" and s.alive), None)
-        if base is None:
-            return False
-        for session in sessions:
-            if session is base or not session.alive:
-                continue
-            interval = ratio_interval(tuple(base.samples_ms), tuple(session.samples_ms))
-            ratio = statistics.median(base.samples_ms) / statistics.median(session.samples_ms)
-            if interval is None or (interval[1] - interval[0]) / 2 > self.rel_width * ratio:
-                return True
+
+def _plan(sessions: list[ModeSession], planning: Planning) -> Plan:
+    ledger = planning.ledger
+    ledger.costs = {s.mode: s.costs for s in sessions if s.alive and s.costs is not None}
+    plan = ledger.make_plan(planning.wanted(), planning.accuracy_modes())
+    for session in sessions:
+        session.counts = replace(session.counts, steps=plan.steps, sync_steps=plan.sync_steps)
+    return plan
+
+
+def _more_rounds(rounds: int, plan: Plan, sessions: list[ModeSession], planning: Planning) -> bool:
+    """Another round while a speedup interval is wide, the plan allows more rounds, and one more
+    round leaves the later phases their time."""
+    if rounds >= plan.max_rounds:
         return False
+    live = [s for s in sessions if s.alive]
+    if not planning.ledger.another_round_fits(sum(s.round_seconds[-1] for s in live if s.round_seconds)):
+        return False
+    base = next((s for s in live if s.mode == "fp32"), None)
+    if base is None:
+        return False
+    for session in live:
+        if session is base:
+            continue
+        interval = ratio_interval(tuple(base.samples_ms), tuple(session.samples_ms))
+        ratio = statistics.median(base.samples_ms) / statistics.median(session.samples_ms)
+        if interval is None or (interval[1] - interval[0]) / 2 > planning.rel_width * ratio:
+            return True
+    return False
 
 
 def _sync_method(device: torch.device) -> str:

@@ -47,8 +47,8 @@ def rss_high_water() -> int | None:
 
 
 SPLIT_METHOD = (
-    "CUDA allocator peak of the timed steps; parameters, gradients and optimizer state counted from "
-    "their tensors, activations/other = peak minus those"
+    "CUDA allocator peak of the timed steps; parameters (with buffers), gradients and optimizer state counted "
+    "from their tensors, activations/other = peak minus those"
 )
 ESTIMATE_METHOD = (
     "estimate, not a measurement: PyTorch's memory tracker (torch.distributed._tools.mem_tracker) over "
@@ -61,9 +61,11 @@ def _bytes(tensors) -> int:
 
 
 def measured_split(peak_bytes: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> MemorySplit:
-    """The CUDA peak split by counting the persistent tensors; the rest is what AMP can change."""
+    """The CUDA peak split by counting the persistent tensors; the rest is what AMP can change.
+    Tied weights count once (`parameters()` yields each tensor once); buffers count with the
+    parameters, as PyTorch's memory tracker counts them for the CPU estimate."""
     parameters = [p for p in model.parameters()]
-    params = _bytes(parameters)
+    params = _bytes(parameters) + _bytes(model.buffers())
     grads = _bytes(p for p in parameters if p.requires_grad)
     state = _bytes(value for entry in optimizer.state.values() for value in entry.values())
     rest = max(0, peak_bytes - params - grads - state)

@@ -120,11 +120,20 @@ class SyncSite:
 
     location: "path:line" of the first frame outside torch; kind: the operation seen
     ("item", "__bool__", "cuda.synchronize", ...); count: over all counted steps.
+    For a sync a library made itself (ModeResult.library_sync_sites): call, the library call at
+    that line ("AdamW.step"); operation, what the library did ("reads the per-parameter step
+    counter (state['step'].item())"); library ("torch.optim"); on_cuda, whether it is a device
+    sync on CUDA (None: not known from a CPU count); cuda_note, why and how to avoid it.
     """
 
     location: str
     kind: str
     count: int
+    call: str = ""
+    operation: str = ""
+    library: str = ""
+    on_cuda: bool | None = None
+    cuda_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -186,6 +195,8 @@ class ModeResult:
     user_syncs_per_step: host-device syncs per step attributed to user code (untimed pass).
     library_syncs_per_step: syncs issued inside torch itself (not the user's to fix).
     sync_sites: where the user syncs came from.
+    library_sync_sites: where the library syncs came from, each named (call, operation, library)
+        and said to happen on CUDA or not.
     sync_method: how syncs were counted, or why they were not.
     train_loss_first / train_loss_last: mean training loss over the warm-up steps and over the
         last timed repeat, each read once from an on-device sum (None if the step returns no loss).
@@ -222,6 +233,7 @@ class ModeResult:
     user_syncs_per_step: float | None = None
     library_syncs_per_step: float | None = None
     sync_sites: tuple[SyncSite, ...] = ()
+    library_sync_sites: tuple[SyncSite, ...] = ()
     sync_method: str = ""
     train_loss_first: float | None = None
     train_loss_last: float | None = None
@@ -307,7 +319,10 @@ class Method:
     overhead_probe: how the harness decided whether the workload is overhead-bound;
     notes: anything else a reader needs (e.g. torch.compile on, threads used);
     accuracy_steps: training steps of each seeded accuracy run (None: no such runs);
-    accuracy_seeds: the seeds of those runs, one fresh run per mode and seed.
+    accuracy_seeds: the seeds of those runs, one fresh run per mode and seed;
+    time_budget_s: the seconds allowed for the whole run (None in results from before budgets);
+    elapsed_s: the seconds the run took, on the harness's clock;
+    budget_cuts: what the budget cut from the counts asked for, one sentence each (empty: nothing).
     """
 
     timer: str
@@ -321,6 +336,9 @@ class Method:
     notes: tuple[str, ...] = ()
     accuracy_steps: int | None = None
     accuracy_seeds: tuple[int, ...] = ()
+    time_budget_s: float | None = None
+    elapsed_s: float | None = None
+    budget_cuts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -434,7 +452,10 @@ _NESTED = {
     "step_time": StepTiming,
     "memory_split": MemorySplit,
 }
-_SEQUENCES = {"modes": ModeResult, "verdicts": Verdict, "sync_sites": SyncSite, "accuracy_runs": AccuracyRun}
+_SEQUENCES = {
+    "modes": ModeResult, "verdicts": Verdict, "sync_sites": SyncSite, "library_sync_sites": SyncSite,
+    "accuracy_runs": AccuracyRun,
+}
 
 
 def _build(cls: type, data: dict[str, Any]) -> Any:

@@ -3,13 +3,15 @@ target. Figures that were not measured read "n/m", never zero."""
 
 from __future__ import annotations
 
-from verifier.dynamic.results import DynamicResult, ModeResult, Verdict
+from collections.abc import Callable
+
+from verifier.dynamic.results import DynamicResult, ModeResult, SyncSite, Verdict
 
 NOT_MEASURED = "n/m"
 
 
 def format_summary(result: DynamicResult) -> str:
-    lines = [_headline(result), _method_line(result)]
+    lines = [_headline(result), _method_line(result), *_budget_lines(result)]
     if result.error:
         lines.append(f"error: {result.error}")
     if result.modes:
@@ -21,6 +23,9 @@ def format_summary(result: DynamicResult) -> str:
         sites = [f"  {m.mode}: {s.location} {s.kind} x{s.count}" for m in result.modes for s in m.sync_sites]
         if sites:
             lines += ["user sync sites (sync-counting pass):", *sites]
+        library = [f"  {m.mode}: {library_site_line(s, result.method.sync_steps)}" for m in result.modes for s in m.library_sync_sites]
+        if library:
+            lines += ["library sync sites (made inside the library, not in your code; sync-counting pass):", *library]
     lines += _accuracy_lines(result)
     if result.verdicts:
         lines += ["", "targets:"]
@@ -64,6 +69,27 @@ def _method_line(result: DynamicResult) -> str:
         f"method: {method.timer}; {method.warmup_steps} warm-up, {method.repeats} x {method.steps} timed, "
         f"{method.sync_steps} sync-counting steps per mode; seed {method.seed}"
     )
+
+
+def library_site_line(site: SyncSite, steps: int, where: Callable[[str], str] = str) -> str:
+    """One library sync site in words: the call, the library, what it did, how often, and
+    whether it is a device sync on CUDA; `where` formats the location (a code span in markdown)."""
+    per_step = f", {site.count / steps:g} per step" if steps else ""
+    on_cuda = {True: "syncs", False: "no sync", None: "not known"}[site.on_cuda]
+    note = f" ({site.cuda_note})" if site.cuda_note else ""
+    call = f"{site.call} ({site.library})" if site.call else site.kind
+    return f"{where(site.location)} {call}: {site.operation or site.kind} x{site.count}{per_step}; on CUDA: {on_cuda}{note}"
+
+
+def _budget_lines(result: DynamicResult) -> list[str]:
+    """The whole run's budget, what it used, and each cut on a line of its own."""
+    method = result.method
+    if method.time_budget_s is None:
+        return []
+    used = f", {method.elapsed_s:.1f} s used" if method.elapsed_s is not None else ""
+    if not method.budget_cuts:
+        return [f"time budget: {method.time_budget_s:g} s{used}; nothing cut"]
+    return [f"time budget: {method.time_budget_s:g} s{used}; cut to fit:", *(f"  {cut}" for cut in method.budget_cuts)]
 
 
 def _accuracy_lines(result: DynamicResult) -> list[str]:

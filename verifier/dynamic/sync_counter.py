@@ -39,6 +39,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from verifier.dynamic.library_syncs import LibraryCall, describe
 from verifier.dynamic.results import SyncSite
 
 ALWAYS_SYNC = frozenset(
@@ -108,11 +109,13 @@ _STDLIB_DIRS, _THIRD_PARTY_DIRS = _library_dirs()
 @dataclass(frozen=True)
 class SyncEvent:
     """One counted call. `user_location` is the first frame in the user's code; `internal`
-    says whether torch or a third-party package made the call itself."""
+    says whether torch or a third-party package made the call itself, and `library` then names
+    the call and what the library was doing."""
 
     kind: str
     user_location: str
     internal: bool
+    library: LibraryCall | None = None
 
 
 @dataclass(frozen=True)
@@ -368,22 +371,25 @@ class SyncCounter(TorchFunctionMode):
     def _record(self, kind: str, frame: FrameType | None) -> None:
         caller = _skip_forwarding_frames(frame)
         internal = caller is not None and _origin(caller) in ("torch", "third-party")
-        user = caller
+        user, library_frames = caller, []
         while user is not None and _origin(user) != "user":
+            if _origin(user) in ("torch", "third-party"):
+                library_frames.append(user)
             user = user.f_back
-        self.events.append(SyncEvent(kind, _location(user if user is not None else caller), internal))
+        library = describe(kind, library_frames, not self.residency.simulated) if internal else None
+        self.events.append(SyncEvent(kind, _location(user if user is not None else caller), internal, library))
 
     def summary(self, steps: int) -> SyncSummary:
         if steps < 1:
             raise ValueError("steps must be at least 1")
         user = Counter((e.user_location, e.kind) for e in self.events if not e.internal)
-        library = Counter((e.user_location, e.kind) for e in self.events if e.internal)
+        library = Counter((e.user_location, e.kind, e.library) for e in self.events if e.internal)
         return SyncSummary(
             steps=steps,
             user_total=sum(user.values()),
             library_total=sum(library.values()),
             user_sites=_sites(user),
-            library_sites=_sites(library),
+            library_sites=_library_sites(library),
         )
 
 
@@ -425,6 +431,19 @@ def _location(frame: FrameType | None) -> str:
 def _sites(counts: Counter[tuple[str, str]]) -> tuple[SyncSite, ...]:
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return tuple(SyncSite(location=location, kind=kind, count=count) for (location, kind), count in ordered)
+
+
+def _library_sites(counts: Counter[tuple[str, str, LibraryCall | None]]) -> tuple[SyncSite, ...]:
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0][0], item[0][1]))
+    return tuple(
+        SyncSite(
+            location=location, kind=kind, count=count,
+            call=call.api if call else "", operation=call.operation if call else "",
+            library=call.library if call else "", on_cuda=call.on_cuda if call else None,
+            cuda_note=call.cuda_note if call else "",
+        )
+        for (location, kind, call), count in ordered
+    )
 
 
 class LineTrace:

@@ -31,9 +31,11 @@ def judge(
     overhead_note: str,
     overhead_hint: str = "",
     baseline_mode: str = "fp32",
+    accuracy_cut: str = "",
 ) -> tuple[Verdict, ...]:
     """Judge every AMP mode against `baseline_mode`: the FP32 configuration the measured code
-    uses ("fp32" strict or "tf32")."""
+    uses ("fp32" strict or "tf32"). `accuracy_cut` is what the time budget took from the accuracy
+    runs; the accuracy verdict repeats it."""
     baseline = next((m for m in modes if m.mode == baseline_mode), None)
     amp_modes = [m for m in modes if m.mode not in FP32_MODES]
     if not amp_modes:
@@ -45,7 +47,7 @@ def judge(
             continue
         verdicts.append(_speedup(baseline, amp, thresholds, backend, overhead_bound, overhead_note, overhead_hint))
         verdicts.append(_memory(baseline, amp, thresholds, backend))
-        verdicts.append(_accuracy(baseline, amp, thresholds))
+        verdicts.append(_with_cut(_accuracy(baseline, amp, thresholds), accuracy_cut))
     if baseline_mode == "tf32":
         # Labelled: a reader must see the AMP figures are against TF32, not strict FP32.
         verdicts = [
@@ -221,6 +223,12 @@ def _accuracy(baseline: ModeResult, amp: ModeResult, thresholds: Thresholds) -> 
         "exceeds the effect; re-run with more --accuracy-seeds, or a longer --accuracy-steps so both modes converge",
         band=band,
     )
+
+
+def _with_cut(verdict: Verdict, cut: str) -> Verdict:
+    if not cut:
+        return verdict
+    return replace(verdict, reason=f"{verdict.reason}; cut by the time budget: {cut}")
 
 
 def paired_differences(baseline: ModeResult, amp: ModeResult) -> list[float]:

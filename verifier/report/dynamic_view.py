@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 
 from verifier.dynamic.results import MODES, DynamicResult, ModeResult, Verdict, VerdictStatus
+from verifier.dynamic.summary import library_site_line
 from verifier.report import figures
 from verifier.report.markdown_text import code_span
 
@@ -257,6 +258,15 @@ def sync_site_lines(dynamic: DynamicResult) -> list[str]:
                 f"{site.count} syncs over {dynamic.method.sync_steps} steps{per_step}"
             )
     return lines
+
+
+def library_sync_lines(dynamic: DynamicResult) -> list[str]:
+    """The syncs libraries made themselves, each named and said to happen on CUDA or not."""
+    return [
+        f"{mode_title(mode)}: {library_site_line(site, dynamic.method.sync_steps, code_span)}"
+        for mode in modes_in_order(dynamic)
+        for site in mode.library_sync_sites
+    ]
 
 
 def chart_link(dynamic: DynamicResult, report_path: str | None) -> str | None:

@@ -230,6 +230,7 @@ def _dynamic(report: Report) -> dict | None:
         "verdicts": dynamic_view.verdict_table(dynamic) if dynamic.verdicts else None,
         "notes": dynamic_view.method_notes(dynamic),
         "sync_sites": dynamic_view.sync_site_lines(dynamic),
+        "library_syncs": dynamic_view.library_sync_lines(dynamic),
         "chart": dynamic_view.chart_link(dynamic, report.run.report_path),
     }
 
