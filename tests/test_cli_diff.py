@@ -284,7 +284,8 @@ def test_a_link_to_a_changed_file_keeps_the_files_own_changed_lines(repo, capsys
     assert [(f["path"], f["code"], f["line"]) for f in report["findings"]] == [
         ("src/train.py", "VP201", 10), ("src/zz_alias.py", "VP203", 9), ("src/zz_alias.py", "VP201", 10),
     ]
-    assert code == 1
+    # Nothing blocks: the read right after the sync makes the sync LOW, and the read is MEDIUM.
+    assert code == 0
 
 
 def test_an_unchanged_link_shows_the_changes_of_the_file_it_names(repo, capsys):
