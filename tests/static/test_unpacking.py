@@ -85,7 +85,7 @@ def train(loader, compute, accelerator):
         if other > 1:
             pass
         third = compute(model, x.cuda(), y.cuda())
-        scaler.scale(third).backward()
+        scaler.scale(third / 4).backward()
         float(third)
         print(f"{parts}")
 """

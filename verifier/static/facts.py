@@ -137,6 +137,8 @@ class NameFacts:
             operand = call.args[0].value  # `accelerator.backward(loss)`, `torch.autograd.backward(loss)`
         else:
             return
+        while type(operand) is cst.BinaryOperation:
+            operand = operand.left  # `fabric.backward(loss / accumulation)`: the loss comes first
         self._learn_tensor(operand)
         params = self._params[-1]
         if type(operand) is cst.Name and operand.value in params and self._functions:
