@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.facts import Kind
 from verifier.static.guards import GuardedRule
 from verifier.static.implicit_syncs import DeviceValues, ShapeSync, shape_sync_of_call
 from verifier.static.lambda_scopes import LambdaScopes
@@ -142,7 +143,13 @@ for x, y in loader:
         if id(node) in self._tested or len(node.comparisons) != 1 or not self.context.may_use_accelerator:
             return
         comparison = node.comparisons[0]
-        if type(comparison.operator) in (cst.In, cst.NotIn) and self._values.on_device(comparison.comparator):
+        # `0 in preds` reads the tensor; `"aux_outputs" in outputs` looks a key up in a dict.
+        looked_for = self.context.facts.kind_of(node.left)
+        if (
+            type(comparison.operator) in (cst.In, cst.NotIn)
+            and looked_for in (Kind.NUMBER, Kind.TENSOR)
+            and self._values.on_device(comparison.comparator)
+        ):
             self._report(ShapeSync(node, comparison.comparator, "`in` on a tensor"))
 
     def _report(self, sync: ShapeSync | None) -> None:

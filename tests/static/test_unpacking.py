@@ -141,4 +141,4 @@ def test_a_key_looked_up_in_model_outputs_is_no_tensor_read(analyse):
         loss.backward()
         optimizer.step()
     """
-    assert analyse(code, select=("VP201",)) == []
+    assert analyse(code, select=("VP201", "VP205")) == []
