@@ -138,8 +138,13 @@ def needed_tokens(rules: tuple[type[Rule], ...]) -> tuple[str, ...]:
     return tuple(sorted(tokens, key=lambda token: (token != "torch", len(token), token)))
 
 
-def _mentions_any(text: str, tokens: tuple[str, ...]) -> bool:
-    return any(token in text for token in tokens)
+def _mentions_any(source: Source, tokens: tuple[str, ...]) -> bool:
+    """Any token in the text; for a file in another encoding, in its bytes too. Bytes that read
+    `torch` but decode to something else (an EBCDIC cookie on ASCII text) are not skipped unread:
+    the parser says what they are. Tokens are ASCII, so in UTF-8 text and bytes agree."""
+    if any(token in source.text for token in tokens):
+        return True
+    return source.encoding not in ("utf-8", "utf-8-sig") and any(token.encode() in source.data for token in tokens)
 
 
 def analyze_file(
@@ -157,7 +162,7 @@ def analyze_file(
             source, cells = read_notebook(path, settings.max_file_size)
         else:
             source = read_source(path, settings.max_file_size)
-        if settings.prefilter and not _mentions_any(source.text, needed_tokens(tuple(rules))):
+        if settings.prefilter and not _mentions_any(source, needed_tokens(tuple(rules))):
             # No rule can fire here, so every suppression in the file is unused.
             audit = (
                 audit_suppressions(path, Suppressions(source.text, source.lines()), rules, settings)
