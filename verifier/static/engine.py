@@ -46,8 +46,10 @@ from verifier.static.tracker import Tracker
 from verifier.static.walk import Hooks, walk
 
 UNANALYSABLE = "VP900"
-# Text that makes a file part of a training loop's call graph even when no rule fires in it.
-HEAT_TOKENS = ("backward", "loader", ".step(", "zero_grad", "batches")
+# Text that makes a file part of a training loop's call graph even when no rule fires in it. A
+# function definition is enough: a module that only forwards a call (`def relay(x): return
+# wait(x)`) carries the step's heat to the module it calls.
+HEAT_TOKENS = ("backward", "loader", ".step(", "zero_grad", "batches", "def", "lambda")
 _MAX_SNIPPET_LINES = 12
 
 
