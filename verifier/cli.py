@@ -69,6 +69,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _named(text: str) -> str:
+    """A file, folder or git ref: an empty one (`--config "$UNSET"`) is a mistake, never "not given"."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a name, got an empty string")
+    return text
+
+
 def _size(text: str) -> int:
     try:
         return parse_size(text)
@@ -99,7 +106,7 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
                         help="replace an existing -o FILE or report that verify-perf did not write")
     output.add_argument("--task", metavar="ID",
                         help="task id: report title and file name (default: the first path's name)")
-    output.add_argument("--report-dir", metavar="DIR", default=DEFAULT_REPORT_DIR,
+    output.add_argument("--report-dir", type=_named, metavar="DIR", default=DEFAULT_REPORT_DIR,
                         help=f"folder for the markdown report <task>.md (default: {DEFAULT_REPORT_DIR})")
     output.add_argument("--no-report", action="store_true", help="do not write the markdown report file")
     output.add_argument("--date", metavar="YYYY-MM-DD",
@@ -117,7 +124,7 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
     output.add_argument("-q", "--quiet", action="store_true",
                         help="text format: print findings only, no summary; no 'report written' note")
     rules = parser.add_argument_group("rules and configuration")
-    rules.add_argument("--config", metavar="FILE",
+    rules.add_argument("--config", type=_named, metavar="FILE",
                        help="read [tool.verify-perf] from FILE (default: the closest pyproject.toml "
                             "with that table, searching upwards from the first path)")
     rules.add_argument("--isolated", action="store_true", help="ignore every configuration file")
@@ -135,13 +142,13 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
     rules.add_argument("--force-exclude", action="store_true",
                        help="apply the excludes to files named on the command line too (the pre-commit hook uses this)")
     gate = parser.add_argument_group("gate")
-    gate.add_argument("--diff", metavar="BASE",
+    gate.add_argument("--diff", type=_named, metavar="BASE",
                       help="pre-merge mode: report only lines changed since the merge base with git ref BASE "
                            "(heat still comes from the whole project)")
     gate.add_argument("--heat-scope", choices=("project", "paths"), default="project",
                       help="project (default): heat comes from every file of the project (the config file's "
                            "folder, else the git top level) and only PATH is reported; paths: analyse PATH alone")
-    gate.add_argument("--baseline", metavar="FILE",
+    gate.add_argument("--baseline", type=_named, metavar="FILE",
                       help="compare with a stored `--format json` output: new/existing/fixed findings, "
                            "measured regressions")
     gate.add_argument("--block-on-new-only", action="store_true", default=None,
@@ -157,7 +164,7 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
     speed.add_argument("-j", "--jobs", type=_jobs, metavar="N",
                        help="analyse in N processes (default: $VERIFY_PERF_JOBS, else the available cores)")
     speed.add_argument("--no-cache", action="store_true", help="neither read nor write the results cache")
-    speed.add_argument("--cache-dir", metavar="DIR",
+    speed.add_argument("--cache-dir", type=_named, metavar="DIR",
                        help=f"results cache folder (default: $VERIFY_PERF_CACHE_DIR, else {DEFAULT_CACHE_DIR})")
     speed.add_argument("--no-prefilter", action="store_true",
                        help="parse every file, even those that mention none of the tokens any rule needs")
@@ -198,7 +205,7 @@ def build_clean_parser() -> argparse.ArgumentParser:
                     "and below, or the one --cache-dir (or $VERIFY_PERF_CACHE_DIR) names. Only folders "
                     "verify-perf marked as its cache are removed.",
     )
-    parser.add_argument("--cache-dir", metavar="DIR", help="remove this cache folder only")
+    parser.add_argument("--cache-dir", type=_named, metavar="DIR", help="remove this cache folder only")
     return parser
 
 
