@@ -593,7 +593,7 @@ def _to_findings(
     kept: list[tuple[Candidate, Heat, Severity, SeverityByHeat]] = []
     for candidate, record in judged:
         rule = candidate.rule
-        if _matches(rule.code, rule.name, ignored_here):
+        if rule.code in ignored_here:
             continue
         where_heat = Heat.ONCE if test_code else record.heat
         severity = record.table.at(where_heat) if record.table is not None else None
@@ -669,7 +669,7 @@ def audit_suppressions(path: str, suppressions: Suppressions, rules: Sequence[ty
     from verifier.rules import all_rules, rule_by_selector
 
     ignored_here = settings.ignored_in_file(path)
-    active = {r.code for r in settings.selected_rules() if not _matches(r.code, r.name, ignored_here)}
+    active = {r.code for r in settings.selected_rules() if r.code not in ignored_here}
     # Preview rules never run without preview: "every rule" is every rule that can run.
     every_rule = {r.code for r in all_rules() if not r.code.startswith("VP9") and (settings.preview or not r.preview)}
 
@@ -678,11 +678,7 @@ def audit_suppressions(path: str, suppressions: Suppressions, rules: Sequence[ty
         return exact[0] if exact else None
 
     found = suppressions.audit(path, rule_named, active, every_rule <= active)
-    return [f for f in found if f.code in wanted and not _matches(f.code, f.name, ignored_here)]
-
-
-def _matches(code: str, name: str, selectors: set[str]) -> bool:
-    return any(code.startswith(s) or name.upper() == s for s in selectors)
+    return [f for f in found if f.code in wanted and f.code not in ignored_here]
 
 
 def unanalysable_finding(path: str, message: str, settings: Settings, *, blocks: bool = True, line: int = 1) -> Finding:
