@@ -191,3 +191,15 @@ def test_with_diff_only_changed_files_are_compared_and_unchanged_lines_are_not_f
     # VP201 on the added line is new; VP203 on train.py's unchanged line 9 is still there (not fixed);
     # other.py did not change, so its VP203 was not compared.
     assert lines == [f"Baseline all.json: 1 new, 0 existing, 0 fixed; 1 {NOT_COMPARED}."]
+
+
+@pytest.mark.parametrize("content", ["", "{", '{"findings": 1}'])
+def test_a_baseline_that_is_not_one_is_refused_before_the_analysis(tmp_path, monkeypatch, capsys, content):
+    # It was read after the analysis: the cache (and the report) were written by a run that failed.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "base.json").write_text(content)
+    assert main(["train.py", "--baseline", "base.json"]) == 2
+    assert capsys.readouterr().err.startswith("verify-perf: error: --baseline base.json: not")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base.json", "train.py"]

@@ -53,6 +53,8 @@ def run_check(args: argparse.Namespace) -> int:
         _, output_file = _output_targets(args, task)
         if output_file.kind == "stdout":
             require_stdout(f"the {args.format} output")
+    # So is a baseline that is not one: read and checked before the analysis writes anything.
+    stored = _load_baseline(args)
 
     analysed = _analyse(args, settings)
     files, findings, internal_errors = analysed.files, analysed.findings, analysed.errors
@@ -64,7 +66,7 @@ def run_check(args: argparse.Namespace) -> int:
     dynamic, dynamic_note, harness_failed = (
         _dynamic(args, settings, task) if args.dynamic else (None, NOT_REQUESTED, False)
     )
-    comparison = _baseline(args, settings, analysed, dynamic)
+    comparison = _baseline(stored, settings, analysed, dynamic)
     report_path = _report_path(args, task)
     run = RunInfo(
         task=task,
@@ -363,14 +365,21 @@ def _dynamic(args: argparse.Namespace, settings: Settings, task: str) -> tuple[D
     return result, "", bool(result.failure)
 
 
-def _baseline(args, settings: Settings, analysed: Analysed, dynamic):
+def _load_baseline(args):
     if not args.baseline:
         if args.block_on_new_only:
             raise UsageError("--block-on-new-only needs --baseline FILE")
         return None
-    from verifier.report.baseline import compare, load_baseline
+    from verifier.report.baseline import load_baseline
 
-    stored = load_baseline(args.baseline)
+    return load_baseline(args.baseline)
+
+
+def _baseline(stored, settings: Settings, analysed: Analysed, dynamic):
+    if stored is None:
+        return None
+    from verifier.report.baseline import compare
+
     return compare(
         analysed.every_line, stored, dynamic,
         tolerance=settings.regression_tolerance,
