@@ -96,10 +96,11 @@ def run_check(args: argparse.Namespace) -> int:
         output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
     # Checked again now that the work is done: nothing is written unless every target may be.
     report_target, output_file = _output_targets(args, task)
+    # A reader that has gone (`| head`) ends the output quietly; the exit code is still the run's.
+    # The output goes first: one that fails only when written (`-o /dev/full`) leaves no report.
+    write_stdout_safely(lambda: output_file.write(output))
     if report_target is not None:
         report_target.write(render(report, "markdown"))
-    # A reader that has gone (`| head`) ends the output quietly; the exit code is still the run's.
-    write_stdout_safely(lambda: output_file.write(output))
     # A report sent to standard output is already in front of the reader: no note naming "-".
     report_written = report_target is not None or _output_is_report(args)
     if report_written and report_path != "-" and not args.quiet:

@@ -14,7 +14,8 @@
   stays a link. Terminals, `/dev/null` and FIFOs with a reader are written as streams; a
   directory, a FIFO nobody reads, a socket or a block device is refused.
 - Every target is checked (`output_target`) before anything is written, so a refused `-o`
-  leaves the report unwritten as well.
+  leaves the report unwritten as well; one that fails only when written (a full device) is
+  written before the report, for the same reason.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class OutputTarget:
     def same_file(self, other: OutputTarget) -> bool:
         if self.kind != "file" or other.kind != "file":
             return False
-        if self.path == other.path:
+        # By where the names lead, not how they are spelt: neither may exist yet.
+        if os.path.realpath(self.path) == os.path.realpath(other.path):
             return True
         try:
             return os.path.samefile(self.path, other.path)
@@ -91,6 +93,8 @@ def output_target(path: str, *, force: bool = False) -> OutputTarget:
         descriptor = {"stdout": 1, "stderr": 2}[named["std"]] if named["std"] else int(named["fd"] or named["proc"])
         return _descriptor_target(path, descriptor)
     shown = path
+    if path.endswith(("/", os.sep)):
+        raise UsageError(f"cannot write {shown}: a name ending with {path[-1]} is a folder, not a file")
     try:
         status = os.lstat(path)
     except FileNotFoundError:
