@@ -86,3 +86,20 @@ def test_a_deleted_working_directory_is_one_line_and_exit_2(project):
         2, "verify-perf: error: the working directory is gone (No such file or directory): it was deleted or "
            "moved; change to an existing folder and run again\n",
     )
+
+
+@pytest.mark.parametrize(("option", "what"), [("--help", "help"), ("--version", "version")])
+def test_help_and_version_meet_standard_output_as_every_output_does(project, option, what):
+    # argparse dropped the failed write: exit 0 with nothing said, or Python's "Exception
+    # ignored" and status 120 at exit.
+    assert with_reader_gone(project, option) == (0, "")
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            completed = verify_perf(project, option, stdout=full)
+        assert (completed.returncode, completed.stderr) == (
+            2, "verify-perf: error: cannot write standard output: No space left on device\n")
+    completed = verify_perf(project, option, before=lambda: os.close(1))
+    assert (completed.returncode, completed.stderr) == (
+        2, f"verify-perf: error: standard output is closed: nowhere to write the {what} (redirect it to a file)\n")
+    completed = verify_perf(project, option, stdout=subprocess.PIPE)
+    assert completed.returncode == 0 and completed.stdout.startswith("usage: verify-perf" if what == "help" else "verify-perf 0.1.0")

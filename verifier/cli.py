@@ -22,7 +22,7 @@ from verifier.errors import EXIT_ERROR, EXIT_PASS, UsageError
 from verifier.extras import DYNAMIC
 from verifier.extras import require as require_extra
 from verifier.integers import parse_whole, shown
-from verifier.stdout import discard_stdout, hold_standard_descriptors, write_stdout_safely
+from verifier.stdout import discard_stdout, hold_standard_descriptors, require_stdout, write_stdout_safely
 
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 DEFAULT_REPORT_DIR = "reports"
@@ -33,6 +33,19 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_ERROR, f"verify-perf: error: {message}\n")
+
+    def _print_message(self, message: str, file=None) -> None:  # noqa: ANN001 - argparse's own signature
+        """--help and --version meet standard output as every output does: a reader that has gone
+        ends them quietly, a closed or full one is one line and exit 2 (not Python's "Exception
+        ignored" at exit, status 120)."""
+        if not message:
+            return
+        if file is not None and file is not sys.stdout:
+            super()._print_message(message, file)
+            return
+        require_stdout("the help" if message.startswith("usage:") else "the version", "redirect it to a file")
+        # Written here, not by argparse, which drops a failed write silently.
+        write_stdout_safely(lambda: sys.stdout.write(message))
 
 
 def _codes(text: str) -> list[str]:
