@@ -98,7 +98,7 @@ def run_check(args: argparse.Namespace) -> int:
     report_target, output_file = _output_targets(args, task)
     # A reader that has gone (`| head`) ends the output quietly; the exit code is still the run's.
     # The output goes first: one that fails only when written (`-o /dev/full`) leaves no report.
-    write_stdout_safely(lambda: output_file.write(output))
+    write_stdout_safely(lambda: output_file.write(output, utf8=args.format in ("json", "sarif")))
     if report_target is not None:
         report_target.write(render(report, "markdown"))
     # A report sent to standard output is already in front of the reader: no note naming "-".

@@ -58,9 +58,11 @@ class OutputTarget:
         except OSError:
             return False
 
-    def write(self, text: str) -> None:
+    def write(self, text: str, *, utf8: bool = False) -> None:
+        """`utf8`: a document that is UTF-8 by definition (JSON, SARIF), whatever the terminal's
+        encoding; text for people is written in the terminal's."""
         if self.kind == "stdout":
-            write_stdout(text)
+            write_stdout(text, "utf-8" if utf8 else None)
         else:
             # Surrogates stand for the bytes of a file name that is not UTF-8: write those bytes.
             self.write_bytes(text.encode("utf-8", "surrogateescape"))
@@ -221,14 +223,15 @@ def replace_file_bytes(path: str, data: bytes) -> None:
         raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
 
 
-def write_stdout(text: str) -> None:
-    """Standard output, with undecodable file-name bytes written back as the bytes they were."""
+def write_stdout(text: str, encoding: str | None = None) -> None:
+    """Standard output, with undecodable file-name bytes written back as the bytes they were; in
+    `encoding`, else the stream's (PYTHONIOENCODING=ascii made JSON hold `\\xe9`, which is no JSON)."""
     stream = sys.stdout
     buffer = getattr(stream, "buffer", None)
     if buffer is None:
         stream.write(text)
         return
-    encoding = stream.encoding or "utf-8"
+    encoding = encoding or stream.encoding or "utf-8"
     try:
         data = text.encode(encoding, "surrogateescape")
     except UnicodeEncodeError:  # a terminal that cannot show some character (e.g. an ASCII locale)
