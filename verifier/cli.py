@@ -12,6 +12,7 @@ import argparse
 import importlib
 import math
 import os
+import re
 import sys
 
 from verifier import __version__
@@ -69,9 +70,13 @@ def _jobs(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+# ASCII digits, as for every number read (`float` also takes `٣`, `３` and `1_0`).
+_DECIMAL = re.compile(r"\s*(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
+
+
 def _seconds(text: str) -> float:
     try:
-        value = float(text)
+        value = float(text) if _DECIMAL.fullmatch(text) else math.nan
     except ValueError:
         value = math.nan
     # nan fails both comparisons; inf fails the upper bound.
