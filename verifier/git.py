@@ -44,8 +44,12 @@ def nul_separated(output: bytes) -> list[str]:
 
 
 # Variables that change what `git diff` prints whatever its options ask (GIT_DIFF_OPTS=-u5 wins
-# over --unified=0): git's answers must not depend on them.
-_PRESENTATION = frozenset({"GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF"})
+# over --unified=0), or how it reads a path (git refuses the other pathspec settings beside
+# --literal-pathspecs): git's answers must not depend on them.
+_PRESENTATION = frozenset({
+    "GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF",
+    "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS", "GIT_LITERAL_PATHSPECS",
+})
 
 
 def _run(folder: str, args: tuple[str, ...], purpose: str) -> subprocess.CompletedProcess:
