@@ -52,8 +52,13 @@ _PRESENTATION = frozenset({
 })
 
 
+def git_environment() -> dict[str, str]:
+    """The environment git runs in: this process's, less what changes its answers."""
+    return {name: value for name, value in os.environ.items() if name not in _PRESENTATION}
+
+
 def _run(folder: str, args: tuple[str, ...], purpose: str) -> subprocess.CompletedProcess:
-    environment = {name: value for name, value in os.environ.items() if name not in _PRESENTATION}
+    environment = git_environment()
     try:
         return subprocess.run(
             ["git", "--literal-pathspecs", "-C", folder, *args], capture_output=True, check=False, env=environment
