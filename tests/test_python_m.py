@@ -85,3 +85,19 @@ def test_an_interrupt_ignored_from_the_start_stays_ignored():
             "guard_startup()\nprint(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)\n")
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert completed.stdout == "True\n"
+
+
+def test_an_interrupt_raised_while_a_module_builds_its_classes_still_exits_2(tmp_path):
+    # dataclasses and namedtuples build methods with exec; CPython took a KeyboardInterrupt raised
+    # there for an unhandled one and killed the process with SIGINT after main returned 2.
+    code = (
+        "import sys\nimport verifier.check\n"
+        "def interrupted(args):\n    exec('raise KeyboardInterrupt')\n"
+        "verifier.check.run_check = interrupted\n"
+        "from verifier.startup import run\nsys.argv = ['verify-perf', 'train.py', '--no-report']\nsys.exit(run())\n"
+    )
+    (tmp_path / "train.py").write_text("import torch\n")
+    # Run as `python -m` runs verify-perf: only that path ends through CPython's check of the mark.
+    (tmp_path / "driver.py").write_text(code)
+    completed = subprocess.run([sys.executable, "-m", "driver"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (completed.returncode, completed.stderr) == (2, "verify-perf: interrupted\n")
