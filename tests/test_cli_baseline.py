@@ -288,3 +288,15 @@ def test_a_baseline_of_schema_version_1_is_matched_by_path_and_line_text(project
     code, report = run(capsys, "--block-on-new-only")
     assert [(f["line"], f["baseline_state"]) for f in report["findings"]] == [(10, "existing")]
     assert code == 0
+
+
+@pytest.mark.parametrize("content", ["", "{", '{"findings": 1}'])
+def test_a_baseline_that_is_not_one_is_refused_before_the_analysis(tmp_path, monkeypatch, capsys, content):
+    # It was read after the analysis: the cache (and the report) were written by a run that failed.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "base.json").write_text(content)
+    assert main(["train.py", "--baseline", "base.json"]) == 2
+    assert capsys.readouterr().err.startswith("verify-perf: error: --baseline base.json: not")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base.json", "train.py"]

@@ -74,3 +74,17 @@ def test_extend_select_adds_to_the_configured_selection(project, capsys, monkeyp
     assert codes == ["VP203", "VP201"]
     main(["src/train.py", "--format", "json", "--no-report", "--no-cache", "--select", "VP201"])
     assert [f["code"] for f in json.loads(capsys.readouterr().out)["findings"]] == ["VP201"]
+
+
+@pytest.mark.parametrize("selector", ["ALL", "all", "VP2", "VP203", "synchronize-in-loop", "SYNCHRONIZE-IN-LOOP"])
+def test_per_file_ignores_read_each_entry_as_every_selector_is_read(tmp_path, capsys, monkeypatch, selector):
+    # "ALL" passed the config check and then ignored nothing.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    (tmp_path / "pyproject.toml").write_text(f'[tool.verify-perf]\nper-file-ignores = {{ "bench/*" = ["{selector}"] }}\n')
+    for rel in ("bench/timing.py", "train.py"):
+        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        (tmp_path / rel).write_text(SYNC)
+    main([".", "--format", "json", "--no-report", "--no-cache", "--select", "VP203"])
+    data = json.loads(capsys.readouterr().out)
+    assert [(f["path"], f["code"]) for f in data["findings"]] == [("train.py", "VP203")]

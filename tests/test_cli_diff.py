@@ -261,6 +261,15 @@ def test_diff_options_from_the_environment_do_not_widen_the_changed_lines(repo, 
     assert [(f["code"], f["line"]) for f in report["findings"]] == [("VP201", 10)]
 
 
+@pytest.mark.parametrize("variable", ["GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS"])
+def test_pathspec_settings_from_the_environment_do_not_stop_the_diff(repo, capsys, monkeypatch, variable):
+    # git refuses them beside --literal-pathspecs: --diff was exit 2 for a user who exports one.
+    monkeypatch.setenv(variable, "1")
+    (repo / "src" / "train.py").write_text(CHANGED)
+    _, report = findings(capsys, "src", "--diff", "main")
+    assert [(f["code"], f["line"]) for f in report["findings"]] == [("VP201", 10)]
+
+
 def test_a_symlink_that_becomes_a_file_full_of_bad_code_is_reported(repo, capsys):
     os.symlink("other.py", repo / "src" / "model.py")
     git(repo, "add", ".")

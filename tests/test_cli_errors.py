@@ -95,3 +95,42 @@ def test_integers_from_the_config_are_checked_before_conversion(capsys, monkeypa
     (tmp_path / "pyproject.toml").write_text(f"[tool.verify-perf]\n{setting}\n")
     assert cli.main(["train.py", "--no-report", "--no-cache"]) == 2
     assert capsys.readouterr().err == f"verify-perf: error: {tmp_path / 'pyproject.toml'}: {message}\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train.py", "--config", ""], ["train.py", "--baseline", ""], ["train.py", "--diff", ""],
+        ["train.py", "--report-dir", ""], ["train.py", "--cache-dir", ""], ["clean", "--cache-dir", ""],
+    ],
+    ids=["config", "baseline", "diff", "report-dir", "cache-dir", "clean"],
+)
+def test_an_empty_name_is_a_usage_error_not_an_option_left_out(capsys, monkeypatch, tmp_path, argv):
+    # `--config "$CONFIG"` with the variable unset ran with the config found upwards; `--diff ""`
+    # judged every line; `clean --cache-dir ""` removed the default caches.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("import torch\n")
+    (tmp_path / ".verify_perf_cache").mkdir()
+    assert cli.main(argv) == 2
+    option = argv[-2]
+    assert capsys.readouterr().err == f"verify-perf: error: argument {option}: expected a name, got an empty string\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".verify_perf_cache", "train.py"]
+
+
+@pytest.mark.parametrize("option", ["--file-timeout", "--run-timeout"])
+@pytest.mark.parametrize("value", ["٣", "３", "1_0", "0x10", "5s"])
+def test_seconds_are_ascii_decimals(capsys, monkeypatch, tmp_path, option, value):
+    # float() takes `٣` and `1_0`: the limit was 3 or 10 seconds, not a usage error.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("x = 1\n")
+    assert cli.main(["train.py", "--no-report", "--no-cache", option, value]) == 2
+    assert capsys.readouterr().err == (
+        f"verify-perf: error: argument {option}: expected a number of seconds from 0.1 to 86400, got {value!r}\n"
+    )
+
+
+@pytest.mark.parametrize("value", ["0.5", ".5", "2", "1e1", " 3 "])
+def test_seconds_in_plain_decimals_are_taken(monkeypatch, tmp_path, value):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("x = 1\n")
+    assert cli.main(["train.py", "--no-report", "--no-cache", "--file-timeout", value, "--run-timeout", value]) == 0

@@ -136,6 +136,22 @@ def test_special_files_are_never_read(folder, capsys):
     assert vp900(report) == [("pipe.py", 1, "INFO"), ("zero.py", 1, "INFO")]
 
 
+def test_special_files_named_like_python_are_reported_when_named_directly_too(folder, capsys):
+    # Named on the command line (as pre-commit names files) they were exit 2 "not a regular file".
+    os.mkfifo(folder / "pipe")
+    (folder / "pipe.py").symlink_to(folder / "pipe")
+    os.mkfifo(folder / "fifo.py")
+    (folder / "zero.py").symlink_to("/dev/zero")
+    shutil.copy(EXAMPLES / "bad_train.py", folder / "bad_train.py")
+    code, report = run_json(capsys, "src/pipe.py", "src/fifo.py", "src/zero.py", "src/bad_train.py", "--isolated")
+    assert code == 1
+    assert vp900(report) == [("fifo.py", 1, "INFO"), ("pipe.py", 1, "INFO"), ("zero.py", 1, "INFO")]
+    for named, message in (("src/pipe", "src/pipe: not a regular file or directory"),
+                           ("/dev/zero", "/dev/zero: not a regular file or directory")):
+        assert main([named, "--no-report", "--no-cache"]) == 2
+        assert capsys.readouterr().err == f"verify-perf: error: {message}\n"
+
+
 def test_a_file_over_the_size_limit_is_a_blocking_vp900(folder, capsys):
     shutil.copy(EXAMPLES / "good_train.py", folder / "good_train.py")
     code, report = run_json(capsys, "src", "--isolated", "--max-file-size", "1KiB")

@@ -259,3 +259,28 @@ def test_an_unopened_descriptor_is_a_usage_error(project):
     completed = cli(project, "-o", "/dev/fd/9", capture_output=True, text=True)
     assert completed.returncode == 2
     assert completed.stderr == "verify-perf: error: cannot write /dev/fd/9: Bad file descriptor\n"
+
+
+@pytest.mark.parametrize("named", ["./reports/train.md", "reports//train.md", "{project}/reports/train.md",
+                                   "../{name}/reports/train.md", "report-link.md"])
+def test_o_onto_the_reports_own_file_is_refused_before_the_report_exists(project, capsys, named):
+    # Compared as spelt, two names of a file not there yet differed: the JSON and the report both
+    # went to reports/train.md, one replacing the other.
+    (project / "report-link.md").symlink_to("reports/train.md")
+    named = named.format(project=project, name=project.name)
+    assert run("--format", "json", "-o", named) == 2
+    assert "is the markdown report's own file" in one_error_line(capsys)
+    assert not (project / "reports").exists()
+
+
+def test_a_name_ending_with_a_slash_is_refused_before_any_work(project, capsys):
+    assert run("-o", "out.json/") == 2
+    assert one_error_line(capsys) == "verify-perf: error: cannot write out.json/: a name ending with / is a folder, not a file"
+    assert sorted(p.name for p in project.iterdir()) == ["train.py"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_an_output_that_fails_when_written_leaves_no_report(project, capsys):
+    assert run("-o", "/dev/full") == 2
+    assert one_error_line(capsys) == "verify-perf: error: cannot write /dev/full: No space left on device"
+    assert not (project / "reports").exists()

@@ -154,7 +154,7 @@ def test_the_package_has_no_import_cycle():
 def test_the_command_line_is_imported_by_nothing_but_the_entry_points():
     graph = import_graph(package_dirs(ROOT))
     importers = sorted(name for name, targets in graph.items() if "verifier.cli" in targets)
-    assert importers == ["verifier.__main__"]
+    assert importers == ["verifier.__main__", "verifier.startup"]
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> dict[str, Path]:

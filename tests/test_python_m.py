@@ -47,3 +47,57 @@ def test_dash_p_runs_the_real_tool_where_the_project_has_its_own_verifier_module
     assert completed.returncode == 1
     assert completed.stdout.splitlines()[0].startswith("bad_train.py:")
     assert not (tmp_path / "RAN_verifier").exists()
+
+
+STARTING = """
+import os, signal, sys
+from verifier.startup import guard_startup
+guard_startup()
+os.kill(os.getpid(), signal.SIGINT)  # arrives while the tool is still importing its modules
+import verifier.cli
+print("not reached")
+"""
+RUNNING = """
+import os, signal, sys, time
+from verifier.startup import run
+import verifier.check
+
+def interrupted(args):
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+
+verifier.check.run_check = interrupted
+sys.argv = ["verify-perf", "train.py", "--no-report"]
+sys.exit(run())
+"""
+
+
+def test_ctrl_c_while_starting_is_one_line_and_exit_2_as_during_a_run(tmp_path):
+    # It was Python's traceback of whichever import the signal hit, and status -2.
+    (tmp_path / "train.py").write_text("import torch\n")
+    for code in (STARTING, RUNNING):
+        completed = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert (completed.returncode, completed.stdout, completed.stderr) == (2, "", "verify-perf: interrupted\n")
+
+
+def test_an_interrupt_ignored_from_the_start_stays_ignored():
+    code = ("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nfrom verifier.startup import guard_startup\n"
+            "guard_startup()\nprint(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)\n")
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert completed.stdout == "True\n"
+
+
+def test_an_interrupt_raised_while_a_module_builds_its_classes_still_exits_2(tmp_path):
+    # dataclasses and namedtuples build methods with exec; CPython took a KeyboardInterrupt raised
+    # there for an unhandled one and killed the process with SIGINT after main returned 2.
+    code = (
+        "import sys\nimport verifier.check\n"
+        "def interrupted(args):\n    exec('raise KeyboardInterrupt')\n"
+        "verifier.check.run_check = interrupted\n"
+        "from verifier.startup import run\nsys.argv = ['verify-perf', 'train.py', '--no-report']\nsys.exit(run())\n"
+    )
+    (tmp_path / "train.py").write_text("import torch\n")
+    # Run as `python -m` runs verify-perf: only that path ends through CPython's check of the mark.
+    (tmp_path / "driver.py").write_text(code)
+    completed = subprocess.run([sys.executable, "-m", "driver"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (completed.returncode, completed.stderr) == (2, "verify-perf: interrupted\n")

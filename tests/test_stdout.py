@@ -4,6 +4,7 @@ is part of what is tested), with the exit code and the one line on stderr exact.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -86,3 +87,47 @@ def test_a_deleted_working_directory_is_one_line_and_exit_2(project):
         2, "verify-perf: error: the working directory is gone (No such file or directory): it was deleted or "
            "moved; change to an existing folder and run again\n",
     )
+
+
+@pytest.mark.parametrize(("option", "what"), [("--help", "help"), ("--version", "version")])
+def test_help_and_version_meet_standard_output_as_every_output_does(project, option, what):
+    # argparse dropped the failed write: exit 0 with nothing said, or Python's "Exception
+    # ignored" and status 120 at exit.
+    assert with_reader_gone(project, option) == (0, "")
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            completed = verify_perf(project, option, stdout=full)
+        assert (completed.returncode, completed.stderr) == (
+            2, "verify-perf: error: cannot write standard output: No space left on device\n")
+    completed = verify_perf(project, option, before=lambda: os.close(1))
+    assert (completed.returncode, completed.stderr) == (
+        2, f"verify-perf: error: standard output is closed: nowhere to write the {what} (redirect it to a file)\n")
+    completed = verify_perf(project, option, stdout=subprocess.PIPE)
+    assert completed.returncode == 0 and completed.stdout.startswith("usage: verify-perf" if what == "help" else "verify-perf 0.1.0")
+
+
+def test_json_and_sarif_are_utf_8_whatever_the_terminal_encoding(project):
+    # With an ASCII or Latin-1 standard output, `é` came out as `\xe9`: no JSON at all.
+    (project / "café.py").write_text(TRAIN)
+    for encoding in ("ascii", "latin-1"):
+        env = {**os.environ, "PYTHONIOENCODING": encoding, "GIT_CEILING_DIRECTORIES": str(project.parent)}
+        for fmt in ("json", "sarif"):
+            completed = subprocess.run(
+                [sys.executable, "-m", "verifier", "café.py", "--isolated", "--no-cache", "--no-report", "--format", fmt],
+                cwd=project, capture_output=True, env=env, timeout=120,
+            )
+            assert completed.returncode == 1, completed.stderr
+            document = json.loads(completed.stdout.decode("utf-8"))
+            if fmt == "json":
+                assert document["files"] == ["café.py"]
+            else:
+                location = document["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+                assert location["artifactLocation"]["uri"] == "caf%C3%A9.py"
+
+
+def test_the_rules_documentation_reaches_an_ascii_terminal(project):
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    completed = subprocess.run([sys.executable, "-m", "verifier", "rule", "--all"], capture_output=True, env=env,
+                               cwd=project, timeout=120)
+    assert (completed.returncode, completed.stderr) == (0, b"")
+    assert b"\\xb5s" in completed.stdout  # `µs`, escaped

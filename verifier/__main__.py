@@ -20,6 +20,11 @@ def _is_working_directory(entry: str) -> bool:
 if not sys.flags.safe_path and sys.path and _is_working_directory(sys.path[0]):
     del sys.path[0]
 
-from verifier.cli import main  # noqa: E402 - only once the working directory is off the path
+from verifier.startup import end_startup, guard_startup  # noqa: E402 - only once the working directory is off the path
 
+guard_startup()
+
+from verifier.cli import main  # noqa: E402 - only once Ctrl-C while importing ends the run quietly
+
+end_startup()
 sys.exit(main())

@@ -58,6 +58,8 @@ def run_check(args: argparse.Namespace) -> int:
         _, output_file = _output_targets(args, task)
         if output_file.kind == "stdout":
             require_stdout(f"the {args.format} output")
+    # So is a baseline that is not one: read and checked before the analysis writes anything.
+    stored = _load_baseline(args)
 
     analysed = _analyse(args, settings)
     files, findings, internal_errors = analysed.files, analysed.findings, analysed.errors
@@ -70,7 +72,7 @@ def run_check(args: argparse.Namespace) -> int:
         _dynamic(args, settings, task) if args.dynamic else (None, NOT_REQUESTED, False)
     )
     analysed = _with_runtime_evidence(analysed, dynamic)
-    comparison = _baseline(args, settings, analysed, dynamic)
+    comparison = _baseline(stored, settings, analysed, dynamic)
     report_path = _report_path(args, task)
     run = RunInfo(
         task=task,
@@ -99,10 +101,11 @@ def run_check(args: argparse.Namespace) -> int:
         output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
     # Checked again now that the work is done: nothing is written unless every target may be.
     report_target, output_file = _output_targets(args, task)
+    # A reader that has gone (`| head`) ends the output quietly; the exit code is still the run's.
+    # The output goes first: one that fails only when written (`-o /dev/full`) leaves no report.
+    write_stdout_safely(lambda: output_file.write(output, utf8=args.format in ("json", "sarif")))
     if report_target is not None:
         report_target.write(render(report, "markdown"))
-    # A reader that has gone (`| head`) ends the output quietly; the exit code is still the run's.
-    write_stdout_safely(lambda: output_file.write(output))
     # A report sent to standard output is already in front of the reader: no note naming "-".
     report_written = report_target is not None or _output_is_report(args)
     if report_written and report_path != "-" and not args.quiet:
@@ -412,14 +415,21 @@ def _with_runtime_evidence(analysed: Analysed, dynamic: DynamicResult | None) ->
     )
 
 
-def _baseline(args, settings: Settings, analysed: Analysed, dynamic):
+def _load_baseline(args):
     if not args.baseline:
         if args.block_on_new_only:
             raise UsageError("--block-on-new-only needs --baseline FILE")
         return None
-    from verifier.report.baseline import compare, load_baseline
+    from verifier.report.baseline import load_baseline
 
-    stored = load_baseline(args.baseline)
+    return load_baseline(args.baseline)
+
+
+def _baseline(stored, settings: Settings, analysed: Analysed, dynamic):
+    if stored is None:
+        return None
+    from verifier.report.baseline import compare
+
     return compare(
         analysed.every_line, stored, dynamic,
         tolerance=settings.regression_tolerance,

@@ -12,6 +12,7 @@ import argparse
 import importlib
 import math
 import os
+import re
 import sys
 import time
 
@@ -23,7 +24,7 @@ from verifier.errors import EXIT_ERROR, EXIT_PASS, UsageError
 from verifier.extras import DYNAMIC
 from verifier.extras import require as require_extra
 from verifier.integers import parse_whole, shown
-from verifier.stdout import discard_stdout, hold_standard_descriptors, write_stdout_safely
+from verifier.stdout import discard_stdout, hold_standard_descriptors, require_stdout, write_stdout_safely
 
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 DEFAULT_REPORT_DIR = "reports"
@@ -34,6 +35,19 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_ERROR, f"verify-perf: error: {message}\n")
+
+    def _print_message(self, message: str, file=None) -> None:  # noqa: ANN001 - argparse's own signature
+        """--help and --version meet standard output as every output does: a reader that has gone
+        ends them quietly, a closed or full one is one line and exit 2 (not Python's "Exception
+        ignored" at exit, status 120)."""
+        if not message:
+            return
+        if file is not None and file is not sys.stdout:
+            super()._print_message(message, file)
+            return
+        require_stdout("the help" if message.startswith("usage:") else "the version", "redirect it to a file")
+        # Written here, not by argparse, which drops a failed write silently.
+        write_stdout_safely(lambda: sys.stdout.write(message))
 
 
 def _codes(text: str) -> list[str]:
@@ -57,9 +71,13 @@ def _jobs(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+# ASCII digits, as for every number read (`float` also takes `٣`, `３` and `1_0`).
+_DECIMAL = re.compile(r"\s*(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
+
+
 def _seconds(text: str) -> float:
     try:
-        value = float(text)
+        value = float(text) if _DECIMAL.fullmatch(text) else math.nan
     except ValueError:
         value = math.nan
     # nan fails both comparisons; inf fails the upper bound.
@@ -68,6 +86,13 @@ def _seconds(text: str) -> float:
             f"expected a number of seconds from {MIN_FILE_TIMEOUT:g} to {MAX_FILE_TIMEOUT:g}, got {shown(text)}"
         )
     return value
+
+
+def _named(text: str) -> str:
+    """A file, folder or git ref: an empty one (`--config "$UNSET"`) is a mistake, never "not given"."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a name, got an empty string")
+    return text
 
 
 def _size(text: str) -> int:
@@ -100,7 +125,7 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
                         help="replace an existing -o FILE or report that verify-perf did not write")
     output.add_argument("--task", metavar="ID",
                         help="task id: report title and file name (default: the first path's name)")
-    output.add_argument("--report-dir", metavar="DIR", default=DEFAULT_REPORT_DIR,
+    output.add_argument("--report-dir", type=_named, metavar="DIR", default=DEFAULT_REPORT_DIR,
                         help=f"folder for the markdown report <task>.md (default: {DEFAULT_REPORT_DIR})")
     output.add_argument("--no-report", action="store_true", help="do not write the markdown report file")
     output.add_argument("--date", metavar="YYYY-MM-DD",
@@ -118,7 +143,7 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
     output.add_argument("-q", "--quiet", action="store_true",
                         help="text format: print findings only, no summary; no 'report written' note")
     rules = parser.add_argument_group("rules and configuration")
-    rules.add_argument("--config", metavar="FILE",
+    rules.add_argument("--config", type=_named, metavar="FILE",
                        help="read [tool.verify-perf] from FILE (default: the closest pyproject.toml "
                             "with that table, searching upwards from the first path)")
     rules.add_argument("--isolated", action="store_true", help="ignore every configuration file")
@@ -136,13 +161,13 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
     rules.add_argument("--force-exclude", action="store_true",
                        help="apply the excludes to files named on the command line too (the pre-commit hook uses this)")
     gate = parser.add_argument_group("gate")
-    gate.add_argument("--diff", metavar="BASE",
+    gate.add_argument("--diff", type=_named, metavar="BASE",
                       help="pre-merge mode: report only lines changed since the merge base with git ref BASE "
                            "(heat still comes from the whole project)")
     gate.add_argument("--heat-scope", choices=("project", "paths"), default="project",
                       help="project (default): heat comes from every file of the project (the config file's "
                            "folder, else the git top level) and only PATH is reported; paths: analyse PATH alone")
-    gate.add_argument("--baseline", metavar="FILE",
+    gate.add_argument("--baseline", type=_named, metavar="FILE",
                       help="compare with a stored `--format json` output: new/existing/fixed findings, "
                            "measured regressions")
     gate.add_argument("--block-on-new-only", action="store_true", default=None,
@@ -158,7 +183,7 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
     speed.add_argument("-j", "--jobs", type=_jobs, metavar="N",
                        help="analyse in N processes (default: $VERIFY_PERF_JOBS, else the available cores)")
     speed.add_argument("--no-cache", action="store_true", help="neither read nor write the results cache")
-    speed.add_argument("--cache-dir", metavar="DIR",
+    speed.add_argument("--cache-dir", type=_named, metavar="DIR",
                        help=f"results cache folder (default: $VERIFY_PERF_CACHE_DIR, else {DEFAULT_CACHE_DIR})")
     speed.add_argument("--no-prefilter", action="store_true",
                        help="parse every file, even those that mention none of the tokens any rule needs")
@@ -199,7 +224,7 @@ def build_clean_parser() -> argparse.ArgumentParser:
                     "and below, or the one --cache-dir (or $VERIFY_PERF_CACHE_DIR) names. Only folders "
                     "verify-perf marked as its cache are removed.",
     )
-    parser.add_argument("--cache-dir", metavar="DIR", help="remove this cache folder only")
+    parser.add_argument("--cache-dir", type=_named, metavar="DIR", help="remove this cache folder only")
     return parser
 
 
@@ -230,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("verify-perf: interrupted", file=sys.stderr)
+        _forget_interrupt()
         return EXIT_ERROR
     except SystemExit as stop:  # argparse's --help, --version and usage errors
         return stop.code if isinstance(stop.code, int) else EXIT_ERROR
@@ -245,6 +271,14 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
+
+
+def _forget_interrupt() -> None:
+    """The interrupt is handled: exit 2, as documented. CPython marks a KeyboardInterrupt raised
+    inside code run by `exec` of a string (dataclasses and namedtuples build their methods so,
+    while a module is imported) as unhandled and, ending `python -m verifier`, kills the process
+    with SIGINT whatever `main` returned; evaluating a string clears that mark."""
+    exec("")  # noqa: S102 - an empty string, for the side effect above
 
 
 def _working_directory() -> None:

@@ -94,18 +94,18 @@ class Settings:
     def codes_run_in(self, path: str) -> set[str]:
         """Codes of the rules that run on `path`: the selection less its per-file-ignores."""
         ignored = self.ignored_in_file(path)
-        return {
-            rule.code for rule in self.selected_rules()
-            if not any(rule.code.startswith(s) or rule.name.upper() == s for s in ignored)
-        }
+        return {rule.code for rule in self.selected_rules() if rule.code not in ignored}
 
     def ignored_in_file(self, path: str) -> set[str]:
-        """Codes ignored for `path` by per-file-ignores: a pattern naming the file or one of its
-        folders below the config file's folder."""
+        """Codes of the rules per-file-ignores turns off for `path` (each entry a code, a prefix,
+        ALL or a name, read as everywhere else): a pattern naming the file or one of its folders
+        below the config file's folder."""
+        from verifier.rules import rule_by_selector
+
         codes: set[str] = set()
         for pattern, listed in self.per_file_ignores:
             if matches_path(path, (pattern,), pattern.anchor or None):
-                codes.update(code.upper() for code in listed)
+                codes.update(rule.code for selector in listed for rule in rule_by_selector(selector))
         return codes
 
 

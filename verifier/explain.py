@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from verifier.errors import EXIT_PASS, UsageError
 from verifier.report.rule_docs import rule_markdown, rule_record
 from verifier.stdout import require_stdout, write_stdout_safely
+from verifier.writing import write_stdout
 
 
 def run_rule_command(args: argparse.Namespace) -> int:
@@ -32,7 +32,8 @@ def run_rule_command(args: argparse.Namespace) -> int:
     else:
         text = "\n".join(rule_markdown(r) for r in rules)
     require_stdout("the rules' documentation", "redirect it to a file")
-    write_stdout_safely(lambda: sys.stdout.write(text))
+    # In the terminal's encoding, characters it cannot show escaped (an ASCII locale failed on `µ`).
+    write_stdout_safely(lambda: write_stdout(text))
     return EXIT_PASS
 
 

@@ -44,12 +44,21 @@ def nul_separated(output: bytes) -> list[str]:
 
 
 # Variables that change what `git diff` prints whatever its options ask (GIT_DIFF_OPTS=-u5 wins
-# over --unified=0): git's answers must not depend on them.
-_PRESENTATION = frozenset({"GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF"})
+# over --unified=0), or how it reads a path (git refuses the other pathspec settings beside
+# --literal-pathspecs): git's answers must not depend on them.
+_PRESENTATION = frozenset({
+    "GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF",
+    "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS", "GIT_LITERAL_PATHSPECS",
+})
+
+
+def git_environment() -> dict[str, str]:
+    """The environment git runs in: this process's, less what changes its answers."""
+    return {name: value for name, value in os.environ.items() if name not in _PRESENTATION}
 
 
 def _run(folder: str, args: tuple[str, ...], purpose: str) -> subprocess.CompletedProcess:
-    environment = {name: value for name, value in os.environ.items() if name not in _PRESENTATION}
+    environment = git_environment()
     try:
         return subprocess.run(
             ["git", "--literal-pathspecs", "-C", folder, *args], capture_output=True, check=False, env=environment

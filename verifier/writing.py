@@ -14,7 +14,8 @@
   stays a link. Terminals, `/dev/null` and FIFOs with a reader are written as streams; a
   directory, a FIFO nobody reads, a socket or a block device is refused.
 - Every target is checked (`output_target`) before anything is written, so a refused `-o`
-  leaves the report unwritten as well.
+  leaves the report unwritten as well; one that fails only when written (a full device) is
+  written before the report, for the same reason.
 """
 
 from __future__ import annotations
@@ -49,16 +50,19 @@ class OutputTarget:
     def same_file(self, other: OutputTarget) -> bool:
         if self.kind != "file" or other.kind != "file":
             return False
-        if self.path == other.path:
+        # By where the names lead, not how they are spelt: neither may exist yet.
+        if os.path.realpath(self.path) == os.path.realpath(other.path):
             return True
         try:
             return os.path.samefile(self.path, other.path)
         except OSError:
             return False
 
-    def write(self, text: str) -> None:
+    def write(self, text: str, *, utf8: bool = False) -> None:
+        """`utf8`: a document that is UTF-8 by definition (JSON, SARIF), whatever the terminal's
+        encoding; text for people is written in the terminal's."""
         if self.kind == "stdout":
-            write_stdout(text)
+            write_stdout(text, "utf-8" if utf8 else None)
         else:
             # Surrogates stand for the bytes of a file name that is not UTF-8: write those bytes.
             self.write_bytes(text.encode("utf-8", "surrogateescape"))
@@ -91,6 +95,8 @@ def output_target(path: str, *, force: bool = False) -> OutputTarget:
         descriptor = {"stdout": 1, "stderr": 2}[named["std"]] if named["std"] else int(named["fd"] or named["proc"])
         return _descriptor_target(path, descriptor)
     shown = path
+    if path.endswith(("/", os.sep)):
+        raise UsageError(f"cannot write {shown}: a name ending with {path[-1]} is a folder, not a file")
     try:
         status = os.lstat(path)
     except FileNotFoundError:
@@ -217,14 +223,15 @@ def replace_file_bytes(path: str, data: bytes) -> None:
         raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
 
 
-def write_stdout(text: str) -> None:
-    """Standard output, with undecodable file-name bytes written back as the bytes they were."""
+def write_stdout(text: str, encoding: str | None = None) -> None:
+    """Standard output, with undecodable file-name bytes written back as the bytes they were; in
+    `encoding`, else the stream's (PYTHONIOENCODING=ascii made JSON hold `\\xe9`, which is no JSON)."""
     stream = sys.stdout
     buffer = getattr(stream, "buffer", None)
     if buffer is None:
         stream.write(text)
         return
-    encoding = stream.encoding or "utf-8"
+    encoding = encoding or stream.encoding or "utf-8"
     try:
         data = text.encode(encoding, "surrogateescape")
     except UnicodeEncodeError:  # a terminal that cannot show some character (e.g. an ASCII locale)

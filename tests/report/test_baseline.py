@@ -199,3 +199,15 @@ def test_identical_findings_in_two_files_pair_with_their_own_file_first(tmp_path
                          ran=lambda path, code: True)
     assert comparison.existing == [here]
     assert [(s.path, s.code) for s in comparison.fixed] == [("b.py", "VP201")]
+
+
+@pytest.mark.parametrize("samples", ["20.0", '"20"', "null", '{"a": 1}'])
+def test_step_time_samples_that_are_not_a_list_are_refused(tmp_path, samples):
+    # A number there was an internal error (`len()` of a float) instead of a refusal.
+    path = tmp_path / "baseline.json"
+    document = json.loads(render_json(make_report([], dynamic=make_dynamic())))
+    document["dynamic"]["result"]["modes"][0]["step_time"]["samples_ms"] = json.loads(samples)
+    path.write_text(json.dumps(document))
+    with pytest.raises(UsageError) as raised:
+        load_baseline(str(path))
+    assert str(raised.value) == f"--baseline {path}: refused: the step-time samples of mode 'fp32' are not a list"

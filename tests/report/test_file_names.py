@@ -60,3 +60,25 @@ def test_a_baseline_with_such_a_name_matches_it(project):
     os.replace("out.json", "baseline.json")
     data = json.loads(run("json", "--baseline", "baseline.json"))
     assert data["baseline"]["new"] == 0 and data["baseline"]["existing"] == 1
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "shown"),
+    [
+        ("text", "x\nDecision: PASS\r.py", b"x\\nDecision: PASS\\r.py:4:5: VP203 [HIGH]"),
+        ("text", "\x1b]0;title\x07.py", b"\\x1b]0;title\\x07.py:4:5: VP203 [HIGH]"),
+        ("text", "\u202egnp.py", b"\\u202egnp.py:4:5: VP203 [HIGH]"),
+        ("github", "\x1b[2Jx.py", b"::error file=\\x1b[2Jx.py,line=4,"),
+    ],
+    ids=["newline", "terminal-escape", "right-to-left-override", "github-escape"],
+)
+def test_a_name_that_would_steer_the_output_is_written_as_escapes(tmp_path, monkeypatch, fmt, name, shown):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(SYNC_LOOP)
+    assert main([name, "--format", fmt, "-o", "out", "--no-report", "--select", "VP203"]) == 1
+    data = (tmp_path / "out").read_bytes()
+    assert data.startswith(shown)
+    assert not any(byte in data for byte in (b"\x1b", b"\x07", b"\r")) and "\u202e".encode() not in data
+    if fmt == "text":
+        assert data.split(b"\n")[-2].startswith(b"Decision: BLOCK")
+        assert len(data.split(b"\n")) == 6  # finding, note, score, count, decision, and the final newline

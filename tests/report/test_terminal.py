@@ -132,3 +132,14 @@ def test_a_pseudo_terminal_without_a_size_still_gets_every_line(tmp_path):
     assert process.wait(timeout=60) == 1
     lines = ANSI.sub("", received.decode()).replace("\r\n", "\n").splitlines()
     assert lines == ["train.py:4:2: VP203 [HIGH] `synchronize()` in a loop blocks the host on every iteration"]
+
+
+def test_the_code_frame_shows_control_characters_as_glyphs_that_keep_the_columns():
+    finding = make_finding("VP201", line=3, source="    print('\x1b[2J', loss.item())", severity=Severity.MEDIUM)
+    finding = finding.__class__(**{**finding.__dict__, "column": 22, "end_column": 33})
+    assert [t.plain for t in code_frame(finding)] == [
+        "  |",
+        "3 |     print('\u241b[2J', loss.item())",
+        "  |                      ^^^^^^^^^^^",
+        "  |",
+    ]

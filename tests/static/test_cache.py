@@ -364,7 +364,11 @@ def git(folder: Path, *args: str) -> None:
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_a_cache_committed_to_git_is_not_used(tmp_path, capsys):
+@pytest.mark.parametrize("environment", [{}, {"GIT_GLOB_PATHSPECS": "1"}], ids=["plain", "glob-pathspecs"])
+def test_a_cache_committed_to_git_is_not_used(tmp_path, capsys, monkeypatch, environment):
+    # With GIT_GLOB_PATHSPECS exported, git refused the question and the answer read "not tracked".
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
     folder = project(tmp_path)
     cache = folder / ".verify_perf_cache"
     settings = Settings(cache_dir=str(cache))

@@ -320,3 +320,35 @@ def test_a_read_an_environment_step_consumes_is_low_in_a_module_lent_its_device(
         """,
     })
     assert findings(tmp_path) == [("policy.py", "VP201", 6, "LOW", "step")]
+
+
+def test_a_module_that_only_forwards_a_call_passes_the_heat_on(tmp_path):
+    # relay.py names no token any rule needs, but its function is on the step's call path.
+    write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/relay.py": """
+            from pkg.ops import wait_for_device
+
+            def relay(x):
+                return wait_for_device(x)
+        """,
+        "pkg/ops.py": """
+            import torch
+
+            def wait_for_device(x):
+                torch.cuda.synchronize()
+                return x
+        """,
+        "train.py": """
+            import torch
+            from pkg.relay import relay
+
+            def train(model, loader, optimizer):
+                for x, y in loader:
+                    loss = model(x, y)
+                    loss.backward()
+                    optimizer.step()
+                    relay(loss)
+        """,
+    })
+    assert findings(tmp_path, select=("VP203",)) == [("ops.py", "VP203", 5, "HIGH", "step")]

@@ -154,3 +154,40 @@ def test_an_encoding_python_refuses_is_a_vp900_with_its_reason(tmp_path, declare
     rows = [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name, f.message) for f in result.findings]
     assert rows == [("odd.py", "VP900", line, "INFO", reason), ("train.py", "VP201", 4, "MEDIUM", rows[1][4])]
     assert result.internal_errors == []
+
+
+def test_a_comment_in_a_file_of_lone_carriage_returns_ends_at_its_own_line(tmp_path):
+    # The loop synchronizes on a device: the module names one (`torch.cuda.synchronize()` after
+    # the comment), so VP306 reports its loop whatever the file's line breaks are.
+    text = (
+        "import torch\n\n\ndef train(model, loader, optimizer):\n    for x, y in loader:\n"
+        "        loss = model(x, y)\n        loss.backward()\n        optimizer.step()\n"
+        "        # one step done\n        torch.cuda.synchronize()\n"
+    )
+    rows = {}
+    for name, ends in (("lf", "\n"), ("cr", "\r"), ("crlf", "\r\n")):
+        (tmp_path / f"{name}.py").write_bytes(text.replace("\n", ends).encode())
+        result = analyze_paths([str(tmp_path / f"{name}.py")], Settings(select=("VP2", "VP306")))
+        rows[name] = [(f.code, f.line, f.end_line) for f in result.findings]
+    assert rows["lf"] == [("VP306", 5, 10), ("VP203", 10, 10)]
+    assert rows["cr"] == rows["crlf"] == rows["lf"]
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "reason"),
+    [
+        (b"import torch\nx = 1  # \x00 in a comment\n", 2, "syntax error: source code cannot contain null bytes"),
+        ("import torch\nx = 1\n".encode("utf-16-le"), 1, "syntax error: source code cannot contain null bytes"),
+        (b"# coding: cp037\nimport torch\ntorch.cuda.synchronize()\n", 1, "syntax error"),
+    ],
+    ids=["null-byte", "utf-16-without-bom", "ebcdic-cookie"],
+)
+def test_a_file_python_refuses_is_never_skipped_unread(tmp_path, data, line, reason):
+    # Each reads `torch` to a person but not to Python: none may pass as a file with nothing in it.
+    (tmp_path / "odd.py").write_bytes(data)
+    (tmp_path / "train.py").write_text(SYNC_LOOP)
+    result = analyze_paths([str(tmp_path)], Settings(select=("VP201", "VP900")))
+    rows = [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name) for f in result.findings]
+    assert rows == [("odd.py", "VP900", line, "INFO"), ("train.py", "VP201", 4, "MEDIUM")]
+    assert result.findings[0].message.startswith(reason)
+    assert result.internal_errors == []

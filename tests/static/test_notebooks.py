@@ -104,6 +104,18 @@ def test_an_unreadable_notebook_is_a_vp900(project, capsys):
     assert data["findings"][0]["message"].startswith("not a readable notebook (invalid JSON")
 
 
+@pytest.mark.parametrize("cell", ['"x"', "1", "null", "[]"])
+def test_a_notebook_with_a_cell_that_is_not_an_object_is_a_vp900(project, capsys, cell):
+    # Skipped in silence, the notebook was analysed without it and passed.
+    document = json.loads(notebook())
+    document["cells"].insert(1, json.loads(cell))
+    (project / "odd.ipynb").write_text(json.dumps(document))
+    _, data = run_json(capsys, "odd.ipynb")
+    assert [(f["code"], f["severity"], f["message"]) for f in data["findings"]] == [
+        ("VP900", "INFO", "not a readable notebook (cell 2 is not an object)"),
+    ]
+
+
 def test_add_noqa_leaves_notebooks_alone(project, capsys):
     before = (project / "train.ipynb").read_bytes()
     assert main(["train.ipynb", "--add-noqa", "--no-cache", "--select", "VP203"]) == 0

@@ -54,12 +54,14 @@ def test_cache_hits_on_unchanged_files_and_misses_on_edits(tmp_path):
 
 
 def test_files_without_any_rule_token_are_not_parsed(tmp_path):
-    (tmp_path / "plain.py").write_text("def add(a, b):\n    return a + b\n")
-    (tmp_path / "broken_plain.py").write_text("def add(a, b:\n")
+    (tmp_path / "plain.py").write_text("SCALE = 2\nNAMES = ('a', 'b')\n")
+    (tmp_path / "broken_plain.py").write_text("SCALE = (2\n")
+    # A function may carry a step's heat to the module it calls: never skipped.
+    (tmp_path / "relay.py").write_text("from ops import wait\n\n\ndef relay(x):\n    return wait(x)\n")
     (tmp_path / "train.py").write_text("import torch\n")
     result = analyze_paths([str(tmp_path)], Settings())
     assert {Path(f.path).name: f.skipped for f in result.files} == {
-        "broken_plain.py": True, "plain.py": True, "train.py": False,
+        "broken_plain.py": True, "plain.py": True, "relay.py": False, "train.py": False,
     }
     parsed_everything = analyze_paths([str(tmp_path)], Settings(prefilter=False))
     assert [(Path(f.path).name, f.code) for f in parsed_everything.findings] == [("broken_plain.py", "VP900")]

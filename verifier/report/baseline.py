@@ -192,6 +192,8 @@ def _compared_figures_problem(dynamic: DynamicResult) -> str | None:
         timing = mode.step_time
         if timing is not None and not isinstance(timing, StepTiming):
             return f"the step time of mode {name} is not a step-time record"
+        if timing is not None and not isinstance(timing.samples_ms, (list, tuple)):
+            return f"the step-time samples of mode {name} are not a list"
         if timing is not None and len(timing.samples_ms) > MAX_SAMPLES:
             return (
                 f"mode {name} holds {len(timing.samples_ms):,} step-time samples, over the limit of "

@@ -7,6 +7,7 @@ property values `:` and `,` are too, since they delimit properties.
 from __future__ import annotations
 
 from verifier.findings import Finding, Severity
+from verifier.report.file_names import line_safe
 from verifier.report.model import Report
 from verifier.report.text import because, heat_note
 
@@ -41,7 +42,8 @@ def annotation(finding: Finding) -> str:
     note = heat_note(finding)
     details = [*([f"note: {note}"] if note else []), *(f"because: {reason}" for reason in because(finding))]
     message = "\n".join([finding.message, *details])
-    return f"::{LEVEL[finding.severity]} {listed}::{escape_data(message)}"
+    # Percent-encoding leaves other control characters (a terminal escape in a file name) as they are.
+    return line_safe(f"::{LEVEL[finding.severity]} {listed}::{escape_data(message)}")
 
 
 def render_github(report: Report) -> str:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from verifier.findings import Finding, Severity
+from verifier.report.file_names import frame_safe, line_safe
 from verifier.report.model import Report
 from verifier.report.text import baseline_mark, finding_block, summary_lines
 
@@ -34,20 +35,20 @@ def render_terminal(report: Report, *, quiet: bool = False, width: int | None = 
         if quiet:
             continue
         for note in finding_block(finding, report)[1:]:
-            console.print(Text(note, style="dim"))
+            console.print(Text(line_safe(note), style="dim"))
         for line in code_frame(finding):
             console.print(line)
     if not quiet:
         if report.findings:
             console.print()
         for line in summary_lines(report):
-            console.print(_summary_style(line))
+            console.print(_summary_style(line_safe(line)))
     return buffer.getvalue()
 
 
 def _headline(finding: Finding, report: Report) -> Text:
     line = Text()
-    line.append(f"{finding.location}:", style="bold")
+    line.append(f"{line_safe(finding.location)}:", style="bold")
     line.append(" ")
     line.append(finding.code, style=STYLE[finding.severity])
     line.append(" ")
@@ -56,7 +57,7 @@ def _headline(finding: Finding, report: Report) -> Text:
     if mark:
         line.append(" ")
         line.append(mark, style="bold magenta")
-    line.append(f" {finding.message}")
+    line.append(f" {line_safe(finding.message)}")
     return line
 
 
@@ -71,7 +72,7 @@ def code_frame(finding: Finding) -> list[Text]:
     frame = [Text(f"{' ' * width} |", style="dim")]
     for offset, text in enumerate(lines):
         row = Text(f"{first + offset:>{width}} | ", style="dim")
-        row.append(text)
+        row.append(frame_safe(text))
         frame.append(row)
         underline = _underline(finding, finding.line + offset, text)
         if underline:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from verifier.findings import Finding, Heat, Premise
 from verifier.report.decision import severity_counts
+from verifier.report.file_names import line_safe
 from verifier.report.model import Report
 
 
@@ -76,9 +77,10 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
     """Findings; then (unless quiet) score, baseline, counts, and the decision as the last line.
     Quiet: one line per finding, nothing else."""
     if quiet:
-        return "".join(finding_line(f, baseline_mark(f, report)) + "\n" for f in report.findings)
+        return "".join(line_safe(finding_line(f, baseline_mark(f, report))) + "\n" for f in report.findings)
     lines = [line for f in report.findings for line in finding_block(f, report)]
-    return "\n".join([*lines, *summary_lines(report)]) + "\n"
+    # One line stays one line, whatever a file name holds.
+    return "\n".join(line_safe(line) for line in [*lines, *summary_lines(report)]) + "\n"
 
 
 def not_compared(comparison) -> str:

@@ -31,6 +31,7 @@ from pathlib import Path
 import verifier
 from verifier.config import Settings
 from verifier.errors import UsageError
+from verifier.git import git_environment
 from verifier.static import cache_format, cache_layout
 from verifier.static.cache_key import KeyUnavailable, signing_key
 from verifier.static.discovery import display_path, module_name_for
@@ -240,7 +241,7 @@ def _tracked_by_git(root: str) -> bool:
     try:
         completed = subprocess.run(
             ["git", "--literal-pathspecs", "-C", root, "ls-files", "-z", "--cached", "--", "."],
-            capture_output=True, check=False, timeout=30,
+            capture_output=True, check=False, timeout=30, env=git_environment(),
         )
     except (OSError, subprocess.SubprocessError):
         return False

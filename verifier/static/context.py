@@ -21,8 +21,10 @@ from verifier.static.places import PlaceFacts
 T = TypeVar("T")
 
 
-# A `#` to the end of the line; one inside a string is cut too, which only hides a mention.
-_COMMENT = re.compile(r"#[^\n]*")
+# A `#` to the end of the line; one inside a string is cut too, which only hides a mention. The
+# line ends at any of Python's line breaks: with `[^\n]*`, one comment in a file of lone carriage
+# returns took every line after it for part of it.
+_COMMENT = re.compile(r"#[^\r\n]*")
 # Any sign that the module's tensors may live on an accelerator: device names and arguments,
 # `.cuda()`, `.to(...)`, accelerator APIs (torch.accelerator, Hugging Face Accelerate, XLA).
 # Plain substrings are tested with `in` (a regular expression with alternatives reads the whole

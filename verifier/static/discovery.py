@@ -56,7 +56,9 @@ def discover(
             raise UsageError(f"{display_path(raw)}: no such file or directory")
         if os.path.isdir(raw):
             yield from filter(first_time, _walk(raw, patterns, unreadable))
-        elif os.path.isfile(raw) or (os.path.islink(raw) and not os.path.exists(raw)):
+        elif os.path.isfile(raw) or os.path.islink(raw) or raw.endswith(PYTHON_SUFFIXES):
+            # A FIFO, device or socket named like Python (or a link to one) is reported as a folder
+            # scan reports it (VP900, never read); one that is not named like Python is no input.
             if not raw.endswith(PYTHON_SUFFIXES):
                 raise UsageError(f"{display_path(raw)}: not a Python file (expected a .py file, a .ipynb notebook or a folder)")
             path = os.path.normpath(raw)

@@ -46,8 +46,10 @@ from verifier.static.tracker import Tracker
 from verifier.static.walk import Hooks, walk
 
 UNANALYSABLE = "VP900"
-# Text that makes a file part of a training loop's call graph even when no rule fires in it.
-HEAT_TOKENS = ("backward", "loader", ".step(", "zero_grad", "batches")
+# Text that makes a file part of a training loop's call graph even when no rule fires in it. A
+# function definition is enough: a module that only forwards a call (`def relay(x): return
+# wait(x)`) carries the step's heat to the module it calls.
+HEAT_TOKENS = ("backward", "loader", ".step(", "zero_grad", "batches", "def", "lambda")
 _MAX_SNIPPET_LINES = 12
 
 
@@ -138,8 +140,13 @@ def needed_tokens(rules: tuple[type[Rule], ...]) -> tuple[str, ...]:
     return tuple(sorted(tokens, key=lambda token: (token != "torch", len(token), token)))
 
 
-def _mentions_any(text: str, tokens: tuple[str, ...]) -> bool:
-    return any(token in text for token in tokens)
+def _mentions_any(source: Source, tokens: tuple[str, ...]) -> bool:
+    """Any token in the text; for a file in another encoding, in its bytes too. Bytes that read
+    `torch` but decode to something else (an EBCDIC cookie on ASCII text) are not skipped unread:
+    the parser says what they are. Tokens are ASCII, so in UTF-8 text and bytes agree."""
+    if any(token in source.text for token in tokens):
+        return True
+    return source.encoding not in ("utf-8", "utf-8-sig") and any(token.encode() in source.data for token in tokens)
 
 
 def analyze_file(
@@ -157,7 +164,7 @@ def analyze_file(
             source, cells = read_notebook(path, settings.max_file_size)
         else:
             source = read_source(path, settings.max_file_size)
-        if settings.prefilter and not _mentions_any(source.text, needed_tokens(tuple(rules))):
+        if settings.prefilter and not _mentions_any(source, needed_tokens(tuple(rules))):
             # No rule can fire here, so every suppression in the file is unused.
             audit = (
                 audit_suppressions(path, _suppressions(source, settings, parsed=False), rules, settings)
@@ -608,7 +615,7 @@ def _to_findings(
     kept: list[tuple[Candidate, Heat, Severity, SeverityByHeat]] = []
     for candidate, record in judged:
         rule = candidate.rule
-        if _matches(rule.code, rule.name, ignored_here):
+        if rule.code in ignored_here:
             continue
         where_heat = Heat.ONCE if test_code else record.heat
         severity = record.table.at(where_heat) if record.table is not None else None
@@ -688,18 +695,14 @@ def audit_suppressions(path: str, suppressions: Suppressions, rules: Sequence[ty
     from verifier.rules import rule_by_selector
 
     ignored_here = settings.ignored_in_file(path)
-    active = {r.code for r in settings.selected_rules() if not _matches(r.code, r.name, ignored_here)}
+    active = {r.code for r in settings.selected_rules() if r.code not in ignored_here}
 
     def rule_named(entry: str) -> str | None:
         exact = [r.code for r in rule_by_selector(entry) if entry in (r.code, r.name.upper())]
         return exact[0] if exact else None
 
     found = suppressions.audit(path, rule_named, active)
-    return [f for f in found if f.code in wanted and not _matches(f.code, f.name, ignored_here)]
-
-
-def _matches(code: str, name: str, selectors: set[str]) -> bool:
-    return any(code.startswith(s) or name.upper() == s for s in selectors)
+    return [f for f in found if f.code in wanted and f.code not in ignored_here]
 
 
 def unanalysable_finding(path: str, message: str, settings: Settings, *, blocks: bool = True, line: int = 1) -> Finding:

@@ -56,7 +56,10 @@ def notebook_source(data: bytes) -> tuple[Source, tuple[Cell, ...]]:
     cells: list[Cell] = []
     line = 1
     for number, cell in enumerate(document["cells"], start=1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+        if not isinstance(cell, dict):
+            # Skipping it would analyse the notebook without a cell that may hold its training loop.
+            raise UnreadableSource(f"not a readable notebook (cell {number} is not an object)")
+        if cell.get("cell_type") != "code":
             continue
         lines = python_lines(_cell_text(cell, number))
         if not lines:

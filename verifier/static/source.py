@@ -125,6 +125,10 @@ def read_source(path: str, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> Sour
 
 
 def decode_source(data: bytes) -> Source:
+    if b"\0" in data:
+        # Python refuses such a file before reading a line of it, whatever its encoding says.
+        line = len(_BYTE_LINE_BREAK.split(data[: data.index(b"\0")]))
+        raise UnreadableSource("syntax error: source code cannot contain null bytes", line)
     try:
         encoding, _ = tokenize.detect_encoding(BytesIO(data).readline)
     except SyntaxError as error:
