@@ -11,16 +11,8 @@ import time
 
 from tests.realcode.inject.path_kinds import KINDS
 from tests.realcode.inject.report import print_report, summary
-from tests.realcode.inject.runner import Repository, run_targets
-from tests.realcode.inject.targets import TARGETS
-
-VERDICTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "verdicts.json")
-
-
-def repositories(verdicts: str) -> dict[str, Repository]:
-    with open(verdicts, encoding="utf-8") as handle:
-        doc = json.load(handle)
-    return {r["name"]: Repository(r["name"], r["mirror"], r["commit"]) for r in doc["repos"]}
+from tests.realcode.inject.runner import run_targets
+from tests.realcode.inject.targets import TARGETS, VERDICTS, load_repositories
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.mirrors:
         parser.error("--mirrors DIR (or $REALCODE_MIRRORS) is required")
 
-    repos = repositories(args.verdicts)
+    repos = load_repositories(args.verdicts)
     targets = list(TARGETS)
     if args.repo:
         wanted = set(args.repo)

@@ -96,6 +96,7 @@ class _Collector(cst.CSTVisitor):
         self.lines = lines
         self.points: list[InsertionPoint] = []
         self.statements: dict[int, InsertionPoint] = {}
+        self.step_lines: set[int] = set()
         self._scopes: list[cst.CSTNode] = []
         self._loops: list[cst.CSTNode] = []
         self._blocks: list[cst.BaseSuite] = []
@@ -147,6 +148,8 @@ class _Collector(cst.CSTVisitor):
         call = statement_call(node)
         is_backward, subject = backward_subject(call) if call is not None else (False, None)
         self.statements[pos.start.line] = self._context(node, subject)
+        if call is not None and isinstance(call.func, cst.Attribute) and call.func.attr.value == "step":
+            self.step_lines.add(pos.start.line)
         if is_backward:
             self.points.append(self.statements[pos.start.line])
 
@@ -225,3 +228,18 @@ def insertion_point_at(source: str, line: int, path: str = "", subject: str | No
         raise LookupError(f"{path}:{line}: the statement's loss is not a plain name; name the subject in the table")
     return point
 
+
+
+def optimizer_step_after(source: str, backward: InsertionPoint) -> InsertionPoint | None:
+    """The first `X.step(...)` statement after the backward in the same loop nest (an optimizer's
+    or a scaler's step), with the backward's subject; None when the loop has none.
+
+    A second anchor per loop: probes there run once per update, not per micro-batch.
+    """
+    collector = _collect(source, backward.path)
+    for line in sorted(collector.step_lines):
+        point = collector.statements[line]
+        if (line > backward.statement_end_line and point.function_line == backward.function_line
+                and point.outer_loop_line == backward.outer_loop_line):
+            return replace(point, subject=backward.subject)
+    return None

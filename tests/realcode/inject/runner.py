@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 
 from tests.realcode.inject.path_kinds import KINDS, Site, inject
 from tests.realcode.inject.scoring import Outcome, score_injection
-from tests.realcode.inject.targets import Target
-from tests.realcode.inject.workspace import export_repository, site_for, write_copy
-from tests.realcode.score_realcode import in_scope, norm_path, run_verifier, scope_list
+from tests.realcode.inject.targets import Repository, Target
+from tests.realcode.inject.workspace import analyse_copy, export_repository, site_for
 
 
 @dataclass
@@ -28,13 +27,6 @@ class Results:
     skipped: dict[tuple[str, str], str] = field(default_factory=dict)
     errors: dict[tuple[str, str], str] = field(default_factory=dict)
     seconds: dict[tuple[str, str], float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Repository:
-    name: str
-    mirror: str
-    commit: str
 
 
 class NotApplicable(Exception):
@@ -47,21 +39,10 @@ def _one_run(target: Target, repository: Repository, kind: str, site: Site, pris
     if injection is None:
         raise NotApplicable("does not apply to this loop")
     root = os.path.join(work, kind)
-    copy = os.path.join(root, repository.mirror)
     started = time.monotonic()
     try:
-        write_copy(pristine, copy, injection)
-        scopes = ["."] if whole else scope_list(list(target.scope))
-        scopes += [path for path in injection.files if not in_scope(path, scopes)]
-        data, _ = run_verifier(verifier_cmd, root, repository.mirror, scopes, timeout)
-        findings = []
-        for finding in data.get("findings", []):
-            finding = dict(finding)
-            finding["path"] = norm_path(finding["path"], root, repository.mirror)
-            findings.append(finding)
-        broken = [f for f in findings if f["code"] == "VP900" and f["path"] in injection.files]
-        if broken:
-            raise RuntimeError(f"verify-perf could not analyse {broken[0]['path']}: {broken[0].get('message')}")
+        scope = (".",) if whole else target.scope
+        findings = analyse_copy(pristine, root, repository.mirror, injection.files, scope, verifier_cmd, timeout)
         return score_injection(findings, injection, repository.name, target.label), time.monotonic() - started
     finally:
         if not keep:

@@ -9,7 +9,25 @@ slow; the new helper module is always added to it.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
+
+VERDICTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "verdicts.json")
+
+
+@dataclass(frozen=True)
+class Repository:
+    name: str
+    mirror: str
+    commit: str
+
+
+def load_repositories(verdicts: str = VERDICTS) -> dict[str, Repository]:
+    """owner/name -> the mirror folder and pinned commit the real-code sets use."""
+    with open(verdicts, encoding="utf-8") as handle:
+        doc = json.load(handle)
+    return {r["name"]: Repository(r["name"], r["mirror"], r["commit"]) for r in doc["repos"]}
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realcode.inject.finder import find_training_loops, insertion_point_at
+from tests.realcode.inject.finder import find_training_loops, insertion_point_at, optimizer_step_after
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -102,3 +102,26 @@ def test_table_line_with_a_subject_for_a_statement_that_is_not_a_backward():
         insertion_point_at(source, 3, "train.py")  # no subject: the call is not a backward
     with pytest.raises(LookupError):
         insertion_point_at(source, 1, "train.py", subject="loss")  # the loop header, not a body statement
+
+
+def test_optimizer_step_anchor_is_the_first_step_after_the_backward_in_the_same_loop_nest():
+    source = _source("train_script.py")
+    (backward,) = find_training_loops(source, "train_script.py")
+    step = optimizer_step_after(source, backward)
+    assert step.statement_line == _line_of(source, "scaler.step(optimizer)")
+    assert step.subject == "loss"
+    assert step.loop_line == step.outer_loop_line == _line_of(source, "while step < steps:")
+
+
+def test_no_optimizer_step_anchor_where_the_step_is_in_a_closure_before_the_backward():
+    source = textwrap.dedent("""
+        def fit(model, batches, optimizer):
+            for batch in batches:
+                def update():
+                    optimizer.step()
+                loss = model(batch)
+                loss.backward()
+                update()
+    """)
+    (backward,) = find_training_loops(source)
+    assert optimizer_step_after(source, backward) is None
