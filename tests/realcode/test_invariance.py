@@ -5,8 +5,9 @@ probes run must change their findings as stated.
 Slow (about twenty minutes on two cores): `pytest -m slow tests/realcode/test_invariance.py`.
 Needs the pinned repositories as git mirrors under $REALCODE_MIRRORS (default `../.mirror`
 beside the checkout); loops whose repository has no mirror are left out, and the test is skipped
-when none has one. The rate is printed whether or not the bar is met (INVARIANCE.md says where
-the analyzer stands).
+when none has one. verify-perf runs as `python -m verifier` from the checkout, or as
+$REALCODE_VERIFIER_CMD (a fixed build, say). The rate is printed whether or not the bar is met
+(INVARIANCE.md says where the analyzer stands).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def test_behaviour_preserving_rewrites_keep_the_findings(tmp_path):
         pytest.skip(f"no mirror of the training loops under {_mirrors()}")
     report = tmp_path / "invariance.json"
     argv = [sys.executable, "-m", "tests.realcode.invariance", "--mirrors", str(_mirrors()),
-            "--verifier-cmd", f"{sys.executable} -m verifier", "--json-report", str(report)]
+            "--verifier-cmd", os.environ.get("REALCODE_VERIFIER_CMD") or f"{sys.executable} -m verifier",
+            "--json-report", str(report)]
     for name in names:
         argv += ["--repo", name]
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600, check=False)

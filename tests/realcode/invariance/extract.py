@@ -160,7 +160,8 @@ def extract_method(probed: Probed) -> Pair:
     else:
         class_name = probed.names.fresh("StepRunner")
         instance = probed.names.fresh("step_runner")
-        method = _function("run", ["self", *flow.params], moved, flow, leading=0)
+        own = "self" if "self" not in flow.params else probed.names.fresh("runner")
+        method = _function("run", [own, *flow.params], moved, flow, leading=0)
         template = cst.parse_statement(f"class {class_name}:\n    pass\n")
         klass = template.with_changes(body=template.body.with_changes(body=[method], indent=None),
                                       leading_lines=[BLANK, BLANK])
@@ -193,7 +194,7 @@ def inline_helper(probed: Probed) -> Pair:
 
 
 def _module_imports(probed: Probed, names: list[str]) -> tuple[list[str], list[str]]:
-    """(import lines for the names bound by one module-level import each, the other names)."""
+    """(import lines for the names only module-level imports bind, the other names)."""
     bound: dict[str, list[str]] = {}
     for statement in probed.parsed.module.body:
         if not isinstance(statement, cst.SimpleStatementLine):
@@ -207,8 +208,9 @@ def _module_imports(probed: Probed, names: list[str]) -> tuple[list[str], list[s
     for name in names:
         lines = bound.get(name, [])
         assignments = list(scope.assignments[name]) if name in scope.assignments else []
-        if len(lines) == 1 and len(assignments) == 1:
-            imports.append(lines[0])
+        if lines and len(lines) == len(assignments):
+            # `import torch` and `import torch.nn.parallel` both bind `torch`: copy them all.
+            imports += lines
         elif name in scope.assignments:
             passed.append(name)
         else:

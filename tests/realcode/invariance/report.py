@@ -95,6 +95,12 @@ def print_report(results: Results, out: TextIO) -> None:
         p(f"{kind.name:22} probes {_fmt(sum(pr.changed for pr in judged), len(judged)):18} "
           f"pairs {_fmt(holds, total):18} probes not found before {unfound}")
     p()
+    tally = collections.Counter((v.kind, c.side, c.code, c.severity) for v in preserving for c in v.changes)
+    if tally:
+        p("== findings that changed through behaviour-preserving rewrites, by kind, rule and severity")
+        for (kind, side, code, severity), n in sorted(tally.items()):
+            p(f"{kind:22} {side:6} {code} {severity:8} {n}")
+        p()
     failing = [v for v in verdicts if not v.holds]
     p(f"== pairs that do not hold ({len(failing)})")
     for v in sorted(failing, key=lambda v: ([k.name for k in KINDS].index(v.kind), v.label)):

@@ -122,3 +122,17 @@ def test_a_parameter_another_module_may_pass_by_keyword_is_not_renamed(tmp_path)
     with pytest.raises(NotApplicable) as why:
         next(k.make for k in KINDS if k.name == "rename_model")(probed)
     assert str(why.value) == "sweep.py may pass `model=` to train_epoch()"
+
+
+def test_another_module_imports_a_module_that_several_imports_bind(tmp_path):
+    source = (FIXTURES / "classifier_epoch.py").read_text(encoding="utf-8")
+    source = source.replace("import torch\n", "import torch\nimport torch.utils.data\n", 1)
+    (tmp_path / "classifier_epoch.py").write_text(source)
+    probed = probe(Target("fixtures/corpus", "classifier_epoch.py", "a corpus file"), str(tmp_path), "backward")
+    pair = next(k.make for k in KINDS if k.name == "extract_module")(probed)
+    assert pair.rewritten["step_body.py"].splitlines()[:3] == [
+        '"""The training step, moved out of the training script."""',
+        "import torch",
+        "import torch.utils.data",
+    ]
+    assert "_probe_history)" in pair.note and "torch" not in pair.note.split("(")[1]
