@@ -134,6 +134,6 @@ def cases() -> list[Case]:
             built.append(_dash(name, how))
     built += _folders()
     built += _outputs()
-    fast = {"named:'$(rm -rf ~).py'", "folder:'new\\nline.py'", "named:'\\u202egnp.py'", "named:'caf\\udce9.py'",
+    fast = {"named:'$(rm -rf ~).py'", "named:'new\\nline.py'", "folder:'\\u202egnp.py'", "named:'caf\\udce9.py'",
             "dash-separator:-o.py", "deep-100-folders"}
     return [replace(c, fast=True) if c.name in fast else c for c in built]

@@ -50,7 +50,7 @@ def test_the_sweep_is_generated_the_same_every_time_and_covers_every_category():
         (c.ident, c.argv, c.exit_code, c.outputs) for c in second
     ]
     assert len(first) >= 700
-    categories = {module.CATEGORY for module in CATEGORIES}
+    categories = {module.CATEGORY for module in CATEGORIES if module.cases()}
     assert {c.category for c in FAST} == categories
     assert 50 <= len(FAST) <= 100
     # Every exit code is one the README documents, or death by a signal the case itself sends.
