@@ -49,8 +49,11 @@ def test_dash_p_runs_the_real_tool_where_the_project_has_its_own_verifier_module
     assert not (tmp_path / "RAN_verifier").exists()
 
 
+# Each starts as at a terminal (a test run started in the background ignores SIGINT, and so would
+# every process it starts).
 STARTING = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from verifier.startup import guard_startup
 guard_startup()
 os.kill(os.getpid(), signal.SIGINT)  # arrives while the tool is still importing its modules
@@ -59,6 +62,7 @@ print("not reached")
 """
 RUNNING = """
 import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from verifier.startup import run
 import verifier.check
 
