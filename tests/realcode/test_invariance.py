@@ -12,47 +12,16 @@ $REALCODE_VERIFIER_CMD (a fixed build, say). The rate is printed whether or not 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from tests.realcode.inject.targets import TARGETS
+from tests.realcode.harness_run import run_harness
 from tests.realcode.invariance.report import INVARIANCE_BAR
 
 pytestmark = pytest.mark.slow
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-
-
-def _mirrors() -> Path:
-    return Path(os.environ.get("REALCODE_MIRRORS") or ROOT.parent / ".mirror")
-
-
-def _present() -> list[str]:
-    mirrors = _mirrors()
-    repos = {r["name"]: r["mirror"] for r in json.loads((HERE / "verdicts.json").read_text())["repos"]}
-    return sorted({t.repo for t in TARGETS if (mirrors / repos[t.repo]).is_dir()})
-
 
 def test_behaviour_preserving_rewrites_keep_the_findings(tmp_path):
-    names = _present()
-    if not names:
-        pytest.skip(f"no mirror of the training loops under {_mirrors()}")
-    report = tmp_path / "invariance.json"
-    argv = [sys.executable, "-m", "tests.realcode.invariance", "--mirrors", str(_mirrors()),
-            "--verifier-cmd", os.environ.get("REALCODE_VERIFIER_CMD") or f"{sys.executable} -m verifier",
-            "--json-report", str(report)]
-    for name in names:
-        argv += ["--repo", name]
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600, check=False)
-    print(done.stdout[-30000:])
-    assert done.returncode == 0, done.stderr[-4000:]
-    summary = json.loads(report.read_text())["summary"]
+    summary = run_harness("tests.realcode.invariance", tmp_path / "invariance.json")
     assert summary["pairs"] > 0
     print(f"invariance {summary['invariant']}/{summary['pairs']} = {summary['invariance']:.3f}; behaviour-changing "
           f"probes as stated {summary['changing_probes_as_stated']}/{summary['changing_probes_judged']}")

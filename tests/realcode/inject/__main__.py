@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
+from tests.realcode.inject.command_line import add_run_arguments, selected_targets
 from tests.realcode.inject.path_kinds import KINDS
 from tests.realcode.inject.report import print_report, summary
 from tests.realcode.inject.runner import run_targets
-from tests.realcode.inject.targets import TARGETS, VERDICTS, load_repositories
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,31 +19,13 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tests.realcode.inject",
         description="Insert per-step costs (probes) after the backward of real training loops, reached "
                     "through every path kind, run verify-perf on each copy and report its recall.")
-    parser.add_argument("--mirrors", default=os.environ.get("REALCODE_MIRRORS"), metavar="DIR",
-                        help="folder of bare git mirrors named owner+name (default: $REALCODE_MIRRORS)")
-    parser.add_argument("--verifier-cmd", default="verify-perf", metavar="CMD",
-                        help="verifier command line; paths and the JSON flags are appended")
-    parser.add_argument("--repo", action="append", metavar="NAME",
-                        help="only this repository (owner/name or owner+name); repeatable")
+    add_run_arguments(parser, keep_help="keep the injected copies under DIR for reading")
     parser.add_argument("--kind", action="append", choices=list(KINDS), help="only this path kind; repeatable")
     parser.add_argument("--json-report", metavar="FILE", help="write every outcome and the summary as JSON")
-    parser.add_argument("--jobs", type=int, default=2, help="verify-perf runs in parallel (default 2)")
-    parser.add_argument("--timeout", type=float, default=900, metavar="S", help="time limit of one verify-perf run")
-    parser.add_argument("--keep", metavar="DIR", help="keep the injected copies under DIR for reading")
     parser.add_argument("--whole-repositories", action="store_true",
                         help="analyse each whole repository copy, not the scope the table narrows it to")
-    parser.add_argument("--verdicts", default=VERDICTS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if not args.mirrors:
-        parser.error("--mirrors DIR (or $REALCODE_MIRRORS) is required")
-
-    repos = load_repositories(args.verdicts)
-    targets = list(TARGETS)
-    if args.repo:
-        wanted = set(args.repo)
-        targets = [t for t in targets if t.repo in wanted or repos[t.repo].mirror in wanted]
-        if not targets:
-            parser.error("no training loop of the table belongs to --repo")
+    targets, repos = selected_targets(parser, args)
     progress = lambda text: print(text, file=sys.stderr, flush=True)
     started = time.monotonic()
     results = run_targets(targets, repos, args.mirrors, args.verifier_cmd, kinds=args.kind, jobs=args.jobs,

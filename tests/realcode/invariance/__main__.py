@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
-from tests.realcode.inject.targets import TARGETS, VERDICTS, load_repositories
+from tests.realcode.inject.command_line import add_run_arguments, selected_targets
 from tests.realcode.invariance.kinds import KINDS, KINDS_BY_NAME
 from tests.realcode.invariance.probed import ANCHORS
 from tests.realcode.invariance.report import print_report, summary
@@ -21,32 +20,14 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tests.realcode.invariance",
         description="Probe real training loops, rewrite them with behaviour-preserving and behaviour-changing "
                     "codemods, run verify-perf on both sides of every pair and report the invariance rate.")
-    parser.add_argument("--mirrors", default=os.environ.get("REALCODE_MIRRORS"), metavar="DIR",
-                        help="folder of bare git mirrors named owner+name (default: $REALCODE_MIRRORS)")
-    parser.add_argument("--verifier-cmd", default="verify-perf", metavar="CMD",
-                        help="verifier command line; paths and the JSON flags are appended")
-    parser.add_argument("--repo", action="append", metavar="NAME",
-                        help="only this repository (owner/name or owner+name); repeatable")
+    add_run_arguments(parser, keep_help="keep every analysed copy under DIR for reading")
     parser.add_argument("--kind", action="append", choices=[k.name for k in KINDS],
                         help="only this rewrite kind; repeatable")
     parser.add_argument("--anchor", action="append", choices=list(ANCHORS),
                         help="only probes after this anchor (the backward, or the optimizer step); repeatable")
     parser.add_argument("--json-report", metavar="FILE", help="write every verdict and the summary as JSON")
-    parser.add_argument("--jobs", type=int, default=2, help="verify-perf runs in parallel (default 2)")
-    parser.add_argument("--timeout", type=float, default=900, metavar="S", help="time limit of one verify-perf run")
-    parser.add_argument("--keep", metavar="DIR", help="keep every analysed copy under DIR for reading")
-    parser.add_argument("--verdicts", default=VERDICTS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if not args.mirrors:
-        parser.error("--mirrors DIR (or $REALCODE_MIRRORS) is required")
-
-    repos = load_repositories(args.verdicts)
-    targets = list(TARGETS)
-    if args.repo:
-        wanted = set(args.repo)
-        targets = [t for t in targets if t.repo in wanted or repos[t.repo].mirror in wanted]
-        if not targets:
-            parser.error("no training loop of the table belongs to --repo")
+    targets, repos = selected_targets(parser, args)
     kinds = tuple(KINDS_BY_NAME[name] for name in args.kind) if args.kind else KINDS
     anchors = tuple(args.anchor) if args.anchor else ANCHORS
     progress = lambda text: print(text, file=sys.stderr, flush=True)
