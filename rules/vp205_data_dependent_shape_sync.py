@@ -143,11 +143,11 @@ for x, y in loader:
         if id(node) in self._tested or len(node.comparisons) != 1 or not self.context.may_use_accelerator:
             return
         comparison = node.comparisons[0]
-        # `0 in preds` reads the tensor; `"aux_outputs" in outputs` looks a key up in a dict.
-        looked_for = self.context.facts.kind_of(node.left)
+        # `0 in preds` reads the tensor; `"aux_outputs" in outputs` looks a key up in a dict
+        # (the facts decide which a membership test is).
         if (
             type(comparison.operator) in (cst.In, cst.NotIn)
-            and looked_for in (Kind.NUMBER, Kind.TENSOR)
+            and self.context.facts.kind_of(node) is Kind.TENSOR
             and self._values.on_device(comparison.comparator)
         ):
             self._report(ShapeSync(node, comparison.comparator, "`in` on a tensor"))

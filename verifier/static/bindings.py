@@ -43,6 +43,8 @@ TENSOR = ("tensor",)
 DEVICE_TENSOR = ("tensor", "device")
 # The facts a re-analysis starts parameters with; instances only steer calls (heat).
 SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR})
+# Tags of terms that are facts as they stand (`_Project.value` returns them unchanged).
+_FACTS = frozenset({"number", "source", "batch", "tensor"})
 
 _BUILTINS = frozenset(dir(builtins))
 # Calls into these packages never reach project code: their arguments are not recorded.
@@ -163,6 +165,8 @@ class Bindings:
             if known:
                 return known
             symbolic = self._symbolic(node)
+            if symbolic is not None and symbolic[0] in _FACTS:
+                return symbolic  # a fact already: nothing the walk knows could replace it
             tensor = self._tensor(node) if concrete else None
             if symbolic is not None and tensor is not None:
                 # `logits, loss = model(x, y)`: what the project pass finds, else the tensor the
@@ -472,7 +476,7 @@ class _Project:
         if term is None:
             return None
         tag = term[0]
-        if tag in ("number", "source", "batch", "tensor"):
+        if tag in _FACTS:
             return term
         if tag == "instance":
             return ("instance", self.class_key(term[1]) or term[1])

@@ -479,9 +479,9 @@ class _ModuleFacts:
 
     def _enter_function(self, node: cst.FunctionDef | cst.Lambda, name: str) -> None:
         self.heat.enter_function(node, name)
-        self.facts.enter_function(name, self.heat.where().function.order)
-        self.places.enter_function()
         function = self.heat.where().function
+        self.facts.enter_function(name, function.order)
+        self.places.enter_function()
         self.bindings.enter_function(function)
         for name, fact in function.bound:
             kind = _SEEDED_KINDS.get(fact)
