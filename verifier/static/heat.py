@@ -779,6 +779,7 @@ class HeatModel:
         self.__dict__.pop("guard_probe", None)
         self.__dict__.pop("condition_probe", None)
         self._site_nodes = []
+        self._named_lambdas = {}  # ids of nodes no longer there
         for fn in self._all_functions:
             fn.node = None
             for loop in fn.loops:
