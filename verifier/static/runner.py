@@ -226,13 +226,16 @@ def _number_traced_files(
     """Lines for the files that the heat traces of the files about to be analysed again pass
     through, where their own analysis did not compute them (no hot loop of their own): each
     such file is parsed once more. A finding's trace is its function's, so only the functions
-    holding candidate findings count. True if any file got its lines."""
+    holding candidate findings count, and those a call site binds a fact to (a finding may appear
+    there only now). True if any file got its lines."""
     unnumbered: set[str] = set()
     for index, file_result in analysed:
         analysis = file_result.analysis
         if (wanted is not None and index not in wanted) or not analysis.findings_may_change():
             continue
-        for key in {c.where.function.key for c in analysis.candidates if c.where.function is not None}:
+        keys = {c.where.function.key for c in analysis.candidates if c.where.function is not None}
+        keys.update(function.key for function in analysis.heat.functions if function.bound)
+        for key in keys:
             known = project.get(key)
             if known is not None:
                 unnumbered.update(step.path for step in known.trace if not step.line)
