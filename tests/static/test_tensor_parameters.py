@@ -101,3 +101,40 @@ def test_an_unpacked_loss_a_backward_ran_on_reaches_the_helper(analyse, binding)
                 log({loss})
     """
     assert analyse(code, select=SELECT) == [("VP201", 4, "MEDIUM")]
+
+
+def test_getattr_with_a_literal_hands_its_arguments_to_the_method(analyse):
+    # `getattr(runner, "show")(loss)` is `runner.show(loss)`: `loss` is the method's first
+    # parameter after `self`, not `self`.
+    code = """\
+    import torch
+
+    class Runner:
+        def show(self, loss):
+            print(f"{loss}")
+
+    def train(model, loader):
+        runner = Runner()
+        model.cuda()
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+            loss.backward()
+            optimizer.step()
+            getattr(runner, "show")(loss)
+    """
+    assert analyse(code, select=SELECT) == [("VP201", 5, "MEDIUM")]
+
+
+def test_a_finding_that_a_bound_fact_makes_has_the_lines_of_its_trace(tmp_path):
+    # The read in `log_loss` is a finding only once the project pass binds the device loss to its
+    # parameter; its heat trace still names the call and the loop by line.
+    import textwrap
+
+    from verifier.config import Settings
+    from verifier.static.runner import analyze_paths
+
+    (tmp_path / "train.py").write_text(textwrap.dedent(STEP.format(elsewhere="")))
+    [finding] = analyze_paths([str(tmp_path)], Settings(select=SELECT)).findings
+    assert [(step.line, step.what) for step in finding.heat_trace] == [
+        (13, "calls log_loss()"), (9, "step loop: iterates loader, calls optimizer.step()"),
+    ]

@@ -29,7 +29,8 @@ import libcst as cst
 from verifier.findings import Heat
 from verifier.static.facts import TENSOR_METHODS, Kind, NameFacts
 from verifier.static.heat import (
-    LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, defined_once, defined_under, unrooted,
+    LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, attribute_of_getattr, defined_once,
+    defined_under, unrooted,
 )
 from verifier.static.names import dotted_name
 
@@ -127,7 +128,8 @@ class Bindings:
             return
         if unrooted(site.callee).split(".", 1)[0] in _LIBRARIES:
             return
-        site.through_instance = type(call.func) is cst.Attribute and not _names_a_class(call.func.value)
+        func = attribute_of_getattr(call.func) or call.func  # `getattr(runner, "log")(loss)` is `runner.log(loss)`
+        site.through_instance = type(func) is cst.Attribute and not _names_a_class(func.value)
         args = []
         for index, arg in enumerate(call.args):
             if arg.star:
@@ -141,7 +143,7 @@ class Bindings:
     def via_of(self, call: cst.Call) -> tuple | None:
         """`self.sampler.sample(...)`, `model.step(...)`, `criterion(...)`: the receiver's term
         and the method called, when the receiver is a parameter or an attribute of `self`."""
-        func = call.func
+        func = attribute_of_getattr(call.func) or call.func
         if type(func) is cst.Attribute:
             owner = func.value
             if (type(owner) is cst.Name and owner.value == "self") or func.attr.value in _COMMON_METHODS:

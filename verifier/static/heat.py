@@ -598,7 +598,7 @@ class HeatModel:
         """The key of the called function: local names, `self.method`, methods of instances of
         classes constructed in this module, imported functions, and `getattr(obj, "name")`."""
         func = call.func
-        named = _attribute_of_getattr(func)
+        named = attribute_of_getattr(func)
         if named is not None:
             func = named
         if type(func) is cst.Attribute:
@@ -795,7 +795,7 @@ def _never() -> bool:
     return False
 
 
-def _attribute_of_getattr(func: cst.BaseExpression) -> cst.Attribute | None:
+def attribute_of_getattr(func: cst.BaseExpression) -> cst.Attribute | None:
     """`getattr(obj, "step")` as the callee: the attribute it names, `obj.step`."""
     if type(func) is not cst.Call or dotted_name(func.func) != "getattr" or len(func.args) < 2:
         return None
