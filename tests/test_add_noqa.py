@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import stat
 
 import pytest
 
+from tests.git_repo import git as run_git
 from verifier.cli import main
 
 TRAIN = (
@@ -226,8 +226,7 @@ def test_add_noqa_counts_lines_as_python_does_after_a_stray_carriage_return(proj
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_add_noqa_with_diff_suppresses_the_changed_lines_only(project, capsys):
     def git(*args):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
-                        *args], cwd=project, check=True, capture_output=True)
+        run_git(project, *args)
 
     git("init", "-q", "-b", "main")
     path = project / "train.py"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import pytest
 
+from tests.git_repo import git as run_git
 from verifier.cli import main
 
 TRAIN = """\
@@ -174,8 +174,7 @@ def test_a_finding_silenced_by_a_comment_is_not_fixed(full_baseline, capsys):
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_with_diff_the_new_findings_are_compared_and_unchanged_ones_are_not_fixed(tmp_path, monkeypatch, capsys):
     def git(*args):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
-                        *args], cwd=tmp_path, check=True, capture_output=True)
+        run_git(tmp_path, *args)
 
     monkeypatch.chdir(tmp_path)
     git("init", "-q", "-b", "main")
@@ -219,8 +218,7 @@ def train(model, loader, optimizer):
 
 def git_in(folder):
     def git(*args):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
-                        *args], cwd=folder, check=True, capture_output=True)
+        run_git(folder, *args)
 
     return git
 

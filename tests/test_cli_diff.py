@@ -9,12 +9,12 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.git_repo import git
 from verifier.cli import main
 from verifier.gitdiff import hunk_lines
 
@@ -37,13 +37,6 @@ OTHER = (
     "import torch\n\nfor batch in loader:\n    torch.cuda.synchronize()\n"
     "    loss = model(batch)\n    loss.backward()\n    optimizer.step()\n"
 )
-
-
-def git(repo, *args):
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false", *args],
-        cwd=repo, check=True, capture_output=True,
-    )
 
 
 @pytest.fixture
@@ -225,6 +218,7 @@ def test_a_modified_file_with_a_space_reports_only_its_changed_line(repo, capsys
     (repo / "src" / "my train.py").write_text(CHANGED)
     code, report = findings(capsys, "src", "--diff", "HEAD")
     assert [(f["path"], f["code"], f["line"]) for f in report["findings"]] == [("src/my train.py", "VP201", 10)]
+    assert code == 0
 
 
 def test_a_renamed_file_keeps_its_findings_and_reports_what_the_change_added(repo, capsys):

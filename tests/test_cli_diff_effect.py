@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 
 import pytest
 
+from tests.git_repo import git
 from verifier import diffbase
 from verifier.cli import main
 
@@ -42,13 +42,6 @@ def train(model, loader, optimizer):
 """
 CALLS_IT = {"imports": ", wait_for_device", "calls": "\n        wait_for_device()"}
 NOT_YET = {"imports": "", "calls": ""}
-
-
-def git(repo, *args):
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false", *args],
-        cwd=repo, check=True, capture_output=True,
-    )
 
 
 @pytest.fixture
