@@ -5,7 +5,8 @@ Only copies whose source is known to be host data are reported: a batch from a d
 host data (`torch.stack` of host slices, `torch.from_numpy`, `.pin_memory()`). Moving a model,
 a dtype cast (`.to(torch.float16)`), a move to the CPU, and a tensor of unknown origin (a
 function parameter, a model output) are not. A tensor made by a factory and moved (`torch.zeros
-(n).to(dev)`) is VP104's finding, not this one. A batch handed to a helper as a parameter
+(n).to(dev)`) is VP104's finding, not this one. The legacy typed-tensor API copies too: `imgs.type(Tensor)`
+where `Tensor` is a CUDA tensor type (`torch.cuda.FloatTensor`, or a name bound to it). A batch handed to a helper as a parameter
 (`def train_step(batch): batch.to(dev)`) is reported when a call in the same module passes it
 host data, or when every visible caller in the project does (call binding, `bindings.py`: also a
 generator over a DataLoader stored by a constructor and read with `next(self.data)`).
@@ -35,7 +36,7 @@ class BlockingHostToDeviceCopy(HostDataRule):
     category = Category.DATA
     severity = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
     cost = "a copy from pageable host memory that blocks the host until the device has it"
-    tokens = (".to(", ".cuda(")
+    tokens = (".to(", ".cuda(", "Tensor")  # `Tensor`: the legacy `torch.cuda.FloatTensor` types
     summary = (
         "Finds batch data copied to the device with `.to(device)` / `.cuda()` without "
         "`non_blocking=True` inside the per-step loop."

@@ -8,7 +8,8 @@ not included; nor are tensors whose origin is unknown (parameters, results of ot
 `torch.tensor(data)` counts only for literals, Python numbers and NumPy values computed in the
 code (also a parameter that every visible caller passes a Python number): data of unknown origin
 (an environment's output) arrives on the host and must be copied. `torch.from_numpy` of values
-NumPy generated in the code (`np.random.choice`, `np.arange`) counts like a torch factory.
+NumPy generated in the code (`np.random.choice`, `np.arange`) counts like a torch factory. A CUDA tensor type of the legacy API called on such values
+(`Tensor(np.random.normal(...))` with `Tensor = torch.cuda.FloatTensor`) copies them the same way.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class HostTensorMovedEachStep(GuardedRule, HostDataRule):
     category = Category.GPU
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
     cost = "an allocation on the host and a copy to the device, where the device could create the tensor itself"
-    tokens = (".to(", ".cuda(")
+    tokens = (".to(", ".cuda(", "Tensor")  # `Tensor`: the legacy `torch.cuda.FloatTensor` types
     summary = (
         "Finds tensors created on the host by a torch factory (`torch.zeros`, `torch.arange`, "
         "`torch.tensor`, ...) without `device=` and then copied to the device in a loop."

@@ -111,3 +111,42 @@ def test_numpy_generated_values_are_a_factory_loaded_arrays_are_not(analyse):
         model(x, steps, ramp, stored).sum().backward()
     """
     assert analyse(code, select=SELECT) == [("VP104", 6, "MEDIUM"), ("VP104", 7, "MEDIUM"), ("VP102", 8, "LOW")]
+
+
+def test_the_legacy_cuda_tensor_types_copy_to_the_device(analyse):
+    # `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`, older scripts' device idiom:
+    # `.type(Tensor)` copies a batch there, `Tensor(ndarray)` copies host data; sizes copy nothing.
+    code = """\
+    import numpy as np
+    import torch
+    cuda = torch.cuda.is_available()
+    Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+    for imgs, labels in loader:
+        valid = Tensor(imgs.size(0), 1).fill_(1.0)
+        ones = Tensor(64)
+        real = imgs.type(Tensor)
+        target = labels.type(torch.cuda.LongTensor)
+        staged = labels.type(torch.cuda.LongTensor, non_blocking=True)
+        z = Tensor(np.random.normal(0, 1, (64, 100)))
+        loss = model(real, z).sum()
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=SELECT) == [("VP102", 8, "LOW"), ("VP102", 9, "LOW"), ("VP104", 11, "MEDIUM")]
+
+
+def test_the_host_tensor_types_and_a_module_cast_copy_nothing(analyse):
+    code = """\
+    import numpy as np
+    import torch
+    Tensor = torch.FloatTensor
+    model.type(torch.cuda.FloatTensor)
+    for imgs, labels in loader:
+        real = imgs.type(Tensor)
+        half = imgs.type(torch.float16)
+        z = Tensor(np.random.normal(0, 1, (64, 100)))
+        loss = model(real, z).sum()
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=SELECT) == []

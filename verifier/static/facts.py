@@ -26,6 +26,10 @@ class Kind(enum.Enum):
     DATALOADER = "dataloader"
     MODULE = "module"
     NUMPY = "numpy"
+    # A CUDA tensor type of the legacy API (`torch.cuda.FloatTensor`), or a name bound to one
+    # (`Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`): calling it makes a
+    # tensor on the device, `x.type(Tensor)` copies `x` there.
+    DEVICE_TENSOR_TYPE = "device tensor type"
     OTHER = "other"
 
 
@@ -217,6 +221,8 @@ class NameFacts:
             known = self.lookup(name) if name else None
             if known is not None:
                 return known
+            if self._is_device_tensor_type(node):
+                return Kind.DEVICE_TENSOR_TYPE
             if type(node) is cst.Name:
                 self._unknown[-1].add(node.value)
             if type(node) is cst.Attribute and node.attr.value in _TENSOR_ATTRIBUTES:
@@ -237,6 +243,10 @@ class NameFacts:
             return _combine(self.kind_of(node.left), self.kind_of(node.right))
         if type(node) is cst.UnaryOperation:
             return self.kind_of(node.expression)
+        if type(node) is cst.IfExp:
+            # `torch.cuda.FloatTensor if cuda else torch.FloatTensor`: the device's type wherever
+            # the device is there (as `"cuda" if available else "cpu"` names the device).
+            return Kind.DEVICE_TENSOR_TYPE if self.names_device_tensor_type(node) else None
         if type(node) is cst.Comparison:
             # `t is None` compares identities on the host; it never reads the tensor.
             if all(type(c.operator) in (cst.Is, cst.IsNot) for c in node.comparisons):
@@ -269,7 +279,29 @@ class NameFacts:
             return kind is Kind.OPTIMIZER
         return is_optimizer_name(terminal_name(node))
 
+    def _is_device_tensor_type(self, node: cst.Name | cst.Attribute) -> bool:
+        """`torch.cuda.FloatTensor`, `torch.cuda.LongTensor`, ... (the name is tested first: cheap)."""
+        if not (terminal_name(node) or "").endswith("Tensor"):
+            return False
+        qualified = self._imports.qualified_name(node) or ""
+        return qualified.startswith("torch.cuda.") and qualified.count(".") == 2
+
+    def names_device_tensor_type(self, node: cst.BaseExpression) -> bool:
+        """`torch.cuda.FloatTensor`, or a name bound to it or to `A if cond else B` with it in a
+        branch; asked of every call's callee, so without `kind_of`'s bookkeeping of unknown names."""
+        if type(node) is cst.IfExp:
+            return self.names_device_tensor_type(node.body) or self.names_device_tensor_type(node.orelse)
+        if type(node) not in (cst.Name, cst.Attribute):
+            return False
+        name = dotted_name(node)
+        known = self.lookup(name) if name else None
+        return known is Kind.DEVICE_TENSOR_TYPE or (known is None and self._is_device_tensor_type(node))
+
     def _kind_of_call(self, call: cst.Call) -> Kind | None:
+        if self.names_device_tensor_type(call.func):
+            return Kind.TENSOR  # `Tensor(n, 1)`, `Tensor(np_array)`: a tensor made on the device
+        if method_name(call) == "type" and call.args and self.names_device_tensor_type(call.args[0].value):
+            return Kind.TENSOR  # `imgs.type(Tensor)`: a copy on the device
         qualified = self._imports.call_name(call) or ""
         last = qualified.rsplit(".", 1)[-1]
         if qualified in _TENSOR_RETURNING:

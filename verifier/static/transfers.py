@@ -46,6 +46,9 @@ def device_move(call: cst.Call, imports: ImportTable, facts: NameFacts) -> Devic
     """The copy `call` makes onto an accelerator, or None (a dtype cast, a move to the CPU, a module)."""
     method = method_name(call)
     source = receiver(call)
+    legacy = _legacy_type_move(call, method, source, facts)
+    if legacy is not None:
+        return legacy
     if method not in ("to", "cuda") or source is None or has_star_args(call) or is_module(source, facts):
         return None
     if method == "cuda":
@@ -57,6 +60,30 @@ def device_move(call: cst.Call, imports: ImportTable, facts: NameFacts) -> Devic
     if device is None or destination(device.value, imports) is not True:
         return None
     return DeviceMove(call, source, _non_blocking(call, imports, extra_positional=0 if device.keyword else 1))
+
+
+def _legacy_type_move(
+    call: cst.Call, method: str | None, source: cst.BaseExpression | None, facts: NameFacts
+) -> DeviceMove | None:
+    """The legacy typed-tensor API: `imgs.type(Tensor)` copies `imgs` to the device, and
+    `Tensor(np.random.normal(...))` copies its one data argument there (`Tensor(n, 1)` takes sizes
+    and copies nothing), where `Tensor` is a CUDA tensor type (`torch.cuda.FloatTensor`). Both
+    copies block: `.type` unless given `non_blocking=True`, the constructor always."""
+    if has_star_args(call):
+        return None
+    if method == "type" and source is not None and not is_module(source, facts):
+        target = keyword_arg(call, "dtype") or positional_arg(call, 0)
+        if target is None or not facts.names_device_tensor_type(target.value):
+            return None
+        flag = keyword_arg(call, "non_blocking") or positional_arg(call, 1)
+        blocking = flag is None or is_false(flag.value)
+        return DeviceMove(call, source, False if blocking else True if is_true(flag.value) else None)
+    if len(call.args) == 1 and call.args[0].keyword is None and facts.names_device_tensor_type(call.func):
+        data = call.args[0].value
+        if facts.kind_of(data) is Kind.NUMBER or type(data) in (cst.Integer, cst.Float):
+            return None  # `Tensor(batch_size)`: a size
+        return DeviceMove(call, data, False)
+    return None
 
 
 def is_module(node: cst.BaseExpression, facts: NameFacts) -> bool:
