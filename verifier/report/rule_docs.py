@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from verifier.findings import Heat
+from verifier.report.rule_precision import measured_lines, measured_record
 from verifier.static.rule import Rule
 
 
@@ -35,6 +36,7 @@ def rule_markdown(rule: type[Rule]) -> str:
         "",
         f"Fix: {rule.fix}",
     ]
+    parts += ["", "## Measured on real code", *measured_lines(rule.code)]
     if rule.references:
         parts += ["", "## References", *(f"- {ref}" for ref in rule.references)]
     return "\n".join(parts) + "\n"
@@ -56,4 +58,5 @@ def rule_record(rule: type[Rule]) -> dict:
         "use_instead": rule.use_instead,
         "fix": rule.fix,
         "references": list(rule.references),
+        "measured": measured_record(rule.code),
     }

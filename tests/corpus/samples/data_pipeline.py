@@ -71,7 +71,8 @@ def train_classifier(model, loader, optimizer, criterion, epochs):
 def train_with_hard_negatives(model, features, loader, optimizer, epochs, mine_hard, class_counts):
     for epoch in range(epochs):
         hard = mine_hard(model, features)
-        negatives = torch.cat([features[i] for i in hard]).to(device, non_blocking=True)  # expect: VP101[LOW]
+        # `features` is not shown to be one tensor (a list of per-sample tensors has no single gather): no VP101
+        negatives = torch.cat([features[i] for i in hard]).to(device, non_blocking=True)
         weights = torch.tensor(1.0 / np.maximum(class_counts(epoch), 1)).to(device)  # expect: VP104[LOW]
         for anchors, positives, labels in loader:
             anchors = anchors.to(device, non_blocking=True)
