@@ -48,9 +48,9 @@ def test_a_graph_shown_by_names_only_never_blocks(analyse):
 def test_an_unknown_decorator_may_turn_grad_off(analyse):
     code = """\
     import torch
-    from utils import smart_inference_mode
+    from utils import timed
 
-    @smart_inference_mode()
+    @timed()
     def evaluate(model, loader):
         model.eval()
         total = 0.0
@@ -60,6 +60,28 @@ def test_an_unknown_decorator_may_turn_grad_off(analyse):
     """
     # A decorator factory may return `torch.inference_mode()(fn)`: grad mode is assumed, not shown.
     assert analyse(code, select=SELECT) == [("VP401", 9, "MEDIUM")]
+
+
+def test_a_wrapper_named_for_inference_mode_turns_grad_off(analyse):
+    code = """\
+    import torch
+    from utils import smart_inference_mode, no_grad_wrapper
+
+    @smart_inference_mode()
+    def evaluate(model, loader):
+        total = 0.0
+        for x, y in loader:
+            total += criterion(model(x), y)
+        return total
+
+    @no_grad_wrapper
+    def score(model, loader):
+        total = 0.0
+        for x, y in loader:
+            total += criterion(model(x), y)
+        return total
+    """
+    assert analyse(code, select=SELECT) == []
 
 
 def test_accumulation_where_every_caller_disables_grad_is_silent(analyse):

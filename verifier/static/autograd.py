@@ -96,6 +96,14 @@ def grad_mode_of(expr: cst.BaseExpression, imports: ImportTable) -> GradMode | N
     return None
 
 
+def _grad_off_by_name(decorator: cst.BaseExpression) -> GradMode | None:
+    """A project's own wrapper named for what it wraps (`@smart_inference_mode()`, `@no_grad_wrapper`
+    from a utilities module): it runs the function without grad, as its name says."""
+    func = decorator.func if type(decorator) is cst.Call else decorator
+    name = (terminal_name(func) or "").lower()
+    return GradMode.DISABLED if "inference_mode" in name or "no_grad" in name else None
+
+
 def _first_argument(call: cst.Call | None, keyword: str) -> cst.BaseExpression | None:
     if call is None:
         return None
@@ -231,7 +239,7 @@ class AutogradTracker:
         key = f"{self._classes[-1].name}.{name}" if in_class else name
         frame = _Frame(key=key)
         for decorator in node.decorators:
-            mode = grad_mode_of(decorator.decorator, self._imports)
+            mode = grad_mode_of(decorator.decorator, self._imports) or _grad_off_by_name(decorator.decorator)
             if mode is not None:
                 frame.decorator = mode
             elif not self._is_grad_neutral(decorator.decorator):
