@@ -143,7 +143,25 @@ class HostData(LambdaScopes, Tracker):
             return Origin.HOST if inner in (Origin.FACTORY, Origin.DATA) else inner
         if type(node) is cst.Call:
             return self._origin_of_call(node)
+        if type(node) is cst.BinaryOperation:
+            return self._origin_of_operands((node.left, node.right))
+        if type(node) is cst.Comparison:
+            return self._origin_of_operands((node.left, *(c.comparator for c in node.comparisons)))
+        if type(node) is cst.UnaryOperation:
+            return self._origin_of_operands((node.expression,))
         return None
+
+    def _origin_of_operands(self, operands) -> Origin | None:
+        """Tensor arithmetic stays in the memory of its operands: only factory-made tensors (and
+        literals) make a factory tensor (`labels.unsqueeze(0) == labels.unsqueeze(1)`), only one
+        batch's parts a batch (`x / 255.0`), host data of several origins host data; one operand
+        of unknown origin (a parameter, a device tensor) and the result is unknown."""
+        origins = {self.origin_of(operand) for operand in operands if not _is_literal(operand)}
+        if not origins or None in origins:
+            return None
+        if len(origins) == 1:
+            return origins.pop()
+        return Origin.HOST
 
     def is_data_iterator(self, node: cst.BaseExpression) -> bool:
         """`loader`, `iter(loader)`, `train_iter`: something whose `next()` is a batch."""
@@ -169,7 +187,10 @@ class HostData(LambdaScopes, Tracker):
             return Origin.FACTORY
         if qualified in _JOINS:
             first = positional_arg(call, 0)
-            return Origin.HOST if first is not None and self._all_on_host(first.value) else None
+            if first is None or not self._all_on_host(first.value):
+                return None
+            # Factory tensors joined are still tensors the device could have made itself.
+            return Origin.FACTORY if self._all_from_factories(first.value) else Origin.HOST
         if dotted_name(call.func) == "next" and call.args and self.is_data_iterator(call.args[0].value):
             return Origin.BATCH
         method = method_name(call)
@@ -206,6 +227,13 @@ class HostData(LambdaScopes, Tracker):
         if type(node) in (cst.ListComp, cst.GeneratorExp):
             return self.origin_of(node.elt) is not None
         return self.origin_of(node) is not None
+
+    def _all_from_factories(self, node: cst.BaseExpression) -> bool:
+        if type(node) in (cst.List, cst.Tuple):
+            return all(self.origin_of(e.value) is Origin.FACTORY for e in node.elements)
+        if type(node) in (cst.ListComp, cst.GeneratorExp):
+            return self.origin_of(node.elt) is Origin.FACTORY
+        return False
 
     def _set(self, target: cst.BaseExpression, origin: Origin | None) -> None:
         name = dotted_name(target)
