@@ -190,6 +190,42 @@ def test_the_loop_that_steps_the_optimizer_is_a_step_loop_under_gradient_accumul
     assert heats == {"epoch": Heat.EPOCH, "micro batch": Heat.STEP, "update": Heat.STEP}
 
 
+def test_a_loop_over_the_optimizers_is_part_of_one_update_not_a_step_loop():
+    heats = heat_of_marked_lines(
+        """
+        for epoch in range(epochs):
+            mark("epoch")
+            for it in range(100):
+                for micro in range(accumulation):
+                    loss = model(next(data_iter))
+                    loss.backward()
+                for opt, sched in zip(optimizers, schedulers):
+                    opt.step()
+                    sched.step()
+                    mark("each optimizer")
+                for i in range(len(optimizers)):
+                    scaler.step(optimizers[i])
+                mark("after the update")
+        """
+    )
+    assert heats == {"epoch": Heat.EPOCH, "each optimizer": Heat.STEP, "after the update": Heat.STEP}
+
+
+def test_an_indexed_optimizer_steps_the_loop_it_is_in():
+    heats = heat_of_marked_lines(
+        """
+        for epoch in range(epochs):
+            mark("epoch")
+            for it in range(100):
+                for micro in range(accumulation):
+                    model(next(data_iter)).backward()
+                optimizers[0].step()
+                mark("update")
+        """
+    )
+    assert heats == {"epoch": Heat.EPOCH, "update": Heat.STEP}
+
+
 def test_a_for_header_runs_once_before_its_loop():
     heats = heat_of_marked_lines(
         """

@@ -183,6 +183,11 @@ class LoopInfo:
     # `while batch_size: try: ...; return except OutOfMemoryError: batch_size //= 2`: runs until
     # one attempt succeeds; its iterations are retries, not steps.
     retry: bool = False
+    # `for opt, sched in zip(optimizers, schedulers): opt.step()`: a loop over the optimizers of
+    # one update, not over batches; the update's cadence is the loop around it.
+    over_optimizers: bool = False
+    # The names a `for` target binds (empty for `while`).
+    targets: frozenset[str] = frozenset()
     tensor_work: bool = False
     has_nested_loop: bool = False
     calls: list[CallSite] = field(default_factory=list)
@@ -403,6 +408,7 @@ class HeatModel:
         info = LoopInfo(
             node, parent, data_source=bool(header) and header != "while True", retry=_is_retry_loop(node),
             path=self._path, header=header,
+            targets=frozenset(_identifiers(node.target)) if type(node) is cst.For else frozenset(),
         )
         self._loop_order.append(info)
         if parent is not None:
@@ -488,9 +494,10 @@ class HeatModel:
             for loop in loops:
                 loop.trains = True
                 loop.train_call = loop.train_call or shown
-            if loops and self._is_update(call):
-                loops[-1].steps_here = True
-                loops[-1].update_call = loops[-1].update_call or shown
+            cadence = self._update_cadence(call, loops) if self._is_update(call) else None
+            if cadence is not None:
+                cadence.steps_here = True
+                cadence.update_call = cadence.update_call or shown
             elif function is not None and self._is_update(call):
                 function.steps = True
             if function is not None:
@@ -556,11 +563,27 @@ class HeatModel:
 
     @staticmethod
     def _is_update(call: cst.Call) -> bool:
-        """`optimizer.step()`, `scaler.step(optimizer)`: one optimizer update."""
+        """`optimizer.step()`, `optimizers[0].step()`, `scaler.step(optimizer)`: one optimizer update."""
         if method_name(call) != "step":
             return False
-        owner = terminal_name(receiver(call))
-        return is_optimizer_name(owner) or is_scaler_name(owner)
+        owner = receiver(call)
+        while type(owner) is cst.Subscript:
+            owner = owner.value
+        name = terminal_name(owner)
+        return is_optimizer_name(name) or is_scaler_name(name)
+
+    @staticmethod
+    def _update_cadence(call: cst.Call, loops: list[LoopInfo]) -> LoopInfo | None:
+        """The loop an update steps once per iteration: the innermost one, past loops over the
+        optimizers themselves (the step's receiver or argument is the loop's own variable)."""
+        owner = receiver(call)
+        used = (_variables(owner) if owner is not None else set()) | {n for a in call.args for n in _variables(a.value)}
+        for loop in reversed(loops):
+            if loop.targets and used & loop.targets and not loop.data_source:
+                loop.over_optimizers = True
+                continue
+            return loop
+        return None
 
     def _is_tensor_work(self, call: cst.Call, qualified: str | None, function: FunctionInfo | None) -> bool:
         # Tensor maths, not housekeeping (`torch.cuda.empty_cache()`, `torch.manual_seed`).
@@ -1096,7 +1119,7 @@ class _Resolver:
         contains_step = nested_step is not None or step_site is not None
         train_site = None if loop.trains else next((site for site in loop.calls if self._callee_trains(site)), None)
         trains = loop.trains or train_site is not None
-        if loop.retry:
+        if loop.retry or loop.over_optimizers:
             loop.is_step = loop.is_epoch = loop.is_eval = False
             return
         timing_step = in_timing_function and loop.tensor_work and not loop.has_nested_loop
@@ -1337,6 +1360,18 @@ def _innermost_first(loops: list[LoopInfo]) -> list[LoopInfo]:
         return d
 
     return sorted(loops, key=depth, reverse=True)
+
+
+def _variables(node: cst.CSTNode) -> set[str]:
+    """The variables an expression reads: its names, not the attribute names after a dot."""
+    if type(node) is cst.Name:
+        return {node.value}
+    if type(node) is cst.Attribute:
+        return _variables(node.value)
+    found: set[str] = set()
+    for child in node.children:
+        found |= _variables(child)
+    return found
 
 
 def _identifiers(node: cst.CSTNode) -> list[str]:
