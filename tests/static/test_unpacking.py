@@ -142,3 +142,36 @@ def test_a_key_looked_up_in_model_outputs_is_no_tensor_read(analyse):
         optimizer.step()
     """
     assert analyse(code, select=("VP201", "VP205")) == []
+
+
+def test_a_value_put_in_a_dict_literal_is_found_again_by_its_key(analyse):
+    code = """\
+    import torch
+    model = Net().cuda()
+    for x, y in loader:
+        out = {"loss": criterion(model(x.cuda()), y.cuda()), "count": 3}
+        loss = out["loss"]
+        loss.backward()
+        optimizer.step()
+        value = loss.item()
+        count = float(out["count"])
+        out = {"loss": 1.0}
+        again = float(out["loss"])
+    """
+    # `out["count"]` is a Python number; once `out` is rebound its old keys are forgotten.
+    assert analyse(code, select=SELECT) == [("VP201", 8, "MEDIUM")]
+
+
+def test_an_item_assigned_by_key_keeps_its_facts(analyse):
+    code = """\
+    import torch
+    model = Net().cuda()
+    metrics = {}
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        metrics["loss"] = loss
+        print(f"{metrics['loss']:.3f}")
+    """
+    assert analyse(code, select=SELECT) == [("VP201", 9, "MEDIUM")]

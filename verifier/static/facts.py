@@ -12,7 +12,9 @@ import enum
 import libcst as cst
 
 from verifier.static.heat import is_model_name, is_optimizer_name, is_scaler_name
-from verifier.static.names import ImportTable, dotted_name, element_pairs, method_name, receiver, terminal_name
+from verifier.static.names import (
+    ImportTable, dict_items, dotted_name, element_pairs, keyed_name, method_name, receiver, terminal_name,
+)
 from verifier.static.scopes import ScopedNames
 from verifier.static.torch_api import returns_tensor
 
@@ -81,6 +83,8 @@ class NameFacts:
         # loss.backward()`): what a call hands there is a tensor.
         self._params: list[tuple[str, ...]] = [()]
         self._backward_params: dict[str, set[int]] = {}
+        # The string-keyed items each name was last given by a dict literal (`bind`).
+        self._keys: dict[str, set[str]] = {}
 
     def enter_function(self, name: str = "", params: tuple[str, ...] = ()) -> None:
         self._names.enter_function()
@@ -172,6 +176,23 @@ class NameFacts:
             self._set(target.value, None)
             return
         self._set(target, self.kind_of(value) if value is not None else None)
+        self._bind_items(target, value)
+
+    def _bind_items(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        """`out = {"loss": criterion(...)}`: `out["loss"]` is what was put there; rebinding `out`
+        forgets what its keys held."""
+        name = dotted_name(target)
+        if name is None:
+            return
+        for key in self._keys.pop(name, ()):
+            self._names.forget(key)
+        items = dict_items(value)
+        for key, item in items or ():
+            keyed = f"{name}[{key!r}]"
+            kind = self.kind_of(item)
+            if kind is not None:
+                self._names.set(keyed, kind)
+                self._keys.setdefault(name, set()).add(keyed)
 
     def _unpack(self, target: cst.Tuple | cst.List, value: cst.BaseExpression | None) -> None:
         """`a, b = x, y` element by element; `logits, loss = model(x, y)`: every element of a
@@ -202,7 +223,7 @@ class NameFacts:
         self._set(target, _combine(self.kind_of(target), self.kind_of(value)))
 
     def _set(self, target: cst.BaseExpression, kind: Kind | None) -> None:
-        name = dotted_name(target)
+        name = dotted_name(target) or keyed_name(target)
         if name is None:
             return
         if kind is None:
@@ -233,6 +254,10 @@ class NameFacts:
         if type(node) is cst.Call:
             return self._kind_of_call(node)
         if type(node) is cst.Subscript:
+            keyed = keyed_name(node)
+            known = self.lookup(keyed) if keyed is not None else None
+            if known is not None:
+                return known
             container = self.kind_of(node.value)
             return container if container in (Kind.TENSOR, Kind.NUMPY) else None
         if type(node) is cst.Dict:

@@ -33,6 +33,28 @@ def dotted_name(node: cst.CSTNode) -> str | None:
     return None
 
 
+def keyed_name(node: cst.CSTNode) -> str | None:
+    """`out["loss"]`: a string-keyed item of a named container, as one name (`out['loss']`), so
+    a value put in a dict literal is found again by its key; None for anything else."""
+    if type(node) is not cst.Subscript or len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+        return None
+    owner = dotted_name(node.value)
+    key = literal_string(node.slice[0].slice.value)
+    return f"{owner}[{key!r}]" if owner is not None and key is not None else None
+
+
+def dict_items(value: cst.BaseExpression | None) -> list[tuple[str, cst.BaseExpression]] | None:
+    """`{"loss": l, "acc": a}`: its string-keyed items; None for anything that is not a dict literal."""
+    if type(value) is not cst.Dict:
+        return None
+    items = []
+    for element in value.elements:
+        key = literal_string(element.key) if type(element) is cst.DictElement else None
+        if key is not None:
+            items.append((key, element.value))
+    return items
+
+
 def _module_name(node: cst.BaseExpression) -> str:
     name = dotted_name(node)
     return name or ""

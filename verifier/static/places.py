@@ -26,8 +26,10 @@ from verifier.static.facts import Kind, NameFacts
 from verifier.static.scopes import ScopedNames
 from verifier.static.names import (
     ImportTable,
+    dict_items,
     dotted_name,
     element_pairs,
+    keyed_name,
     keyword_arg,
     method_name,
     positional_arg,
@@ -76,6 +78,8 @@ class PlaceFacts:
         # function and, for `self.` names, per class.
         self._placers: list[set[str]] = [set()]
         self._class_placers: list[set[str]] = []
+        # The string-keyed items each name was last given by a dict literal (`_bind_items`).
+        self._keys: dict[str, set[str]] = {}
 
     # ----- scopes -----
 
@@ -125,6 +129,19 @@ class PlaceFacts:
             else:
                 placers.discard(name)
         self._set(target, self.placement_of(value) if value is not None else None)
+        if name is not None:
+            self._bind_items(name, value)
+
+    def _bind_items(self, name: str, value: cst.BaseExpression | None) -> None:
+        """`out = {"loss": loss}`: `out["loss"]` lives where `loss` does (see `NameFacts`)."""
+        for key in self._keys.pop(name, ()):
+            self._names.forget(key)
+        for key, item in dict_items(value) or ():
+            placement = self.placement_of(item)
+            if placement is not None:
+                keyed = f"{name}[{key!r}]"
+                self._names.set(keyed, placement)
+                self._keys.setdefault(name, set()).add(keyed)
 
     def bind_in_place(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """`x += v`: where `x + v` would be."""
@@ -166,7 +183,9 @@ class PlaceFacts:
                     return found
             return self.placement_of(node.value) if kind is cst.Attribute else None
         if kind is cst.Subscript:
-            return self.placement_of(node.value)
+            keyed = keyed_name(node)
+            found = self._lookup(keyed) if keyed is not None else None
+            return found if found is not None else self.placement_of(node.value)
         if kind is cst.Call:
             return self._of_call(node)
         if kind is cst.BinaryOperation:
@@ -287,7 +306,7 @@ class PlaceFacts:
         return any(name in placers for placers in self._placers)
 
     def _set(self, target: cst.BaseExpression, placement: Placement | None) -> None:
-        name = dotted_name(target)
+        name = dotted_name(target) or keyed_name(target)
         if name is None:
             return
         self._names.set(name, placement)
