@@ -31,7 +31,7 @@ import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -881,7 +881,7 @@ def heat_trace(where: Where) -> tuple[TraceStep, ...]:
             return (*steps, *function.outer_trace)
         where = site.where
         caller = where.function.path if where.function is not None else where.loops[-1].path if where.loops else ""
-        condition = site.condition
+        condition = _site_condition(site, function)
         steps.append(TraceStep(
             caller, site.line, _call_reason(site, function),
             branch=condition.text if condition is not None else "",
@@ -897,7 +897,7 @@ def function_trace(function: FunctionInfo) -> tuple[TraceStep, ...]:
 def _call_reason(site: CallSite, callee: FunctionInfo) -> str:
     what = f"calls {_callee_name(site)}()"
     if site.guarded:
-        what += " under a rate-limit guard"
+        what += " at the update cadence" if callee.steps_transitively else " under a rate-limit guard"
     if callee.evaluates and not callee.trains_transitively and callee.heat is Heat.EVAL:
         what += ", an evaluation"
     return what
@@ -958,10 +958,21 @@ def _site_accelerated(site: CallSite) -> bool:
     return caller.accelerated and (site.foreign or not site.accelerated)
 
 
-def _site_heat(site: CallSite) -> Heat:
-    """How often a call runs: a guarded call in a step loop runs every N steps, like an epoch."""
+def _site_heat(site: CallSite, callee_steps: bool = False) -> Heat:
+    """How often a call runs: a guarded call in a step loop runs every N steps, like an epoch;
+    unless the callee steps the optimizer, when the guard is the update cadence of gradient
+    accumulation (`if (i + 1) % accum == 0: update(...)`): once per step, as inline."""
     heat = heat_of(site.where)
-    return min(heat, Heat.EPOCH) if site.guarded else heat
+    return min(heat, Heat.EPOCH) if site.guarded and not callee_steps else heat
+
+
+def _site_condition(site: CallSite, callee: FunctionInfo) -> Condition | None:
+    """The branch a call runs under, as its callee sees it: a rate limit around a call that steps
+    the optimizer is the update cadence."""
+    condition = site.condition
+    if condition is not None and condition.kind is ConditionKind.THROTTLE and callee.steps_transitively:
+        return replace(condition, kind=ConditionKind.CADENCE)
+    return condition
 
 
 @dataclass(frozen=True)
@@ -1096,7 +1107,7 @@ class _Resolver:
                 callers = callers_by_key.get(fn.key, ())
                 heat, hottest = Heat.ONCE, None
                 for site in callers:
-                    site_heat = _site_heat(site)
+                    site_heat = _site_heat(site, fn.steps_transitively)
                     if site_heat > heat:
                         heat, hottest = site_heat, site
                 if fn.evaluates and not fn.trains_transitively:

@@ -1,0 +1,45 @@
+"""A rate-limit test around a call that steps the optimizer is the update cadence, as it is inline."""
+
+from __future__ import annotations
+
+SELECT = ("VP201", "VP203")
+
+
+def test_an_update_helper_called_at_the_accumulation_cadence_runs_every_step(analyse):
+    code = """\
+    import torch
+    model = Net().cuda()
+
+    def update(optimizer, loss):
+        optimizer.step()
+        value = loss.item()
+        torch.cuda.synchronize()
+
+    def log(loss):
+        print(loss.item())
+
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x.cuda()), y.cuda()) / 4
+        loss.backward()
+        if (step + 1) % 4 == 0:
+            update(optimizer, loss)
+        if step % 100 == 0:
+            log(loss)
+    """
+    # `update` steps the optimizer: its guard is the cadence (step heat); `log` does not: a rate limit.
+    assert analyse(code, select=SELECT) == [("VP201", 6, "MEDIUM"), ("VP203", 7, "HIGH")]
+
+
+def test_the_same_statements_inline_give_the_same_findings(analyse):
+    code = """\
+    import torch
+    model = Net().cuda()
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x.cuda()), y.cuda()) / 4
+        loss.backward()
+        if (step + 1) % 4 == 0:
+            optimizer.step()
+            value = loss.item()
+            torch.cuda.synchronize()
+    """
+    assert analyse(code, select=SELECT) == [("VP201", 8, "MEDIUM"), ("VP203", 9, "HIGH")]
