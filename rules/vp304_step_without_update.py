@@ -68,13 +68,12 @@ for x, y in loader:
                     continue
                 if not any(u.scaler == step.scaler for u in updates) and step.scaler in updated_anywhere:
                     continue
-                # A function that steps once per call, outside any loop of its own: its step is the
-                # caller's, and a caller in another module may well update after it.
-                callers_step = type(scope.node) is not cst.Module and step.where.innermost_loop is None
-                self._report(
-                    step, f"`{step.scaler}.step()` has no `{step.scaler}.update()` in the same step",
-                    callers_step=callers_step,
-                )
+                if type(scope.node) is not cst.Module and step.where.innermost_loop is None:
+                    # A function that steps once per call, outside any loop of its own: its step is
+                    # the caller's, and a caller in another module may well update after it. That
+                    # is not shown either way, so nothing is said.
+                    continue
+                self._report(step, f"`{step.scaler}.step()` has no `{step.scaler}.update()` in the same step")
             prepared_here = {c.scaler for c in scope.scaler_calls if c.method in ("step", "unscale_")}
             for update in updates:
                 # Stepped here, by a helper this scope calls, or by one it hands the scaler to.
@@ -82,21 +81,19 @@ for x, y in loader:
                 if not (update.scaler in prepared_here or helper_steps or update.scaler in scope.passed):
                     self._report(update, f"`{update.scaler}.update()` without `step()` or `unscale_()` before it raises at run time")
 
-    def _report(self, call: ScalerCall, message: str, callers_step: bool = False) -> None:
+    def _report(self, call: ScalerCall, message: str) -> None:
         scope = next(scope for scope in self._scopes_seen if call in scope.scaler_calls)
-        if callers_step:
-            rule = Proof.unknown(
-                Premise.RULE,
-                f"no function of this module updates `{call.scaler}` after this step, but the step runs once "
-                "per call of its function: a caller in another module may",
-            )
-        else:
-            rule = Proof.proven(
-                Premise.RULE, f"no function of this module pairs `{call.scaler}.{call.method}()` as the scaler needs"
-            )
+        rule = Proof.proven(
+            Premise.RULE, f"no function of this module pairs `{call.scaler}.{call.method}()` as the scaler needs"
+        )
         self.report(call.call, message, where=call.where, evidence=(scaler_proof(scope), rule))
 
     VALID = (
+        # A helper whose step is its caller's: a caller in another module may update the scaler.
+        """\
+def optimizer_step(scaler, optimizer):
+    scaler.step(optimizer)
+""",
         """\
 for i, (x, y) in enumerate(loader):
     scaler.scale(criterion(model(x), y) / 4).backward()
@@ -148,15 +145,6 @@ for x, y in loader:
 """,
             line=4,
             severity=Severity.MEDIUM,
-        ),
-        # A helper whose step is its caller's: a caller in another module may update the scaler.
-        Invalid(
-            """\
-def optimizer_step(scaler, optimizer):
-    scaler.step(optimizer)
-""",
-            line=2,
-            severity=Severity.LOW,
         ),
     )
 
