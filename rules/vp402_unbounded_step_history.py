@@ -15,6 +15,7 @@ reported. In an evaluation loop without `no_grad`, graph-carrying outputs are VP
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -211,7 +212,7 @@ for epoch in range(epochs):
             if step_loop is None and _per_step_hook(where, self.context.heat) and history.attribute and not history.cuts:
                 # A hook the training loop calls every step, growing a list made in `__init__`.
                 return self.severity if entry in ("graph", "tensor") else _HOST
-            lifetime = _lifetime(history, where, step_loop)
+            lifetime = _lifetime(history, where, step_loop, lambda fn: _called_once(fn, self.context.heat))
             if step_loop is None and lifetime == "run" and _runs_every_step(where) and entry in ("graph", "tensor"):
                 # A helper the step loop calls, growing a list made at module level.
                 return self.severity
@@ -433,16 +434,29 @@ def _per_step_hook(where: Where, heat) -> bool:
     )
 
 
+def _called_once(function, heat) -> bool:
+    """Called, and only once per run: its heat is `once` and a call site in the project names it
+    (a function nobody calls here may be called per epoch from elsewhere)."""
+    if function.heat is not Heat.ONCE or function.hook:
+        return False
+    return any(site.callee == function.key for site in heat.module_calls) or any(
+        site.callee == function.key for other in heat.functions for site in other.calls
+    )
+
+
 def _runs_every_step(where: Where) -> bool:
     """Code outside loops in a function that runs every step (a helper the step loop calls)."""
     return not where.loops and where.function is not None and where.function.heat is Heat.STEP
 
 
-def _lifetime(history: _History, append: Where, step_loop: LoopInfo | None) -> str | None:
+def _lifetime(
+    history: _History, append: Where, step_loop: LoopInfo | None, called_once: Callable | None = None
+) -> str | None:
     """How long the list lives relative to the training step loop around the append.
 
     "step": recreated or cut within each step; "epoch": recreated or cut in a loop around the
-    step loop; "call": local to the function that runs the step loop; "run": all of the run.
+    step loop; "call": local to the function that runs the step loop (called more than once);
+    "run": all of the run.
     None when the relation is unknown.
     """
     bound = history.bound
@@ -460,4 +474,7 @@ def _lifetime(history: _History, append: Where, step_loop: LoopInfo | None) -> s
         return "epoch"
     if any(loop.is_epoch for loop in spanned) or bound.function is None:
         return "run"
-    return "call"
+    # A local of the function that runs the step loop lives for the run when that function is
+    # called once (`main()`, the whole training); per epoch or per round, or by callers not seen,
+    # it lives for one call.
+    return "run" if called_once is not None and called_once(bound.function) else "call"

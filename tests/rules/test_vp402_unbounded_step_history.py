@@ -135,3 +135,42 @@ def test_a_helper_the_step_loop_calls_grows_a_module_level_history(tmp_path):
     assert [(f.path.rsplit("/", 1)[-1], f.line, f.severity.name, f.heat.label) for f in result.findings] == [
         ("history.py", 4, "HIGH", "step"),
     ]
+
+
+def test_a_local_of_a_function_called_once_lives_for_the_run(analyse):
+    code = """\
+    import torch
+
+    def main():
+        history = []
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            history.append(loss.detach())
+
+    def train_one_epoch(model, loader):
+        losses = []
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.detach())
+        return losses
+
+    def per_round():
+        rounds = []
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            rounds.append(loss.detach())
+
+    if __name__ == "__main__":
+        main()
+        for r in range(5):
+            per_round()
+    """
+    # `main()` runs once: its list lives for the run. `train_one_epoch` is called by nobody seen
+    # here (maybe per epoch elsewhere), `per_round` five times: their lists live for one call.
+    assert analyse(code, select=SELECT) == [("VP402", 9, "HIGH")]
