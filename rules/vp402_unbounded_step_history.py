@@ -22,6 +22,7 @@ import libcst as cst
 
 from verifier.findings import Category, Heat, Premise, Severity, SeverityByHeat, Status
 from verifier.static.autograd import GradMode
+from verifier.static.bindings import RUN_LIST
 from verifier.static.deferred import JudgementInput, deferred
 from verifier.static.facts import Kind
 from verifier.static.heat import LoopInfo, Where
@@ -48,6 +49,8 @@ class _History:
     cuts: list[Where] = field(default_factory=list)
     # The binding's value (`[]`), for the line of the evidence.
     node: cst.CSTNode | None = None
+    # A parameter every caller hands a run-long list (`run_lists.py`, bound by the project pass).
+    from_callers: bool = False
 
 
 class UnboundedStepHistory(GuardedRule, TrainingStateRule):
@@ -110,6 +113,13 @@ for epoch in range(epochs):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append({})
         self._function_names.append(node.name.value)
+        function = self.context.heat.where().function
+        if function is None or function.node is not node:
+            return
+        for name, fact in function.bound:
+            if fact == RUN_LIST:
+                # Made once at module level by every caller: it lives for the run, as if global.
+                self._scopes[-1][name] = _History(name, Where(None, ()), from_callers=True)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.pop()
@@ -187,6 +197,8 @@ for epoch in range(epochs):
 
     def _check(self, node: cst.Call, name: str, value: cst.Arg | None) -> None:
         history = self._lookup(name)
+        if history is None and "." not in name:
+            self.context.heat.note_dependency(name, "list")  # a parameter: its callers may hand a run-long list
         if history is None or value is None or value.star:
             return
         # A value of unknown kind still grows a run-long list by one entry per step: LOW at least.
@@ -256,7 +268,10 @@ for epoch in range(epochs):
             return Proof.unknown(Premise.VALUE, f"what `{text}` is, is not known")
 
         lifetime = Proof.proven(
-            Premise.RULE, f"`{name}` is made once for the loop's whole life and never cleared, trimmed or rebound in it",
+            Premise.RULE,
+            f"every caller hands `{name}` a list its module makes once and never clears, trims or rebinds"
+            if history.from_callers
+            else f"`{name}` is made once for the loop's whole life and never cleared, trimmed or rebound in it",
             history.node,
         )
         self.report(

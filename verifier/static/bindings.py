@@ -42,10 +42,12 @@ BATCH = ("batch",)
 # A tensor, and a tensor shown on the accelerator (`places.py`): `log_loss(loss)` hands one in.
 TENSOR = ("tensor",)
 DEVICE_TENSOR = ("tensor", "device")
+# A list that lives for the whole run (`run_lists.py`): `train_step(..., history)` grows it.
+RUN_LIST = ("list", "run")
 # The facts a re-analysis starts parameters with; instances only steer calls (heat).
-SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR})
+SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR, RUN_LIST})
 # Tags of terms that are facts as they stand (`_Project.value` returns them unchanged).
-_FACTS = frozenset({"number", "source", "batch", "tensor"})
+_FACTS = frozenset({"number", "source", "batch", "tensor", "list"})
 
 _BUILTINS = frozenset(dir(builtins))
 # Calls into these packages never reach project code: their arguments are not recorded.
@@ -77,11 +79,14 @@ class Bindings:
         facts: NameFacts,
         is_host_batch: Callable[[cst.BaseExpression], bool],
         on_device: Callable[[cst.BaseExpression], bool] = lambda node: False,
+        run_lists: frozenset[str] = frozenset(),
     ) -> None:
         self._heat = heat
         self._facts = facts
         self._is_host_batch = is_host_batch
         self._on_device = on_device
+        # Module-level lists that live for the whole run (`run_lists.py`).
+        self._run_lists = run_lists
         self._envs: list[dict[str, tuple]] = [{}]
         self._functions: list[FunctionInfo | None] = [None]
 
@@ -239,13 +244,21 @@ class Bindings:
         return _bounded(("element", inner)) if inner is not None else None
 
     def _known(self, node: cst.BaseExpression) -> tuple | None:
-        """Facts the walk already holds: a number, a DataLoader, a host batch."""
+        """Facts the walk already holds: a number, a DataLoader, a host batch, a run-long list."""
+        if type(node) is cst.Name and node.value in self._run_lists and self._global(node.value):
+            return RUN_LIST
         kind = self._facts.kind_of(node)
         if kind is Kind.NUMBER:
             return NUMBER
         if kind is Kind.DATALOADER:
             return SOURCE
         return BATCH if self._is_host_batch(node) else None
+
+    def _global(self, name: str) -> bool:
+        """`name` here is the module's own (no parameter or local binding of it in the functions walked)."""
+        return all(name not in env for env in self._envs[1:]) and all(
+            function is None or name not in function.params for function in self._functions
+        )
 
     def _tensor(self, node: cst.BaseExpression) -> tuple | None:
         """A tensor the walk knows (on the accelerator when that is shown): the last resort for a
@@ -695,4 +708,4 @@ def needs_reanalysis(model: HeatModel) -> bool:
     )
 
 
-_ASKED_AS = {NUMBER: "number", TENSOR: "tensor", DEVICE_TENSOR: "tensor"}
+_ASKED_AS = {NUMBER: "number", TENSOR: "tensor", DEVICE_TENSOR: "tensor", RUN_LIST: "list"}

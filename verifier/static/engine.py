@@ -24,6 +24,7 @@ import libcst as cst
 from verifier.config import Settings
 from verifier.findings import Category, Evidence, Finding, Heat, Severity, SeverityByHeat
 from verifier.static.bindings import DEVICE_TENSOR, NUMBER, SOURCE, TENSOR, Bindings, needs_reanalysis
+from verifier.static.run_lists import run_long_lists
 from verifier.static.conditions import Conditions
 from verifier.static.context import ModuleContext
 from verifier.static.deferred import EVERY_INPUT, DeferredSeverity, JudgementInput
@@ -297,7 +298,8 @@ def analyze_source(
     host = context.trackers.get(HostData)
     is_host_batch = (lambda node: host.origin_of(node) is Origin.BATCH) if host is not None else (lambda node: False)
     on_device = lambda node: (found := places.placement_of(node)) is not None and found.place is Place.DEVICE  # noqa: E731
-    own = _ModuleFacts(heat, facts, places, imports, Bindings(heat, facts, is_host_batch, on_device))
+    lists = run_long_lists(module, source.text)
+    own = _ModuleFacts(heat, facts, places, imports, Bindings(heat, facts, is_host_batch, on_device, lists))
     visitors, leavers = _dispatch_tables(own, [*context.trackers.values(), *active])
     try:
         walk(module, visitors, leavers)
