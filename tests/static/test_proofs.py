@@ -93,6 +93,14 @@ def test_the_rest_of_a_step_after_a_data_dependent_exit_is_assumed_to_run(tmp_pa
     assert text == "runs every step unless an early exit is taken first (it runs when `not (found_nan(loss))` holds)"
 
 
+@pytest.mark.parametrize("leave", ["break", "raise RuntimeError('diverged')"])
+def test_the_rest_of_a_step_after_the_loop_ends_runs_every_step(tmp_path, leave):
+    # `if iter_num >= max_iters: break` ends the loop: every iteration before it runs the rest.
+    body = f"if found_nan(loss):\n    {leave}\ntorch.cuda.synchronize()"
+    [(_, severity, premises)] = evidence(tmp_path, _loop(body))
+    assert (premises[Premise.FREQUENCY][0], severity) == (Status.PROVEN, "HIGH")
+
+
 def test_a_divisibility_check_on_a_batch_is_no_rate_limit(tmp_path):
     body = "if x.size(0) % world != 0:\n    continue\ntorch.cuda.synchronize()"
     [(_, severity, premises)] = evidence(tmp_path, _loop(body))

@@ -201,6 +201,8 @@ class Conditions(LambdaScopes, Tracker):
         if kind is ConditionKind.ONCE and branch != "body":
             kind = self._test_kind(node.test)
         if kind is ConditionKind.DATA and branch == "rest":
+            if _ends_the_loop(node.body):
+                return None  # `if it >= max_iters: break`: the loop's end, every iteration before it runs
             kind = ConditionKind.EXIT  # the step goes on unless the early exit was taken
         return Condition(kind, node.test, negated=branch != "body")
 
@@ -293,6 +295,15 @@ class _Lazy:
 
     def resolve(self) -> Condition | None:
         return self._owner._classify(self._node, self._branch)
+
+
+def _ends_the_loop(body: cst.BaseSuite) -> bool:
+    """The branch ends the loop (`break`) or the run (`raise`): what follows it runs on every
+    iteration that comes before, unlike the iteration skipped by a `continue` or `return`."""
+    statements = body.body if type(body) is cst.IndentedBlock else [body]
+    last = statements[-1] if statements else None
+    small = last.body if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else []
+    return any(type(s) in (cst.Break, cst.Raise) for s in small)
 
 
 def _leaves(body: cst.BaseSuite) -> bool:
