@@ -43,3 +43,27 @@ def test_the_same_statements_inline_give_the_same_findings(analyse):
             torch.cuda.synchronize()
     """
     assert analyse(code, select=SELECT) == [("VP201", 8, "MEDIUM"), ("VP203", 9, "HIGH")]
+
+
+def test_an_interval_kept_by_hand_is_a_rate_limit(analyse):
+    code = """\
+    import torch
+    model = Net().cuda()
+    last_eval = 0
+
+    def maybe_report(step, loss):
+        global last_eval
+        if step - last_eval < 500:
+            return
+        last_eval = step
+        print(loss.item())
+
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        maybe_report(step, loss)
+        if step - last_eval >= 100:
+            print(loss.item())
+    """
+    assert analyse(code, select=("VP201",)) == []

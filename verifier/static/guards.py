@@ -2,9 +2,11 @@
 
 A guard is an enclosing `if` (in the same function) whose test takes a modulo, compares a
 step/batch index for equality (`if i == 0`, `if batch_idx == len(loader) - 1`), keeps to the
-first N (`if num_printed < 10`), reads a clock, or names a logging decision (`if should_log:`,
+first N (`if num_printed < 10`), counts the steps since the last time against an interval
+(`if step - last_eval < every:`), reads a clock, or names a logging decision (`if should_log:`,
 `if step_is_print_step`). The `else` branch of a guard is not guarded. `if step % N: continue`
-guards the rest of its loop body. An `if` whose body steps an optimizer is the update cadence
+guards the rest of its loop body, and `if step - last < every: return` at a function's own
+level the rest of the function. An `if` whose body steps an optimizer is the update cadence
 of gradient accumulation (`if (i + 1) % accum == 0: optimizer.step()`), not a rate limit.
 """
 
@@ -36,7 +38,7 @@ def is_rate_limit(test: cst.BaseExpression, imports: ImportTable) -> bool:
         kind = type(node)
         if kind is cst.BinaryOperation and type(node.operator) is cst.Modulo and not _measures_a_size(node.left):
             return True
-        if kind is cst.Comparison and (_compares_index_for_equality(node) or _first_few(node)):
+        if kind is cst.Comparison and (_compares_index_for_equality(node) or _first_few(node) or _since_last(node)):
             return True
         if (kind is cst.Name or kind is cst.Attribute) and _LOGGING_DECISION.search(terminal_name(node) or ""):
             return True
@@ -88,6 +90,24 @@ def _compares_index_for_equality(node: cst.Comparison) -> bool:
     return any(_INDEX.search(dotted_name(side) or "") for side in sides)
 
 
+def _since_last(node: cst.Comparison) -> bool:
+    """`if step - last_eval_step < EVAL_INTERVAL: return` / `if it - last_log >= every:`: the steps
+    since the last time against an interval, a rate limit kept by hand."""
+    if len(node.comparisons) != 1:
+        return False
+    comparison = node.comparisons[0]
+    if type(comparison.operator) not in (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual):
+        return False
+    left = node.left
+    if type(left) is not cst.BinaryOperation or type(left.operator) is not cst.Subtract:
+        return False
+    names = [dotted_name(left.left), dotted_name(left.right)]
+    return (
+        all(names) and any(_COUNTER.search(name) for name in names)
+        and type(comparison.comparator) in (cst.Name, cst.Attribute, cst.Integer)
+    )
+
+
 def _first_few(node: cst.Comparison) -> bool:
     """`if shown < 10:` / `if step <= 3:` / `if 0 <= step <= 2:`: a counter kept below a literal bound."""
     if len(node.comparisons) != 1:
@@ -135,6 +155,14 @@ def steps_an_optimizer(body: cst.CSTNode) -> bool:
     return False
 
 
+def _returns(body: cst.BaseSuite) -> bool:
+    """The branch ends with a `return` (the early exit of a rate-limited helper)."""
+    statements = body.body if type(body) is cst.IndentedBlock else [body]
+    last = statements[-1] if statements else None
+    small = last.body if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else []
+    return any(type(s) is cst.Return for s in small)
+
+
 def _leaves_iteration(body: cst.BaseSuite) -> bool:
     statements = body.body if type(body) is cst.IndentedBlock else [body]
     last = statements[-1] if statements else None
@@ -155,6 +183,9 @@ class _Frame:
     # Entry i, once asked: whether any of open_ifs[:i + 1] is a guard (the outer ones are not
     # asked again for each call in an inner body).
     guarded_ifs: list[bool] = field(default_factory=list)
+    # After `if step - last < every: return` at the function's own level: the rest of the
+    # function runs only when the rate limit lets it through.
+    rest_guarded: bool = False
 
 
 class Guards(LambdaScopes, Tracker):
@@ -176,7 +207,7 @@ class Guards(LambdaScopes, Tracker):
         answer = self._answer
         if answer is None:
             frame = self._frames[-1]
-            answer = self._answer = any(frame.loops) or self._in_guarded_if(frame)
+            answer = self._answer = frame.rest_guarded or any(frame.loops) or self._in_guarded_if(frame)
         return answer
 
     def _in_guarded_if(self, frame: _Frame) -> bool:
@@ -221,6 +252,12 @@ class Guards(LambdaScopes, Tracker):
         frame = self._frames[-1]
         if frame.loops and node.orelse is None and _leaves_iteration(node.body) and self._is_guard(node):
             frame.loops[-1] = True
+        elif (
+            not frame.loops and not frame.open_ifs and type(frame.scope) is cst.FunctionDef
+            and node.orelse is None and _returns(node.body) and self._is_guard(node)
+        ):
+            frame.rest_guarded = True
+            self._answer = None
             self._answer = None
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
