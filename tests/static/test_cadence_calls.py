@@ -67,3 +67,28 @@ def test_an_interval_kept_by_hand_is_a_rate_limit(analyse):
             print(loss.item())
     """
     assert analyse(code, select=("VP201",)) == []
+
+
+def test_the_rest_of_an_iteration_skipped_unless_the_step_matches_runs_once(analyse):
+    code = """\
+    import torch
+    model = Net().cuda()
+    SCHEDULE = [(100, 0.5), (200, 0.25)]
+
+    def apply_schedule(step, stats):
+        for i, (at, gamma) in enumerate(SCHEDULE):
+            if gamma == 0.0 or step != at:
+                continue
+            print(stats.item())
+
+    for step, (x, y) in enumerate(loader):
+        if step == 10_000:
+            break
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        apply_schedule(step, loss)
+        print(loss.item())
+    """
+    # The `break` ends the loop: the read after it runs every step, proven (MEDIUM, no cap needed).
+    assert analyse(code, select=("VP201",)) == [("VP201", 18, "MEDIUM")]

@@ -196,13 +196,13 @@ class Conditions(LambdaScopes, Tracker):
         kind = self._kinds.get(id(node))
         if kind is None:
             kind = self._kinds[id(node)] = self._kind_of(node)
+        if branch == "rest" and _ends_the_loop(node.body):
+            return None  # `if it >= max_iters: break`: the loop's end, every iteration before it runs
         if kind is ConditionKind.THROTTLE and branch == "else":
             return None  # the `else` of a rate limit runs on the other steps: as often as the loop
         if kind is ConditionKind.ONCE and branch != "body":
             kind = self._test_kind(node.test)
         if kind is ConditionKind.DATA and branch == "rest":
-            if _ends_the_loop(node.body):
-                return None  # `if it >= max_iters: break`: the loop's end, every iteration before it runs
             kind = ConditionKind.EXIT  # the step goes on unless the early exit was taken
         return Condition(kind, node.test, negated=branch != "body")
 

@@ -5,6 +5,7 @@ step/batch index for equality (`if i == 0`, `if batch_idx == len(loader) - 1`), 
 first N (`if num_printed < 10`), counts the steps since the last time against an interval
 (`if step - last_eval < every:`), reads a clock, or names a logging decision (`if should_log:`,
 `if step_is_print_step`). The `else` branch of a guard is not guarded. `if step % N: continue`
+(also `if step != at: continue`, which runs the rest on that step only)
 guards the rest of its loop body, and `if step - last < every: return` at a function's own
 level the rest of the function. An `if` whose body steps an optimizer is the update cadence
 of gradient accumulation (`if (i + 1) % accum == 0: optimizer.step()`), not a rate limit.
@@ -155,6 +156,24 @@ def steps_an_optimizer(body: cst.CSTNode) -> bool:
     return False
 
 
+def _skips_unless_index(test: cst.BaseExpression) -> bool:
+    """`if step != apply_step: continue` (also one term of an `or`): the rest of the iteration
+    runs only on the step the index names."""
+    terms, pending = [], [test]
+    while pending:
+        term = pending.pop()
+        if type(term) is cst.BooleanOperation and type(term.operator) is cst.Or:
+            pending += [term.left, term.right]
+        else:
+            terms.append(term)
+    return any(
+        type(term) is cst.Comparison and len(term.comparisons) == 1
+        and type(term.comparisons[0].operator) is cst.NotEqual
+        and any(_INDEX.search(dotted_name(side) or "") for side in (term.left, term.comparisons[0].comparator))
+        for term in terms
+    )
+
+
 def _returns(body: cst.BaseSuite) -> bool:
     """The branch ends with a `return` (the early exit of a rate-limited helper)."""
     statements = body.body if type(body) is cst.IndentedBlock else [body]
@@ -250,7 +269,9 @@ class Guards(LambdaScopes, Tracker):
     def leave_If(self, node: cst.If) -> None:
         del self._if_of_body[id(node.body)]
         frame = self._frames[-1]
-        if frame.loops and node.orelse is None and _leaves_iteration(node.body) and self._is_guard(node):
+        if frame.loops and node.orelse is None and _leaves_iteration(node.body) and (
+            self._is_guard(node) or _skips_unless_index(node.test)
+        ):
             frame.loops[-1] = True
         elif (
             not frame.loops and not frame.open_ifs and type(frame.scope) is cst.FunctionDef
