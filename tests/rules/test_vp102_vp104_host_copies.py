@@ -125,6 +125,8 @@ def test_the_legacy_cuda_tensor_types_copy_to_the_device(analyse):
     for imgs, labels in loader:
         valid = Tensor(imgs.size(0), 1).fill_(1.0)
         ones = Tensor(64)
+        batch_size = imgs.shape[0]
+        labels_gen = Tensor(batch_size).fill_(0.0)
         real = imgs.type(Tensor)
         target = labels.type(torch.cuda.LongTensor)
         staged = labels.type(torch.cuda.LongTensor, non_blocking=True)
@@ -133,7 +135,7 @@ def test_the_legacy_cuda_tensor_types_copy_to_the_device(analyse):
         loss.backward()
         optimizer.step()
     """
-    assert analyse(code, select=SELECT) == [("VP102", 8, "LOW"), ("VP102", 9, "LOW"), ("VP104", 11, "MEDIUM")]
+    assert analyse(code, select=SELECT) == [("VP102", 10, "LOW"), ("VP102", 11, "LOW"), ("VP104", 13, "MEDIUM")]
 
 
 def test_the_host_tensor_types_and_a_module_cast_copy_nothing(analyse):

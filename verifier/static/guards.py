@@ -6,8 +6,8 @@ first N (`if num_printed < 10`), counts the steps since the last time against an
 (`if step - last_eval < every:`), reads a clock, or names a logging decision (`if should_log:`,
 `if step_is_print_step`). The `else` branch of a guard is not guarded. `if step % N: continue`
 (also `if step != at: continue`, which runs the rest on that step only)
-guards the rest of its loop body, and `if step - last < every: return` at a function's own
-level the rest of the function. An `if` whose body steps an optimizer is the update cadence
+guards the rest of its loop body, and `if step - last < every: return` (or `if step != at:
+return`) at a function's own level the rest of the function. An `if` whose body steps an optimizer is the update cadence
 of gradient accumulation (`if (i + 1) % accum == 0: optimizer.step()`), not a rate limit.
 """
 
@@ -275,7 +275,8 @@ class Guards(LambdaScopes, Tracker):
             frame.loops[-1] = True
         elif (
             not frame.loops and not frame.open_ifs and type(frame.scope) is cst.FunctionDef
-            and node.orelse is None and _returns(node.body) and self._is_guard(node)
+            and node.orelse is None and _returns(node.body)
+            and (self._is_guard(node) or _skips_unless_index(node.test))
         ):
             frame.rest_guarded = True
             self._answer = None

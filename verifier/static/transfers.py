@@ -16,6 +16,7 @@ from verifier.static.facts import Kind, NameFacts
 from verifier.static.heat import is_model_name
 from verifier.static.names import (
     ImportTable,
+    dotted_name,
     has_star_args,
     is_false,
     is_true,
@@ -80,10 +81,19 @@ def _legacy_type_move(
         return DeviceMove(call, source, False if blocking else True if is_true(flag.value) else None)
     if len(call.args) == 1 and call.args[0].keyword is None and facts.names_device_tensor_type(call.func):
         data = call.args[0].value
-        if facts.kind_of(data) is Kind.NUMBER or type(data) in (cst.Integer, cst.Float):
-            return None  # `Tensor(batch_size)`: a size
-        return DeviceMove(call, data, False)
+        # Data is a built value (`np.random.normal(...)`, a list) or a name known to hold an array
+        # or a tensor; `Tensor(batch_size)` with a size allocates on the device and copies nothing.
+        built = type(data) in (cst.Call, cst.List, cst.Tuple, cst.ListComp) and not _is_size(data)
+        if built or facts.kind_of(data) in (Kind.NUMPY, Kind.TENSOR):
+            return DeviceMove(call, data, False)
     return None
+
+
+def _is_size(node: cst.BaseExpression) -> bool:
+    """`x.size(0)`, `len(batch)`, `int(n)`: a count, not data."""
+    return type(node) is cst.Call and (
+        method_name(node) in ("size", "numel", "dim") or dotted_name(node.func) in ("len", "int")
+    )
 
 
 def is_module(node: cst.BaseExpression, facts: NameFacts) -> bool:
