@@ -194,7 +194,7 @@ def test_the_hook_is_verbose_so_a_passing_commit_shows_its_findings():
     """pre-commit prints a passing hook's output only for a verbose hook; MEDIUM and LOW findings
     never block, so without it they would never be seen (the slow packaging test runs it)."""
     assert hook_definition()["verbose"] is True
-    documented = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    documented = (Path(__file__).resolve().parent.parent / "docs" / "pre-commit.md").read_text(encoding="utf-8")
     assert "verbose: false" in documented
 
 
