@@ -16,7 +16,7 @@ from verifier.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
-PAGES = [README, *DOCS]
+PAGES = [README, ROOT / "CHANGELOG.md", *DOCS]
 SETUP_COMMANDS = (
     "python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e . && .venv/bin/verify-perf examples/ --exit-zero",
     "python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[test]' && .venv/bin/pytest",
@@ -120,3 +120,10 @@ def test_example_output_in_the_docs_is_what_verify_perf_prints(capsys, monkeypat
                 assert any(p.startswith(line[:-3]) for p in printed), line
             else:
                 assert line in printed, line
+
+
+def test_the_changelog_has_this_version():
+    changelog = text_of(ROOT / "CHANGELOG.md")
+    assert re.search(rf"^## \[{re.escape(__version__)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.MULTILINE)
+    section = changelog.split(f"## [{__version__}]", 1)[1].split("\n## [", 1)[0]
+    assert [h for h in re.findall(r"^### (.*)$", section, re.MULTILINE)] == ["Added", "Changed", "Fixed"]
