@@ -80,7 +80,7 @@ PRESETS: dict[str, Preset] = {
         bench_steps=10,
         bench_repeats=5,
         bench_sync_steps=3,
-        # FP32 and BF16 were at the ceiling by step 60 for seeds 0-8 (measured; README).
+        # FP32 and BF16 were at the ceiling by step 60 for seeds 0-8 (measured; docs/dynamic-harness.md).
         accuracy_steps=60,
         # With the interpreter and torch starting in 2-4 s, the whole bench stays under 10 s.
         bench_time_budget_s=5.0,

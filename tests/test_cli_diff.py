@@ -190,6 +190,14 @@ def test_the_pre_commit_hook_command_line_reports_the_helper(tmp_path, monkeypat
     assert not (tmp_path / "reports").exists()
 
 
+def test_the_hook_is_verbose_so_a_passing_commit_shows_its_findings():
+    """pre-commit prints a passing hook's output only for a verbose hook; MEDIUM and LOW findings
+    never block, so without it they would never be seen (the slow packaging test runs it)."""
+    assert hook_definition()["verbose"] is True
+    documented = (Path(__file__).resolve().parent.parent / "docs" / "pre-commit.md").read_text(encoding="utf-8")
+    assert "verbose: false" in documented
+
+
 def test_with_heat_scope_paths_the_helper_alone_is_cold(two_files, capsys):
     code, report = findings(capsys, "helper.py", "--heat-scope", "paths")
     assert (code, report["findings"], report["heat_files"]) == (0, [], 1)

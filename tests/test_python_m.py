@@ -36,7 +36,7 @@ def test_modules_in_the_working_directory_are_never_imported(tmp_path):
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="-P is new in Python 3.11")
 def test_dash_p_runs_the_real_tool_where_the_project_has_its_own_verifier_module(tmp_path):
-    """What the README advises for a project with a `verifier.py`: plain `-m` finds that module
+    """What docs/usage.md advises for a project with a `verifier.py`: plain `-m` finds that module
     before any of verify-perf's code can run (Python's own lookup); `-P` never looks there."""
     (tmp_path / "verifier.py").write_text(f"open({str(tmp_path / 'RAN_verifier')!r}, 'w').close()\nraise SystemExit(9)\n")
     shutil.copy(EXAMPLES / "bad_train.py", tmp_path / "bad_train.py")

@@ -33,7 +33,7 @@ HARNESS_UNAVAILABLE = "not run: harness unavailable"
 CALIBRATION_ONLY = (
     "verify-perf: --dynamic without --entry measured only the bundled reference model (a calibration of this "
     "machine and toolchain), none of your code; to measure your own training step, add --entry "
-    "package.module:function (the contract: verifier/dynamic/entry.py, README 'Dynamic harness')"
+    "package.module:function (the contract: verifier/dynamic/entry.py, docs/dynamic-harness.md)"
 )
 
 

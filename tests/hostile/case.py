@@ -1,5 +1,5 @@
 """What one hostile case declares: the tree it builds, the command it runs and the outcome the
-README documents for it. The runner checks every case against the same invariants; a case only
+documentation gives for it. The runner checks every case against the same invariants; a case only
 adds what is particular to it (its exit code, the files it may write, what must be found)."""
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def test_the_sweep_is_generated_the_same_every_time_and_covers_every_category():
     categories = {module.CATEGORY for module in CATEGORIES if module.cases()}
     assert {c.category for c in FAST} == categories
     assert 50 <= len(FAST) <= 100
-    # Every exit code is one the README documents, or death by a signal the case itself sends.
+    # Every exit code is one docs/usage.md documents, or death by a signal the case itself sends.
     for case in first:
         assert case.exit_code in (None, 0, 1, 2) or (case.interrupt and case.exit_code == -case.interrupt[1]), case.ident
 

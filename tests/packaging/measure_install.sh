@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sizes and times of verify-perf as users install it, for the README and before/after notes:
+# Sizes and times of verify-perf as users install it, for docs/install.md and docs/pre-commit.md and before/after notes:
 #   tests/packaging/measure_install.sh REPO [WORKDIR]
 # REPO is a git clone (its HEAD is measured); needs `build` and `pre-commit` on the current python.
 # Prints the base venv size (du -sm) and install time, the [dynamic] venv (when the extra exists),

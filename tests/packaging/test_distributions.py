@@ -124,6 +124,7 @@ HOOK_CALLER = (
     "        optimizer.step()\n        log_step(loss)\n"
 )
 HOOK_HELPER_SYNC = "import torch\n\n\ndef log_step(loss):\n    torch.cuda.synchronize()\n    return loss\n"
+HOOK_HELPER_EMPTY_CACHE = "import torch\n\n\ndef log_step(loss):\n    torch.cuda.empty_cache()\n    return loss\n"
 
 
 def git(folder: Path, *args: str) -> str:
@@ -155,6 +156,15 @@ def test_pre_commit_runs_the_hook_from_a_local_clone(tmp_path):
     first_seconds = time.perf_counter() - started
     assert first.returncode == 0, first.stdout + first.stderr
     assert "verify-perf" in first.stdout and "Passed" in first.stdout
+
+    # The hook is verbose: a passing commit still shows the findings that do not block.
+    (project / "helper.py").write_text(HOOK_HELPER_EMPTY_CACHE)
+    git(project, "add", "helper.py")
+    passing = run(*pre_commit, "run", cwd=project, env=env, check=False)
+    assert passing.returncode == 0, passing.stdout + passing.stderr
+    assert "Passed" in passing.stdout
+    assert "helper.py:5:5: VP403 [MEDIUM]" in passing.stdout
+    assert "Decision: PASS" in passing.stdout
 
     (project / "helper.py").write_text(HOOK_HELPER_SYNC)
     git(project, "add", "helper.py")

@@ -92,8 +92,8 @@ def test_two_runs_with_the_same_date_are_byte_identical(name, tmp_path, monkeypa
     assert first.encode() == second.encode()
 
 
-def test_readme_excerpt_matches_the_committed_example():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_docs_excerpt_matches_the_committed_example():
+    readme = (ROOT / "docs" / "reports.md").read_text(encoding="utf-8")
     golden = (GOLDEN / "bad_train.md").read_text(encoding="utf-8")
     score_line = next(line for line in golden.splitlines() if line.startswith("**Score:"))
-    assert score_line in readme, "update the README excerpt under 'Reports and the pre-merge gate'"
+    assert score_line in readme, "update the excerpt in docs/reports.md"

@@ -1,6 +1,7 @@
 """The heat trace in every output: a `= note:` line in text and on the terminal, `heat_trace`
-in JSON, `relatedLocations` in SARIF, a "Why hot" line in the markdown report; never part of
-a finding's identity (baselines match with or without it)."""
+in JSON, `relatedLocations` in SARIF (linked from the result's message), a `note:` line in GitHub
+annotations, a "Why hot" line in the markdown report; never part of a finding's identity
+(baselines match with or without it)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import jsonschema
 from tests.report.conftest import make_finding, make_report
 from tests.report.test_machine_formats import FINDINGS_SCHEMA, sarif_of, with_baseline
 from verifier.findings import Heat, TraceStep
+from verifier.report.github import annotation
 from verifier.report.json_format import render_json
 from verifier.report.markdown import render_markdown
 from verifier.report.terminal import render_terminal
@@ -92,6 +94,64 @@ def test_sarif_related_locations_carry_each_step():
     ]
     untraced = sarif_of(make_report([make_finding()]))["runs"][0]["results"][0]
     assert "relatedLocations" not in untraced
+
+
+# An embedded link as a SARIF viewer reads one: `[text](id)` whose `[` is not escaped.
+EMBEDDED_LINK = re.compile(r"(?<!\\)((?:\\\\)*)\[((?:[^\\\[\]]|\\.)*)\]\(([0-9]+)\)")
+
+
+def unescaped(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def test_sarif_message_links_each_step_of_the_trace_to_its_related_location():
+    result = sarif_of(make_report([TRACED]))["runs"][0]["results"][0]
+    assert result["message"]["text"] == (
+        "`.item()` of `loss` in the per-step loop waits for the device every step\n"
+        "runs every step: [utils.py:43](1) calls log_metrics() inside the step loop at [train.py:30](2) "
+        "(iterates train_loader, calls optimizer.step())"
+    )
+    links = [(text, int(number)) for _, text, number in EMBEDDED_LINK.findall(result["message"]["text"])]
+    ids = {location["id"]: location for location in result["relatedLocations"]}
+    assert [number for _, number in links] == sorted(ids) == [1, 2]
+    for text, number in links:
+        region = ids[number]["physicalLocation"]
+        assert text == f"{region['artifactLocation']['uri']}:{region['region']['startLine']}"
+
+
+def test_sarif_message_without_a_trace_is_the_finding_message():
+    result = sarif_of(make_report([make_finding(heat=Heat.ONCE)]))["runs"][0]["results"][0]
+    assert result["message"]["text"] == "`.item()` of `loss` in the per-step loop waits for the device every step"
+
+
+def test_sarif_messages_escape_brackets_so_only_the_trace_links():
+    """A literal `[`, `]` or `\\` is escaped as CodeQL writes it: `fns[0](x)` in code never reads as a link."""
+    odd = replace(
+        make_finding("VP205", message="`fns[0](x)` and `t[mask]` read a C:\\tmp value", path="data[1].py",
+                     heat=Heat.STEP, name="data-dependent-shape-sync"),
+        heat_trace=(TraceStep("data[1].py", 7, "calls run[0]()"),
+                    TraceStep("loop[2].py", 3, "step loop: iterates batches[0], calls opt.step()")),
+    )
+    result = sarif_of(make_report([odd]))["runs"][0]["results"][0]
+    text = result["message"]["text"]
+    assert text.startswith("`fns\\[0\\](x)` and `t\\[mask\\]` read a C:\\\\tmp value\n")
+    assert [(link, number) for _, link, number in EMBEDDED_LINK.findall(text)] == [
+        ("data\\[1\\].py:7", "1"), ("loop\\[2\\].py:3", "2"),
+    ]
+    assert unescaped(EMBEDDED_LINK.sub(lambda m: m[1] + m[2], text)) == (
+        "`fns[0](x)` and `t[mask]` read a C:\\tmp value\n"
+        "runs every step: data[1].py:7 calls run[0]() inside the step loop at loop[2].py:3 "
+        "(iterates batches[0], calls opt.step())"
+    )
+    assert [location["message"]["text"] for location in result["relatedLocations"]] == [
+        "calls run\\[0\\]()", "step loop: iterates batches\\[0\\], calls opt.step()",
+    ]
+
+
+def test_github_annotation_carries_the_heat_note_under_the_message():
+    line = annotation(TRACED)
+    assert line.startswith("::warning file=utils.py,line=12,endLine=12,col=5,title=VP201 sync-in-hot-loop [MEDIUM]::")
+    assert line.endswith("::`.item()` of `loss` in the per-step loop waits for the device every step%0Anote: " + NOTE)
 
 
 def test_markdown_has_a_why_hot_line_with_code_spans():

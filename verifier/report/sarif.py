@@ -3,13 +3,16 @@
 Every rule of the run is described once under `tool.driver.rules`; results point at them by
 id and index. Locations are relative URIs against `%SRCROOT%` so the file is the same on every
 machine. Fingerprints are the baseline fingerprints (`verifyPerf/v2`: what the finding is, not
-where), so dashboards track findings across edits, renames and moves.
+where), so dashboards track findings across edits, renames and moves. A result's message carries
+its heat trace with each step linked to its related location (`[train.py:30](2)`): GitHub code
+scanning links related locations only where the message embeds them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import PurePath
 
 from verifier.findings import Category, Finding, Heat, Severity
@@ -18,6 +21,7 @@ from verifier.report.github import LEVEL as GITHUB_LEVEL
 from verifier.report.file_names import json_safe, uri_path
 from verifier.report.model import Report
 from verifier.report.rule_docs import rule_markdown
+from verifier.report.text import heat_note
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
@@ -28,6 +32,33 @@ LEVEL = {severity: {"notice": "note"}.get(level, level) for severity, level in G
 BASELINE_STATE = {"new": "new", "existing": "unchanged"}
 # partialFingerprints keys: identity fingerprints, and the path-keyed ones of older baselines.
 IDENTITY_KEY, PATH_KEY = "verifyPerf/v2", "verifyPerf/v1"
+
+
+# A trace step's place while the note is built: no message can hold a NUL (Python refuses such source).
+STEP_MARK = re.compile("\x00([0-9]+)\x00")
+
+
+def plain_text(text: str) -> str:
+    """A plain-text SARIF message: `\\`, `[` and `]` escaped with a backslash, as the specification
+    asks inside a link's text and CodeQL does everywhere, so no text of ours reads as a link."""
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def message_text(finding: Finding) -> str:
+    """The finding's message, then its heat trace with every step an embedded link to the related
+    location of the same id (`relatedLocations` numbers the steps from 1)."""
+    places: dict[int, str] = {}
+
+    def mark(where: str, number: int) -> str:
+        places[number] = where
+        return f"\x00{number}\x00"
+
+    note = heat_note(finding, numbered=mark)
+    text = plain_text(finding.message)
+    if not note:
+        return text
+    linked = STEP_MARK.sub(lambda m: f"[{plain_text(places[int(m[1])])}]({m[1]})", plain_text(note))
+    return f"{text}\n{linked}"
 
 
 def artifact_location(path: str) -> dict:
@@ -131,7 +162,7 @@ def _result(finding: Finding, report: Report, index: dict[str, int]) -> dict:
         "ruleId": finding.code,
         "ruleIndex": index[finding.code],
         "level": LEVEL[finding.severity],
-        "message": {"text": finding.message},
+        "message": {"text": message_text(finding)},
         "locations": [
             {
                 "physicalLocation": {
@@ -169,7 +200,7 @@ def _trace_location(number: int, step) -> dict:
     physical: dict = {"artifactLocation": artifact_location(step.path)}
     if step.line:
         physical["region"] = {"startLine": step.line}
-    return {"id": number, "physicalLocation": physical, "message": {"text": step.what}}
+    return {"id": number, "physicalLocation": physical, "message": {"text": plain_text(step.what)}}
 
 
 def _suppressed(finding: Finding, report: Report, index: dict[str, int]) -> dict:
@@ -186,7 +217,7 @@ def _absent(stored, index: dict[str, int], key: str) -> dict:
         "ruleId": stored.code,
         "level": "none",
         "kind": "pass",
-        "message": {"text": f"fixed since the baseline: {stored.message}"},
+        "message": {"text": plain_text(f"fixed since the baseline: {stored.message}")},
         "locations": [
             {
                 "physicalLocation": {

@@ -1,4 +1,4 @@
-"""The score out of 100: one documented formula (README "Scoring and decision").
+"""The score out of 100: one documented formula (docs/scoring.md).
 
 Each scored category is worth the same share of 100; a category that no enabled rule covers
 is not scored. Inside a category every finding costs a fraction of that share by severity

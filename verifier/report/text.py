@@ -48,15 +48,18 @@ def because(finding: Finding, place: Callable[[str], str] = str) -> list[str]:
     return reasons
 
 
-def heat_note(finding: Finding, place: Callable[[str], str] = str) -> str:
+def heat_note(finding: Finding, place: Callable[[str], str] = str,
+              *, numbered: Callable[[str, int], str] | None = None) -> str:
     """Why the line is hot, from its heat trace: `runs every step: train.py:43 calls
     log_metrics() inside the step loop at train.py:30 (iterates train_loader, calls
-    optimizer.step())`; "" without a trace. `place` formats each `path:line`."""
+    optimizer.step())`; "" without a trace. `place` formats each `path:line`; `numbered`, if
+    given, instead formats it knowing its step's number in the trace (from 1)."""
     if not finding.heat_trace:
         return ""
     parts = []
-    for step in finding.heat_trace:
-        where = place(f"{step.path}:{step.line}" if step.line else step.path)
+    for number, step in enumerate(finding.heat_trace, start=1):
+        spelled = f"{step.path}:{step.line}" if step.line else step.path
+        where = numbered(spelled, number) if numbered is not None else place(spelled)
         if step.is_loop:
             kind, _, why = step.what.partition(": ")
             parts.append(f"inside the {kind} at {where} ({why})")
