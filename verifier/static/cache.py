@@ -40,7 +40,7 @@ from verifier.static.source import UnreadableSource, read_bytes
 DEFAULT_CACHE_DIR = ".verify_perf_cache"
 # Settings that change how a run is carried out, never what it finds.
 _NOT_IN_KEY = ("jobs", "cache_dir")
-# Larger than any entry a real project needs (measured in the README); a larger one is neither
+# Larger than any entry a real project needs (measured in docs/speed.md); a larger one is neither
 # stored nor read, so a planted giant file is a miss, never a MemoryError.
 _MAX_ENTRY_SIZE = 64 * 1024 * 1024
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
