@@ -5,9 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.deferred import JudgementInput, deferred
+from verifier.static.deferred import EVERY_INPUT, JudgementInput, deferred
 from verifier.static.guards import GuardedRule, is_opt_in_flag
-from verifier.static.heat import Where
+from verifier.static.heat import CLOCKS, Where
 from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import terminal_name
 from verifier.static.rule import Invalid
@@ -16,10 +16,6 @@ from verifier.static.walk import iter_descendants
 
 _SYNCHRONIZE = frozenset(
     {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"}
-)
-_TIMERS = frozenset(
-    {"time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic",
-     "time.monotonic_ns", "timeit.default_timer", "torch.cuda.Event"}
 )
 _TIMING = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
 # A synchronize right before a statement that reads a device value: the read waits anyway.
@@ -98,7 +94,7 @@ per_iter_ms = start.elapsed_time(end) / iters
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.context.imports.call_name(node)
         calls, timed = self._scopes[-1]
-        if qualified in _TIMERS:
+        if qualified in CLOCKS:
             timed[0] = True
         elif qualified in _SYNCHRONIZE or self._is_stream_or_event_sync(node):
             # Every N steps, or behind an opt-in flag (`if args.synchronize_step:`), is a choice.
@@ -161,9 +157,16 @@ per_iter_ms = start.elapsed_time(end) / iters
                 )
                 continue
             if not timed[0]:
+                # Its own function reads no clock; the step loop that runs it may (`t0 =
+                # time.perf_counter()` in the loop that calls a helper): timed either way.
                 self.report(
-                    call, "`synchronize()` in a loop blocks the host on every iteration", where=where, condition=condition
+                    call, "`synchronize()` in a loop blocks the host on every iteration", where=where, condition=condition,
+                    severity=deferred(
+                        lambda where=where: None if _step_reads_clock(where) else self.severity,
+                        outcomes=(self.severity,), reads=EVERY_INPUT,
+                    ),
                 )
+                self._report_timed_step(call, where, condition, lambda where=where: _step_reads_clock(where))
                 continue
             # A clock read beside it: a benchmark's timing, unless the loop trains (reading a clock
             # does not make a training loop a benchmark). Which one is known once loops are classified.
@@ -180,19 +183,23 @@ per_iter_ms = start.elapsed_time(end) / iters
                 ),
                 fix="Record `torch.cuda.Event(enable_timing=True)` around the loop and synchronize once.",
             )
-            self.report(
-                call,
-                "`synchronize()` every step to time it blocks the host until the device is idle, so no "
-                "work is queued ahead of the next step; time steps with CUDA events",
-                where=where,
-                condition=condition,
-                severity=deferred(
-                    lambda where=where: None if _times_a_benchmark(where) else _TIMED_STEP,
-                    outcomes=(_TIMED_STEP,),
-                    reads=_READS,
-                ),
-                fix="Record `torch.cuda.Event(enable_timing=True)` around the step and read it when logging.",
-            )
+            self._report_timed_step(call, where, condition, lambda: True)
+
+    def _report_timed_step(self, call: cst.Call, where: Where, condition, timed) -> None:
+        """A training step timed with a synchronize (`timed()` says whether it is timed at all)."""
+        self.report(
+            call,
+            "`synchronize()` every step to time it blocks the host until the device is idle, so no "
+            "work is queued ahead of the next step; time steps with CUDA events",
+            where=where,
+            condition=condition,
+            severity=deferred(
+                lambda: _TIMED_STEP if timed() and not _times_a_benchmark(where) else None,
+                outcomes=(_TIMED_STEP,),
+                reads=EVERY_INPUT,  # the loop that times it may be a caller's
+            ),
+            fix="Record `torch.cuda.Event(enable_timing=True)` around the step and read it when logging.",
+        )
 
     VALID = (
         """\
@@ -253,6 +260,21 @@ def _times_a_benchmark(where: Where) -> bool:
     if where.loops:
         return True
     return where.function is not None and where.function.timing
+
+
+def _step_reads_clock(where: Where) -> bool:
+    """Does the step loop that makes `where` hot read a clock in its body? Followed up the calls
+    (a helper's synchronize is timed by the loop that calls it every step), as the heat trace is."""
+    seen: set[int] = set()
+    while True:
+        for loop in reversed(where.loops):
+            if loop.is_step or loop.is_eval or loop.is_epoch:
+                return loop.is_step and loop.reads_clock
+        function = where.function
+        if function is None or function.heat_site is None or id(function) in seen:
+            return False
+        seen.add(id(function))
+        where = function.heat_site.where
 
 
 def _brackets_a_measurement(where: Where) -> bool:

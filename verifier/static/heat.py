@@ -54,6 +54,11 @@ _TIMING_FUNCTION = re.compile(r"bench|timing|timeit|profil|measure|latency|throu
 _TIMING_MODULE = re.compile(r"(^|_)bench(mark)?(s|ing)?($|_)|profil", re.IGNORECASE)
 _MEMOISERS = frozenset({"functools.cache", "functools.lru_cache", "functools.cached_property"})
 _UPDATES = frozenset({"backward", "zero_grad", "step"})
+# Host clocks (and CUDA events) a loop reads to time itself.
+CLOCKS = frozenset(
+    {"time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic",
+     "time.monotonic_ns", "timeit.default_timer", "torch.cuda.Event"}
+)
 
 
 # A verb before the noun names an action on a model (`profile_model(m)`, `train_model(...)`), not one.
@@ -208,6 +213,8 @@ class LoopInfo:
     because_site: CallSite | None = None
     # The update is in a function this loop calls once per iteration (`because_site`).
     steps_in_call: bool = False
+    # Its body reads a host clock (`t0 = time.perf_counter()`): the loop times its steps.
+    reads_clock: bool = False
 
 
 @dataclass(eq=False)
@@ -489,6 +496,9 @@ class HeatModel:
         qualified = self._imports.call_name(call)
         function = self._function_stack[-1] if self._function_stack else None
         loops = self._loop_stack[-1]
+        if qualified in CLOCKS:
+            for loop in loops:
+                loop.reads_clock = True
         if self._is_training_signal(call, qualified):
             shown = _shown_call(call)
             for loop in loops:
