@@ -20,6 +20,7 @@ from verifier.findings import Finding
 from verifier.integers import parse_whole, shown
 from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
 from verifier.report.render import STATISTICS_FORMATS, render
+from verifier.report.text import counted
 from verifier.scope import find_scope, project_root, relative_to_cwd
 from verifier.show import show_files, show_settings
 from verifier.stdout import require_stdout, write_stdout_safely
@@ -92,6 +93,12 @@ def run_check(args: argparse.Namespace) -> int:
     if not files:
         # Like ruff: said on stderr, exit code from the findings (none: 0); the report says so too.
         print("verify-perf: warning: no Python files found under the given path(s): nothing was analysed", file=sys.stderr)
+        if analysed.ignored:
+            print(
+                f"verify-perf: note: {counted(len(analysed.ignored), 'Python file')} left out by .gitignore or .ignore; "
+                "--no-respect-gitignore analyses them",
+                file=sys.stderr,
+            )
 
     if _styled_for_terminal(args):
         from verifier.report.terminal import render_terminal
@@ -139,6 +146,7 @@ def effective_settings(args: argparse.Namespace) -> Settings:
         select=_selection(args, config, defaults),
         ignore=config.ignore + tuple(args.ignore),
         exclude=config.exclude + as_patterns(args.exclude),
+        respect_gitignore=_first_set(args.respect_gitignore, config.respect_gitignore, defaults.respect_gitignore),
         severity=dict(config.severity),
         per_file_ignores=config.per_file_ignores,
         block_on=config.block_on if config.block_on is not None else defaults.block_on,
@@ -221,6 +229,8 @@ def reproduce_command(args: argparse.Namespace, task: str, date: str) -> str:
         parts.append("--preview")
     if args.force_exclude:
         parts.append("--force-exclude")
+    if args.respect_gitignore is not None:
+        parts.append("--respect-gitignore" if args.respect_gitignore else "--no-respect-gitignore")
     if args.statistics:
         parts.append("--statistics")
     if args.diff:
@@ -248,7 +258,7 @@ def _scope(args: argparse.Namespace, settings: Settings):
     root = _root(args, settings)
     scope = find_scope(
         args.paths, settings.exclude, root=root if args.heat_scope == "project" else None,
-        force_exclude=args.force_exclude, boundary=root,
+        force_exclude=args.force_exclude, boundary=root, respect_ignore_files=settings.respect_gitignore,
     )
     changed = None
     if args.diff:
@@ -305,6 +315,7 @@ def _analyse(args: argparse.Namespace, settings: Settings):
         every_line=sorted([*every_line, *listing]),
         every_suppressed=suppressed,
         compared=_rules_that_ran(settings, [r.path for r in shown], folders, unanalysable),
+        ignored=scope.ignored,
     )
 
 
@@ -356,6 +367,8 @@ class Analysed:
     every_line: list[Finding] = field(default_factory=list)
     every_suppressed: list[Finding] = field(default_factory=list)
     compared: Callable[[str, str], bool] | None = None
+    # Python files under the named paths that .gitignore or .ignore left out.
+    ignored: list[str] = field(default_factory=list)
 
 
 def _dynamic(args: argparse.Namespace, settings: Settings, task: str) -> tuple[DynamicResult | None, str, bool]:

@@ -155,9 +155,14 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
                        help="also run the rules still in preview (not yet precise enough on real code to gate by default)")
     rules.add_argument("--ignore", type=_codes, action="extend", default=[], metavar="CODES",
                        help="comma-separated rule codes, prefixes or names to disable")
-    rules.add_argument("--exclude", type=_codes, action="extend", default=[], metavar="GLOBS",
-                       help="extra comma-separated glob patterns of files or folders to skip (a pattern with "
-                            "a '/' is relative to the working directory; in the config file, to its folder)")
+    rules.add_argument("--exclude", "--extend-exclude", dest="exclude", type=_codes, action="extend", default=[],
+                       metavar="GLOBS",
+                       help="extra comma-separated glob patterns of files or folders to skip, added to the "
+                            "default and configured excludes (a pattern with a '/' is relative to the working "
+                            "directory; in the config file, to its folder)")
+    rules.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=None,
+                       help="skip the files .gitignore and .ignore leave out (default; config: respect-gitignore); "
+                            "a file named on the command line is always analysed")
     rules.add_argument("--force-exclude", action="store_true",
                        help="apply the excludes to files named on the command line too (the pre-commit hook uses this)")
     gate = parser.add_argument_group("gate")
