@@ -23,11 +23,12 @@ from verifier.report.render import STATISTICS_FORMATS, render
 from verifier.report.text import counted
 from verifier.scope import find_scope, project_root, relative_to_cwd
 from verifier.show import show_files, show_settings
+from verifier.stdin import STDIN, reading_stdin, stdin_name
 from verifier.stdout import require_stdout, write_stdout_safely
 from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.static.patterns import as_patterns
 from verifier.static.parallel import MAX_JOBS, default_jobs
-from verifier.task import default_task, validate_task
+from verifier.task import DEFAULT_REPORT_DIR, default_task, validate_task
 from verifier.writing import STDOUT, OutputTarget, output_target
 
 HARNESS_UNAVAILABLE = "not run: harness unavailable"
@@ -39,10 +40,22 @@ CALIBRATION_ONLY = (
 
 
 def run_check(args: argparse.Namespace) -> int:
+    from_stdin = stdin_name(args)
+    if from_stdin is not None:
+        # From here on the run reads that name as its one path; nothing is written unless asked for.
+        args.paths, args.no_cache = [from_stdin], True
+        args.no_report = args.no_report or args.report_dir is None
     task = validate_task(args.task) if args.task is not None else default_task(args.paths[0])
     date = report_date(args.date, os.environ.get("SOURCE_DATE_EPOCH"))
     settings = effective_settings(args)
     settings.selected_rules()  # an unknown selector is a usage error before any work
+    if from_stdin is None:
+        return _check(args, settings, task, date)
+    with reading_stdin(from_stdin, settings.max_file_size):
+        return _check(args, settings, task, date)
+
+
+def _check(args: argparse.Namespace, settings: Settings, task: str, date: str) -> int:
     if args.statistics and args.format not in STATISTICS_FORMATS:
         raise UsageError(f"--statistics prints text or json, not --format {args.format}")
     if args.show_settings:
@@ -216,7 +229,10 @@ def report_date(option: str | None, source_date_epoch: str | None) -> str:
 
 def reproduce_command(args: argparse.Namespace, task: str, date: str) -> str:
     """The command that regenerates the same report, with the date pinned."""
-    parts = ["verify-perf", *args.paths]
+    if args.stdin_filename is not None:
+        parts = ["verify-perf", STDIN, "--stdin-filename", args.stdin_filename]
+    else:
+        parts = ["verify-perf", *args.paths]
     if args.config:
         parts += ["--config", args.config]
     if args.isolated:
@@ -487,4 +503,4 @@ def _report_path(args: argparse.Namespace, task: str) -> str | None:
         return args.output
     if args.no_report:
         return None
-    return os.path.join(args.report_dir, f"{task}.md")
+    return os.path.join(args.report_dir or DEFAULT_REPORT_DIR, f"{task}.md")

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from verifier.errors import UsageError
 from verifier.static.ignore_files import IgnoredFiles
 from verifier.static.patterns import PathPattern, as_patterns, matches_path
+from verifier.static.source import has_stand_in
 
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", "build", "dist",
@@ -60,7 +61,7 @@ def discover(
         return True
 
     for raw in paths:
-        if not os.path.lexists(raw):
+        if not os.path.lexists(raw) and not has_stand_in(raw):
             raise UsageError(f"{display_path(raw)}: no such file or directory")
         if os.path.isdir(raw):
             # Ignore files are read from the project root (else the working directory) down.
