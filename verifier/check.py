@@ -20,6 +20,7 @@ from verifier.findings import Finding
 from verifier.integers import parse_whole, shown
 from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
 from verifier.report.render import STATISTICS_FORMATS, render
+from verifier.report.styling import Styling, styling
 from verifier.report.text import counted
 from verifier.scope import find_scope, project_root, relative_to_cwd
 from verifier.show import show_files, show_settings
@@ -113,10 +114,11 @@ def _check(args: argparse.Namespace, settings: Settings, task: str, date: str) -
                 file=sys.stderr,
             )
 
-    if _styled_for_terminal(args):
+    shown_as = _styling(args)
+    if shown_as is not None and shown_as.terminal:
         from verifier.report.terminal import render_terminal
 
-        output = render_terminal(report, quiet=args.quiet)
+        output = render_terminal(report, quiet=args.quiet, colour=shown_as.colour)
     else:
         output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
     # Checked again now that the work is done: nothing is written unless every target may be.
@@ -470,10 +472,13 @@ def _baseline(stored, settings: Settings, analysed: Analysed, dynamic):
     )
 
 
-def _styled_for_terminal(args: argparse.Namespace) -> bool:
-    """Colour and code frames for a person at a terminal; plain text when piped or to a file."""
+def _styling(args: argparse.Namespace) -> Styling | None:
+    """Code frames (and colour, unless NO_COLOR) for a person at a terminal, or when FORCE_COLOR
+    asks; plain text when piped or to a file. None for output that is never styled."""
     to_stdout = args.output in (None, "-")
-    return args.format == "text" and to_stdout and not args.statistics and sys.stdout.isatty()
+    if args.format != "text" or not to_stdout or args.statistics:
+        return None
+    return styling(sys.stdout.isatty(), os.environ)
 
 
 def _output_targets(args: argparse.Namespace, task: str) -> tuple[OutputTarget | None, OutputTarget]:
