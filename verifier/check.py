@@ -33,6 +33,8 @@ from verifier.task import DEFAULT_REPORT_DIR, default_task, validate_task
 from verifier.writing import STDOUT, OutputTarget, output_target
 
 HARNESS_UNAVAILABLE = "not run: harness unavailable"
+# Documents that are UTF-8 by definition, whatever the terminal's encoding.
+UTF8_FORMATS = ("json", "sarif", "gitlab", "junit")
 CALIBRATION_ONLY = (
     "verify-perf: --dynamic without --entry measured only the bundled reference model (a calibration of this "
     "machine and toolchain), none of your code; to measure your own training step, add --entry "
@@ -125,7 +127,7 @@ def _check(args: argparse.Namespace, settings: Settings, task: str, date: str) -
     report_target, output_file = _output_targets(args, task)
     # A reader that has gone (`| head`) ends the output quietly; the exit code is still the run's.
     # The output goes first: one that fails only when written (`-o /dev/full`) leaves no report.
-    write_stdout_safely(lambda: output_file.write(output, utf8=args.format in ("json", "sarif")))
+    write_stdout_safely(lambda: output_file.write(output, utf8=args.format in UTF8_FORMATS))
     if report_target is not None:
         report_target.write(render(report, "markdown"))
     # A report sent to standard output is already in front of the reader: no note naming "-".

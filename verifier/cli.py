@@ -28,7 +28,7 @@ from verifier.task import DEFAULT_REPORT_DIR
 from verifier.stdin import STDIN
 from verifier.stdout import discard_stdout, hold_standard_descriptors, require_stdout, write_stdout_safely
 
-FORMATS = ("text", "json", "markdown", "sarif", "github")
+FORMATS = ("text", "concise", "json", "markdown", "sarif", "github", "gitlab", "junit")
 # `verify-perf check PATH...` is `verify-perf PATH...`, as `ruff check` is ruff's.
 CHECK_COMMAND = "check"
 
@@ -125,8 +125,9 @@ def build_check_parser(harness_arguments: bool = False, prog: str = "verify-perf
                         help="the file name of the source read from standard input: findings are reported "
                              "under it, and configuration and project heat are found from it; nothing is written")
     output = parser.add_argument_group("output")
-    output.add_argument("--format", choices=FORMATS, default="text",
-                        help="what to print on stdout (or write to --output); default: text")
+    output.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text",
+                        help="what to print on stdout (or write to --output); default: text. concise: one line "
+                             "per finding; gitlab: a GitLab Code Quality report; junit: JUnit XML")
     output.add_argument("-o", "--output", metavar="FILE",
                         help="write the --format output to FILE instead of stdout (`-`: stdout; with --format "
                              "markdown, FILE is the report and nothing is written under --report-dir)")
@@ -151,7 +152,7 @@ def build_check_parser(harness_arguments: bool = False, prog: str = "verify-perf
     output.add_argument("--show-files", action="store_true",
                         help="print the files that would be reported and exit")
     output.add_argument("-q", "--quiet", action="store_true",
-                        help="text format: print findings only, no summary; no 'report written' note")
+                        help="text and concise formats: print findings only, no summary; no 'report written' note")
     rules = parser.add_argument_group("rules and configuration")
     rules.add_argument("--config", type=_named, metavar="FILE",
                        help="read [tool.verify-perf] from FILE (default: the closest pyproject.toml "
@@ -228,7 +229,7 @@ def build_rule_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="verify-perf rule", description="Explain rules by code, prefix or name.")
     parser.add_argument("rule", nargs="?", help="rule code (VP201), prefix (VP2, ALL) or name (sync-in-hot-loop)")
     parser.add_argument("--all", action="store_true", help="explain every rule")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", "--output-format", dest="format", choices=("text", "json"), default="text")
     return parser
 
 
