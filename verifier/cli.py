@@ -145,8 +145,8 @@ def build_check_parser(harness_arguments: bool = False, prog: str = "verify-perf
                         help="SARIF: set automationDetails.id to ID/ (default: not set, so upload-sarif's "
                              "`category` input applies)")
     output.add_argument("--statistics", action="store_true",
-                        help="print how many findings each rule produced instead of the findings "
-                             "(with --format text or json)")
+                        help="print how many findings each rule produced at each heat (step, eval, epoch, once) "
+                             "instead of the findings (with --format text or json)")
     output.add_argument("--show-settings", action="store_true",
                         help="print the effective settings (config file, selection, excludes, thresholds) and exit")
     output.add_argument("--show-files", action="store_true",
