@@ -37,3 +37,13 @@ def private_cache_key(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("VERIFY_PERF_CACHE_KEY_FILE", str(tmp_path_factory.mktemp("cache-key") / "key"))
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def plain_output():
+    """Styling is each test's own choice: NO_COLOR or FORCE_COLOR from the shell or the CI
+    service (FORCE_COLOR styles piped text) never reach a run the suite reads."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("NO_COLOR", raising=False)
+        patch.delenv("FORCE_COLOR", raising=False)
+        yield

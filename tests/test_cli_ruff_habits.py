@@ -67,27 +67,60 @@ def test_show_files_lists_what_would_be_reported(project, capsys):
     assert capsys.readouterr().out.splitlines() == [os.path.join("src", "train.py")]
 
 
-def test_statistics_counts_findings_per_rule(project, capsys):
+def test_statistics_counts_findings_per_rule_and_heat(project, capsys):
     assert main(["src", "--statistics", "--no-report"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[:3] == [
-        "2\tVP201\tsync-in-hot-loop\t2 HIGH",
-        "1\tVP202\trepeated-item\t1 LOW",
-        "1\tVP203\tsynchronize-in-loop\t1 LOW",  # LOW: the read on the next line waits anyway
+        "2\tVP201\tsync-in-hot-loop\tstep\t2 HIGH",
+        "1\tVP202\trepeated-item\tstep\t1 LOW",
+        "1\tVP203\tsynchronize-in-loop\tstep\t1 LOW",  # LOW: the read on the next line waits anyway
     ]
     assert lines[-1].startswith("Decision: BLOCK")
     assert main(["src", "--statistics", "--format", "json", "--no-report"]) == 1
     assert json.loads(capsys.readouterr().out) == [
-        {"code": "VP201", "name": "sync-in-hot-loop", "count": 2, "severities": {"HIGH": 2}},
-        {"code": "VP202", "name": "repeated-item", "count": 1, "severities": {"LOW": 1}},
-        {"code": "VP203", "name": "synchronize-in-loop", "count": 1, "severities": {"LOW": 1}},
+        {"code": "VP201", "name": "sync-in-hot-loop", "count": 2, "severities": {"HIGH": 2},
+         "heats": {"step": {"count": 2, "severities": {"HIGH": 2}}}},
+        {"code": "VP202", "name": "repeated-item", "count": 1, "severities": {"LOW": 1},
+         "heats": {"step": {"count": 1, "severities": {"LOW": 1}}}},
+        {"code": "VP203", "name": "synchronize-in-loop", "count": 1, "severities": {"LOW": 1},
+         "heats": {"step": {"count": 1, "severities": {"LOW": 1}}}},
+    ]
+
+
+TRAIN_AND_EVAL = (
+    "import torch\n\n"
+    "for epoch in range(10):\n"
+    "    for batch in loader:\n"
+    "        loss = model(batch.cuda())\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+    "        print(loss.item())\n"
+    "    with torch.no_grad():\n"
+    "        for batch in val_loader:\n"
+    "            print(model(batch.cuda()).item())\n"
+)
+
+
+def test_statistics_split_a_rule_by_heat_hottest_first(project, capsys):
+    (project / "src" / "train.py").write_text(TRAIN_AND_EVAL)
+    assert main(["src", "--statistics", "--no-report", "--isolated", "--select", "VP1,VP2"]) == 0
+    assert capsys.readouterr().out.splitlines()[:4] == [
+        "1\tVP102\tblocking-host-to-device-copy\tstep\t1 LOW",
+        "1\tVP102\tblocking-host-to-device-copy\teval\t1 LOW",
+        "1\tVP201\tsync-in-hot-loop\tstep\t1 MEDIUM",
+        "1\tVP201\tsync-in-hot-loop\teval\t1 LOW",  # an evaluation batch: at most LOW
+    ]
+    assert main(["src", "--statistics", "--format", "json", "--no-report", "--isolated", "--select", "VP201"]) == 0
+    assert json.loads(capsys.readouterr().out) == [
+        {"code": "VP201", "name": "sync-in-hot-loop", "count": 2, "severities": {"MEDIUM": 1, "LOW": 1},
+         "heats": {"step": {"count": 1, "severities": {"MEDIUM": 1}}, "eval": {"count": 1, "severities": {"LOW": 1}}}},
     ]
 
 
 def test_statistics_written_to_a_file_can_be_written_again(project, capsys):
     assert main(["src", "--statistics", "--no-report", "-o", "stats.txt"]) == 1
     assert main(["src", "--statistics", "--no-report", "-o", "stats.txt"]) == 1
-    assert (project / "stats.txt").read_text().startswith("2\tVP201\tsync-in-hot-loop\t2 HIGH\n")
+    assert (project / "stats.txt").read_text().startswith("2\tVP201\tsync-in-hot-loop\tstep\t2 HIGH\n")
 
 
 def test_statistics_with_another_format_is_a_usage_error(project, capsys):

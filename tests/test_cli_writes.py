@@ -129,7 +129,7 @@ LOOKALIKES = {
     "score": "Score: 3 goals to 1\n",
     "decision": "Decision: postpone the release\n",
     "annotation": "::error file=train.py,line=3::my own annotation\n",
-    "statistics": "2\tVP201\tsync-in-hot-loop\t2 HIGH\n",
+    "statistics": "2\tVP201\tsync-in-hot-loop\tstep\t2 HIGH\n",
     "copied-report": "# Performance Verification Report - train\n\n| Verifier | verify-perf 0.1.0 |\nmy edits\n",
     "copied-json": '{"tool": {"name": "verify-perf"}, "my": "data"}\n',
 }

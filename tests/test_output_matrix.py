@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,9 @@ ENTRY = "sync_steps:hidden_sync"
 # What the fixture holds: five static findings, and one sync only the harness sees (line 42).
 STATIC = [("VP104", 23), ("VP104", 24), ("VP201", 33), ("VP201", 50), ("VP306", 55)]
 RUNTIME_ONLY = ("VP290", 42)
-FORMATS = ["text", "json", "sarif", "github", "markdown", "text-statistics", "json-statistics"]
+FORMATS = [
+    "text", "concise", "json", "sarif", "github", "gitlab", "junit", "markdown", "text-statistics", "json-statistics",
+]
 BASELINES = [None, "static.json", "measured.json"]
 
 
@@ -121,6 +124,24 @@ def check_output(output_format: str, output: str, report: str, baseline: str | N
         assert marked == ([42] if counts and counts[0] else [])
         assert (summary + "." in lines) if summary else not any(line.startswith("Baseline ") for line in lines)
         assert lines[-1] == "Decision: PASS"
+    elif output_format == "concise":
+        lines = output.splitlines()
+        shown = [line.split(":", 3) for line in lines if line.startswith("sync_steps.py:")]
+        assert [(rest.split()[0], int(line)) for _, line, _, rest in shown] == findings
+        assert [int(line) for _, line, _, rest in shown if "] (new) " in rest] == ([42] if counts and counts[0] else [])
+        assert len(shown) + 3 + bool(summary) == len(lines)  # nothing but the findings and the summary
+        assert lines[-1] == "Decision: PASS"
+    elif output_format == "gitlab":
+        issues = json.loads(output)
+        assert [(i["check_name"], i["location"]["lines"]["begin"]) for i in issues] == findings
+        assert len({i["fingerprint"] for i in issues}) == len(issues)
+    elif output_format == "junit":
+        root = ET.fromstring(output.encode())
+        cases = root.find("testsuite[@name='sync_steps.py']").findall("testcase")
+        assert [(c.get("name").split()[0], int(c.get("line"))) for c in cases] == findings
+        new = [int(c.get("line")) for c in cases if "] (new) " in c.find("failure").text]
+        assert new == ([42] if counts and counts[0] else [])
+        assert root.find("testsuite[@name='verify-perf']/testcase/failure") is None  # the gate passed
     elif output_format == "github":
         lines = output.splitlines()
         assert [(line.split("title=")[1].split(" ")[0], int(line.split("line=")[1].split(",")[0])) for line in lines] == findings

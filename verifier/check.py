@@ -20,16 +20,21 @@ from verifier.findings import Finding
 from verifier.integers import parse_whole, shown
 from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
 from verifier.report.render import STATISTICS_FORMATS, render
+from verifier.report.styling import Styling, styling
+from verifier.report.text import counted
 from verifier.scope import find_scope, project_root, relative_to_cwd
 from verifier.show import show_files, show_settings
+from verifier.stdin import STDIN, reading_stdin, stdin_name
 from verifier.stdout import require_stdout, write_stdout_safely
 from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.static.patterns import as_patterns
 from verifier.static.parallel import MAX_JOBS, default_jobs
-from verifier.task import default_task, validate_task
+from verifier.task import DEFAULT_REPORT_DIR, default_task, validate_task
 from verifier.writing import STDOUT, OutputTarget, output_target
 
 HARNESS_UNAVAILABLE = "not run: harness unavailable"
+# Documents that are UTF-8 by definition, whatever the terminal's encoding.
+UTF8_FORMATS = ("json", "sarif", "gitlab", "junit")
 CALIBRATION_ONLY = (
     "verify-perf: --dynamic without --entry measured only the bundled reference model (a calibration of this "
     "machine and toolchain), none of your code; to measure your own training step, add --entry "
@@ -38,10 +43,22 @@ CALIBRATION_ONLY = (
 
 
 def run_check(args: argparse.Namespace) -> int:
+    from_stdin = stdin_name(args)
+    if from_stdin is not None:
+        # From here on the run reads that name as its one path; nothing is written unless asked for.
+        args.paths, args.no_cache = [from_stdin], True
+        args.no_report = args.no_report or args.report_dir is None
     task = validate_task(args.task) if args.task is not None else default_task(args.paths[0])
     date = report_date(args.date, os.environ.get("SOURCE_DATE_EPOCH"))
     settings = effective_settings(args)
     settings.selected_rules()  # an unknown selector is a usage error before any work
+    if from_stdin is None:
+        return _check(args, settings, task, date)
+    with reading_stdin(from_stdin, settings.max_file_size):
+        return _check(args, settings, task, date)
+
+
+def _check(args: argparse.Namespace, settings: Settings, task: str, date: str) -> int:
     if args.statistics and args.format not in STATISTICS_FORMATS:
         raise UsageError(f"--statistics prints text or json, not --format {args.format}")
     if args.show_settings:
@@ -92,18 +109,25 @@ def run_check(args: argparse.Namespace) -> int:
     if not files:
         # Like ruff: said on stderr, exit code from the findings (none: 0); the report says so too.
         print("verify-perf: warning: no Python files found under the given path(s): nothing was analysed", file=sys.stderr)
+        if analysed.ignored:
+            print(
+                f"verify-perf: note: {counted(len(analysed.ignored), 'Python file')} left out by .gitignore or .ignore; "
+                "--no-respect-gitignore analyses them",
+                file=sys.stderr,
+            )
 
-    if _styled_for_terminal(args):
+    shown_as = _styling(args)
+    if shown_as is not None and shown_as.terminal:
         from verifier.report.terminal import render_terminal
 
-        output = render_terminal(report, quiet=args.quiet)
+        output = render_terminal(report, quiet=args.quiet, colour=shown_as.colour)
     else:
         output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
     # Checked again now that the work is done: nothing is written unless every target may be.
     report_target, output_file = _output_targets(args, task)
     # A reader that has gone (`| head`) ends the output quietly; the exit code is still the run's.
     # The output goes first: one that fails only when written (`-o /dev/full`) leaves no report.
-    write_stdout_safely(lambda: output_file.write(output, utf8=args.format in ("json", "sarif")))
+    write_stdout_safely(lambda: output_file.write(output, utf8=args.format in UTF8_FORMATS))
     if report_target is not None:
         report_target.write(render(report, "markdown"))
     # A report sent to standard output is already in front of the reader: no note naming "-".
@@ -139,6 +163,7 @@ def effective_settings(args: argparse.Namespace) -> Settings:
         select=_selection(args, config, defaults),
         ignore=config.ignore + tuple(args.ignore),
         exclude=config.exclude + as_patterns(args.exclude),
+        respect_gitignore=_first_set(args.respect_gitignore, config.respect_gitignore, defaults.respect_gitignore),
         severity=dict(config.severity),
         per_file_ignores=config.per_file_ignores,
         block_on=config.block_on if config.block_on is not None else defaults.block_on,
@@ -208,7 +233,10 @@ def report_date(option: str | None, source_date_epoch: str | None) -> str:
 
 def reproduce_command(args: argparse.Namespace, task: str, date: str) -> str:
     """The command that regenerates the same report, with the date pinned."""
-    parts = ["verify-perf", *args.paths]
+    if args.stdin_filename is not None:
+        parts = ["verify-perf", STDIN, "--stdin-filename", args.stdin_filename]
+    else:
+        parts = ["verify-perf", *args.paths]
     if args.config:
         parts += ["--config", args.config]
     if args.isolated:
@@ -221,6 +249,8 @@ def reproduce_command(args: argparse.Namespace, task: str, date: str) -> str:
         parts.append("--preview")
     if args.force_exclude:
         parts.append("--force-exclude")
+    if args.respect_gitignore is not None:
+        parts.append("--respect-gitignore" if args.respect_gitignore else "--no-respect-gitignore")
     if args.statistics:
         parts.append("--statistics")
     if args.diff:
@@ -248,7 +278,7 @@ def _scope(args: argparse.Namespace, settings: Settings):
     root = _root(args, settings)
     scope = find_scope(
         args.paths, settings.exclude, root=root if args.heat_scope == "project" else None,
-        force_exclude=args.force_exclude, boundary=root,
+        force_exclude=args.force_exclude, boundary=root, respect_ignore_files=settings.respect_gitignore,
     )
     changed = None
     if args.diff:
@@ -305,6 +335,7 @@ def _analyse(args: argparse.Namespace, settings: Settings):
         every_line=sorted([*every_line, *listing]),
         every_suppressed=suppressed,
         compared=_rules_that_ran(settings, [r.path for r in shown], folders, unanalysable),
+        ignored=scope.ignored,
     )
 
 
@@ -356,6 +387,8 @@ class Analysed:
     every_line: list[Finding] = field(default_factory=list)
     every_suppressed: list[Finding] = field(default_factory=list)
     compared: Callable[[str, str], bool] | None = None
+    # Python files under the named paths that .gitignore or .ignore left out.
+    ignored: list[str] = field(default_factory=list)
 
 
 def _dynamic(args: argparse.Namespace, settings: Settings, task: str) -> tuple[DynamicResult | None, str, bool]:
@@ -441,10 +474,13 @@ def _baseline(stored, settings: Settings, analysed: Analysed, dynamic):
     )
 
 
-def _styled_for_terminal(args: argparse.Namespace) -> bool:
-    """Colour and code frames for a person at a terminal; plain text when piped or to a file."""
+def _styling(args: argparse.Namespace) -> Styling | None:
+    """Code frames (and colour, unless NO_COLOR) for a person at a terminal, or when FORCE_COLOR
+    asks; plain text when piped or to a file. None for output that is never styled."""
     to_stdout = args.output in (None, "-")
-    return args.format == "text" and to_stdout and not args.statistics and sys.stdout.isatty()
+    if args.format != "text" or not to_stdout or args.statistics:
+        return None
+    return styling(sys.stdout.isatty(), os.environ)
 
 
 def _output_targets(args: argparse.Namespace, task: str) -> tuple[OutputTarget | None, OutputTarget]:
@@ -474,4 +510,4 @@ def _report_path(args: argparse.Namespace, task: str) -> str | None:
         return args.output
     if args.no_report:
         return None
-    return os.path.join(args.report_dir, f"{task}.md")
+    return os.path.join(args.report_dir or DEFAULT_REPORT_DIR, f"{task}.md")

@@ -24,10 +24,13 @@ from verifier.errors import EXIT_ERROR, EXIT_PASS, UsageError
 from verifier.extras import DYNAMIC
 from verifier.extras import require as require_extra
 from verifier.integers import parse_whole, shown
+from verifier.task import DEFAULT_REPORT_DIR
+from verifier.stdin import STDIN
 from verifier.stdout import discard_stdout, hold_standard_descriptors, require_stdout, write_stdout_safely
 
-FORMATS = ("text", "json", "markdown", "sarif", "github")
-DEFAULT_REPORT_DIR = "reports"
+FORMATS = ("text", "concise", "json", "markdown", "sarif", "github", "gitlab", "junit")
+# `verify-perf check PATH...` is `verify-perf PATH...`, as `ruff check` is ruff's.
+CHECK_COMMAND = "check"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -102,22 +105,29 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{error}, got {shown(text)}") from None
 
 
-def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentParser:
+def build_check_parser(harness_arguments: bool = False, prog: str = "verify-perf") -> argparse.ArgumentParser:
     """The check command's parser; the harness's own options join only with `--dynamic`,
     because loading them imports torch, which a static run never does."""
     parser = _Parser(
-        prog="verify-perf",
+        prog=prog,
         description="Pre-merge performance gate for PyTorch training code.",
         epilog=(
-            "Subcommands: `verify-perf rule CODE|PREFIX` explains rules; `verify-perf bench ...` runs the "
+            "Subcommands: `verify-perf check PATH...` is `verify-perf PATH...` (a folder named check is "
+            "`./check`); `verify-perf rule CODE|PREFIX` explains rules; `verify-perf bench ...` runs the "
             "dynamic harness on its own; `verify-perf clean` removes the results caches. "
             "Exit codes: 0 PASS, 1 BLOCK, 2 error."
         ),
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to analyse")
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="files or folders to analyse (default: the working directory, `.`); `-` reads "
+                             "the source from standard input (with --stdin-filename)")
+    parser.add_argument("--stdin-filename", type=_named, metavar="NAME",
+                        help="the file name of the source read from standard input: findings are reported "
+                             "under it, and configuration and project heat are found from it; nothing is written")
     output = parser.add_argument_group("output")
-    output.add_argument("--format", choices=FORMATS, default="text",
-                        help="what to print on stdout (or write to --output); default: text")
+    output.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text",
+                        help="what to print on stdout (or write to --output); default: text. concise: one line "
+                             "per finding; gitlab: a GitLab Code Quality report; junit: JUnit XML")
     output.add_argument("-o", "--output", metavar="FILE",
                         help="write the --format output to FILE instead of stdout (`-`: stdout; with --format "
                              "markdown, FILE is the report and nothing is written under --report-dir)")
@@ -125,8 +135,9 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
                         help="replace an existing -o FILE or report that verify-perf did not write")
     output.add_argument("--task", metavar="ID",
                         help="task id: report title and file name (default: the first path's name)")
-    output.add_argument("--report-dir", type=_named, metavar="DIR", default=DEFAULT_REPORT_DIR,
-                        help=f"folder for the markdown report <task>.md (default: {DEFAULT_REPORT_DIR})")
+    output.add_argument("--report-dir", type=_named, metavar="DIR",
+                        help=f"folder for the markdown report <task>.md (default: {DEFAULT_REPORT_DIR}; with "
+                             "standard input, no report unless this is given)")
     output.add_argument("--no-report", action="store_true", help="do not write the markdown report file")
     output.add_argument("--date", metavar="YYYY-MM-DD",
                         help="date printed in the report (default: $SOURCE_DATE_EPOCH, else today in UTC)")
@@ -134,14 +145,14 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
                         help="SARIF: set automationDetails.id to ID/ (default: not set, so upload-sarif's "
                              "`category` input applies)")
     output.add_argument("--statistics", action="store_true",
-                        help="print how many findings each rule produced instead of the findings "
-                             "(with --format text or json)")
+                        help="print how many findings each rule produced at each heat (step, eval, epoch, once) "
+                             "instead of the findings (with --format text or json)")
     output.add_argument("--show-settings", action="store_true",
                         help="print the effective settings (config file, selection, excludes, thresholds) and exit")
     output.add_argument("--show-files", action="store_true",
                         help="print the files that would be reported and exit")
     output.add_argument("-q", "--quiet", action="store_true",
-                        help="text format: print findings only, no summary; no 'report written' note")
+                        help="text and concise formats: print findings only, no summary; no 'report written' note")
     rules = parser.add_argument_group("rules and configuration")
     rules.add_argument("--config", type=_named, metavar="FILE",
                        help="read [tool.verify-perf] from FILE (default: the closest pyproject.toml "
@@ -155,9 +166,14 @@ def build_check_parser(harness_arguments: bool = False) -> argparse.ArgumentPars
                        help="also run the rules still in preview (not yet precise enough on real code to gate by default)")
     rules.add_argument("--ignore", type=_codes, action="extend", default=[], metavar="CODES",
                        help="comma-separated rule codes, prefixes or names to disable")
-    rules.add_argument("--exclude", type=_codes, action="extend", default=[], metavar="GLOBS",
-                       help="extra comma-separated glob patterns of files or folders to skip (a pattern with "
-                            "a '/' is relative to the working directory; in the config file, to its folder)")
+    rules.add_argument("--exclude", "--extend-exclude", dest="exclude", type=_codes, action="extend", default=[],
+                       metavar="GLOBS",
+                       help="extra comma-separated glob patterns of files or folders to skip, added to the "
+                            "default and configured excludes (a pattern with a '/' is relative to the working "
+                            "directory; in the config file, to its folder)")
+    rules.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=None,
+                       help="skip the files .gitignore and .ignore leave out (default; config: respect-gitignore); "
+                            "a file named on the command line is always analysed")
     rules.add_argument("--force-exclude", action="store_true",
                        help="apply the excludes to files named on the command line too (the pre-commit hook uses this)")
     gate = parser.add_argument_group("gate")
@@ -213,7 +229,7 @@ def build_rule_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="verify-perf rule", description="Explain rules by code, prefix or name.")
     parser.add_argument("rule", nargs="?", help="rule code (VP201), prefix (VP2, ALL) or name (sync-in-hot-loop)")
     parser.add_argument("--all", action="store_true", help="explain every rule")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", "--output-format", dest="format", choices=("text", "json"), default="text")
     return parser
 
 
@@ -308,7 +324,26 @@ def _run(args: list[str], started: float) -> int:
         return importlib.import_module("verifier.dynamic.command").run_bench(parsed)
     from verifier.check import run_check
 
-    parsed = build_check_parser(harness_arguments="--dynamic" in args).parse_args(args)
+    prog = "verify-perf"
+    if args and args[0] == CHECK_COMMAND:
+        args, prog = args[1:], f"verify-perf {CHECK_COMMAND}"
+    parsed = build_check_parser(harness_arguments="--dynamic" in args, prog=prog).parse_args(args)
+    defaulted = not parsed.paths
+    parsed.paths = _paths(parsed.paths, parsed.stdin_filename)
+    if prog != "verify-perf" and defaulted and parsed.stdin_filename is None and os.path.lexists(CHECK_COMMAND):
+        print(f"verify-perf: note: `{CHECK_COMMAND}` is the subcommand (as in `ruff check`), so `.` is analysed; "
+              f"to analyse only ./{CHECK_COMMAND}, name it `./{CHECK_COMMAND}`", file=sys.stderr)
     if parsed.dynamic:
         require_extra(DYNAMIC, "--dynamic")
     return run_check(parsed)
+
+
+def _paths(paths: list[str], stdin_filename: str | None) -> list[str]:
+    """No PATH is the working directory, as in ruff; with --stdin-filename it is standard input."""
+    if not paths:
+        return [STDIN] if stdin_filename is not None else ["."]
+    if STDIN in paths and len(paths) > 1:
+        raise UsageError("`-` (standard input) cannot be combined with other paths")
+    if stdin_filename is not None and paths != [STDIN]:
+        raise UsageError("--stdin-filename names the source read from standard input: give `-` (or no PATH) with it")
+    return paths

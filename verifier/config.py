@@ -32,6 +32,8 @@ class Settings:
     select: tuple[str, ...] = ("ALL",)
     ignore: tuple[str, ...] = ()
     exclude: tuple[PathPattern, ...] = ()
+    # Discovery skips what `.gitignore` and `.ignore` leave out (ruff's `respect-gitignore`).
+    respect_gitignore: bool = True
     # Configured severities by rule code, per heat (`VP201 = "HIGH"` sets every heat).
     severity: dict[str, dict[Heat, Severity]] = field(default_factory=dict)
     per_file_ignores: tuple[tuple[PathPattern, tuple[str, ...]], ...] = ()
@@ -118,6 +120,7 @@ class FileConfig:
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
     exclude: tuple[PathPattern, ...] = ()
+    respect_gitignore: bool | None = None
     severity: dict[str, dict[Heat, Severity]] = field(default_factory=dict)
     per_file_ignores: tuple[tuple[PathPattern, tuple[str, ...]], ...] = ()
     block_on: frozenset[Severity] | None = None
@@ -180,8 +183,8 @@ def _tool_table(document: dict[str, Any]) -> Any:
 
 _THRESHOLD_KEYS = ("speedup", "memory-reduction", "accuracy-drop", "regression-tolerance")
 _KEYS = (
-    "select", "extend-select", "ignore", "exclude", "severity", "per-file-ignores",
-    "block-on", "min-score", "block-on-new-only", "unanalysable", "include-tests", "preview", "max-file-size", "thresholds",
+    "select", "extend-select", "ignore", "exclude", "extend-exclude", "respect-gitignore", "severity",
+    "per-file-ignores", "block-on", "min-score", "block-on-new-only", "unanalysable", "include-tests", "preview", "max-file-size", "thresholds",
     "require-suppression-reason",
 )
 UNANALYSABLE_POLICIES = ("block", "warn")
@@ -210,7 +213,13 @@ class _Validator:
             select=tuple(self.rule_list(table, "select")) if "select" in table else None,
             ignore=tuple(self.rule_list(table, "ignore")),
             extend_select=tuple(self.rule_list(table, "extend-select")),
-            exclude=tuple(PathPattern.at(glob, self.folder) for glob in self.string_list(table, "exclude")),
+            # `exclude` already adds to the default excludes (ruff's `exclude` replaces them), so
+            # `extend-exclude`, accepted for ruff-style configs, adds in the same way.
+            exclude=tuple(
+                PathPattern.at(glob, self.folder)
+                for key in ("exclude", "extend-exclude") for glob in self.string_list(table, key)
+            ),
+            respect_gitignore=self.boolean(table, "respect-gitignore") if "respect-gitignore" in table else None,
             severity=self.severity_overrides(table.get("severity", {})),
             per_file_ignores=self.per_file_ignores(table.get("per-file-ignores", {})),
             block_on=self.block_on(table) if "block-on" in table else None,

@@ -128,6 +128,8 @@ def _analysed(
         scope = find_scope(
             named or [base_root], [_moved_pattern(p, moved) for p in settings.exclude], root=base_root,
             force_exclude=force_exclude, boundary=base_root,
+            # The export holds only the commit's files, which is git's view already.
+            respect_ignore_files=False,
         )
         base_settings = replace(
             settings, cache_dir=None, exclude=tuple(_moved_pattern(p, moved) for p in settings.exclude),

@@ -24,6 +24,8 @@ class Scope:
     reported: list[str]
     # Folders that could not be listed (path, reason): reported, never skipped in silence.
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    # Python files under the named paths that .gitignore or .ignore leave out.
+    ignored: list[str] = field(default_factory=list)
 
 
 def project_root(first_path: str, config_path: str | None) -> str | None:
@@ -40,25 +42,30 @@ def find_scope(
     root: str | None,
     force_exclude: bool = False,
     boundary: str | None = None,
+    respect_ignore_files: bool = True,
 ) -> Scope:
     """Reported files from `paths`; analysed files are those plus the rest of `root`'s tree.
 
-    With `force_exclude`, excludes apply to named files and their folders below `boundary`."""
+    With `force_exclude`, excludes apply to named files and their folders below `boundary`.
+    With `respect_ignore_files`, what `.gitignore` and `.ignore` leave out is neither reported nor
+    analysed for heat."""
     unreadable: list[tuple[str, str]] = []
+    ignored: list[str] = []
     reported = list(discover(
-        paths, exclude, force_exclude=force_exclude, boundary=boundary or root, unreadable=unreadable
+        paths, exclude, force_exclude=force_exclude, boundary=boundary or root, unreadable=unreadable,
+        respect_ignore_files=respect_ignore_files, ignored_files=ignored,
     ))
     if root is None:
-        return Scope(None, reported, reported, unreadable)
+        return Scope(None, reported, reported, unreadable, ignored)
     seen = {os.path.realpath(path) for path in reported}
     analysed = list(reported)
     # Folders of the project outside the named paths only lend heat: they cannot hide a finding.
-    for path in discover([relative_to_cwd(root)], exclude):
+    for path in discover([relative_to_cwd(root)], exclude, respect_ignore_files=respect_ignore_files):
         real = os.path.realpath(path)
         if real not in seen:
             seen.add(real)
             analysed.append(path)
-    return Scope(root, analysed, reported, unreadable)
+    return Scope(root, analysed, reported, unreadable, ignored)
 
 
 def relative_to_cwd(path: str) -> str:

@@ -20,6 +20,7 @@ def settings_text(settings: Settings, *, root: str | None, heat_scope: str) -> s
         f"rules = {', '.join(codes)}",
         f"default-exclude = {', '.join(DEFAULT_EXCLUDES)}",
         f"exclude = {', '.join(str(pattern) for pattern in settings.exclude) or '(none)'}",
+        f"respect-gitignore = {str(settings.respect_gitignore).lower()}",
         "per-file-ignores = " + (
             "; ".join(f"{pattern} = {', '.join(listed)}" for pattern, listed in settings.per_file_ignores) or "(none)"
         ),

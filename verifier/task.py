@@ -7,6 +7,8 @@ import re
 
 from verifier.errors import UsageError
 
+# Where the markdown report `<task>.md` goes unless --report-dir says otherwise.
+DEFAULT_REPORT_DIR = "reports"
 _TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -23,6 +25,8 @@ def validate_task(task: str) -> str:
 def default_task(first_path: str) -> str:
     """The first path's name (`examples/bad_train.py` → `bad_train`), made safe for a file name."""
     absolute = os.path.abspath(first_path)
-    name = os.path.splitext(os.path.basename(absolute))[0] if os.path.isfile(absolute) else os.path.basename(absolute)
+    # A name with nothing on disk is standard input's --stdin-filename: a file name too.
+    is_file = os.path.isfile(absolute) or not os.path.lexists(absolute)
+    name = os.path.splitext(os.path.basename(absolute))[0] if is_file else os.path.basename(absolute)
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-").replace("..", ".")
     return safe or "verify-perf"

@@ -143,7 +143,8 @@ def _targets() -> list[Case]:
 def _standard_streams() -> list[Case]:
     tree = files(TRAIN_TREE)
     formats = {"text": (), "json": ("--format", "json"), "sarif": ("--format", "sarif"), "github": ("--format", "github"),
-               "markdown": ("--format", "markdown", "-o", "-"), "statistics": ("--statistics",)}
+               "markdown": ("--format", "markdown", "-o", "-"), "statistics": ("--statistics",),
+               "concise": ("--format", "concise"), "gitlab": ("--format", "gitlab"), "junit": ("--format", "junit")}
     cases = []
     for label, argv in formats.items():
         for mode, code in ((CLOSED, 2), (FULL, 2), (GONE, 1), (DEVNULL, 1)):

@@ -66,6 +66,8 @@ def test_terminal_output_has_colour_frames_and_the_same_summary():
 def test_the_command_line_styles_only_a_terminal(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
     (tmp_path / "train.py").write_text(TABS)
     main(["train.py", "--no-report", "--no-cache"])
     piped = capsys.readouterr().out
@@ -79,11 +81,60 @@ def test_the_command_line_styles_only_a_terminal(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("NO_COLOR", "1")
     main(["train.py", "--no-report", "--no-cache"])
     uncoloured = capsys.readouterr().out
-    # NO_COLOR removes colours (bold and dim stay, as no-color.org allows).
-    assert not re.search(r"\x1b\[[0-9;]*(3|4)[0-9]m", uncoloured)
-    assert "4 |     torch.cuda.synchronize()" in ANSI.sub("", uncoloured)
+    # NO_COLOR: no ANSI styling at all (no bold or dim either); the code frames stay.
+    assert "\x1b" not in uncoloured
+    assert "4 |     torch.cuda.synchronize()" in uncoloured
     main(["train.py", "--no-report", "--no-cache", "-o", "out.txt"])
     assert " | " not in (tmp_path / "out.txt").read_text()
+
+
+@pytest.mark.parametrize(("tty", "env", "frames", "colour"), [
+    (False, {}, False, False),
+    (True, {}, True, True),
+    (True, {"NO_COLOR": "1"}, True, False),
+    (True, {"NO_COLOR": "0"}, True, False),  # any value but "" counts, as no-color.org says
+    (True, {"NO_COLOR": ""}, True, True),
+    (False, {"FORCE_COLOR": "1"}, True, True),
+    (False, {"FORCE_COLOR": "0"}, True, True),  # any value but "", as force-color.org says
+    (False, {"FORCE_COLOR": ""}, False, False),
+    (False, {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False, False),  # NO_COLOR wins
+    (True, {"FORCE_COLOR": "1", "NO_COLOR": "1"}, True, False),
+])
+def test_no_color_and_force_color(tmp_path, monkeypatch, capsys, tty, env, frames, colour):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    for name in ("NO_COLOR", "FORCE_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: tty)
+    (tmp_path / "train.py").write_text(TABS)
+    assert main(["train.py", "--no-report", "--no-cache", "--select", "VP203"]) == 1
+    out = capsys.readouterr().out
+    assert ("\x1b[" in out) is colour
+    assert ("4 |     torch.cuda.synchronize()" in ANSI.sub("", out)) is frames
+    assert ANSI.sub("", out).startswith("train.py:4:2: VP203 [HIGH] `synchronize()` in a loop blocks the host")
+    # Styling is for text on standard output only: machine formats and files stay plain.
+    for argv in (["--format", "json"], ["--statistics"], ["-q", "-o", "out.txt"]):
+        assert main(["train.py", "--no-report", "--no-cache", "--select", "VP203", *argv]) == 1
+        assert "\x1b" not in capsys.readouterr().out
+    assert (tmp_path / "out.txt").read_text().startswith("train.py:4:2: VP203 [HIGH]")
+
+
+def test_no_color_means_no_escape_in_a_real_process(tmp_path):
+    (tmp_path / "train.py").write_text(TABS)
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent), "FORCE_COLOR": "1", "NO_COLOR": "1"}
+    piped = subprocess.run(
+        [sys.executable, "-m", "verifier", "train.py", "--no-report", "--no-cache", "--select", "VP203"],
+        cwd=tmp_path, capture_output=True, env=env, check=False,
+    )
+    assert piped.returncode == 1 and b"\x1b" not in piped.stdout and b" | " not in piped.stdout
+    env.pop("NO_COLOR")
+    forced = subprocess.run(
+        [sys.executable, "-m", "verifier", "train.py", "--no-report", "--no-cache", "--select", "VP203"],
+        cwd=tmp_path, capture_output=True, env=env, check=False,
+    )
+    assert forced.returncode == 1 and b"\x1b[" in forced.stdout and b"4 | " in ANSI.sub("", forced.stdout.decode()).encode()
 
 
 @pytest.mark.parametrize("styled", [False, True])

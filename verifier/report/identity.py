@@ -19,13 +19,14 @@ from __future__ import annotations
 import ast
 import copy
 import functools
+import hashlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from verifier.findings import Finding
 from verifier.static.notebook import is_notebook, read_notebook
-from verifier.static.source import UnreadableSource, read_source, split_lines
+from verifier.static.source import UnreadableSource, has_stand_in, read_bytes, read_source, split_lines
 from verifier.static.suppression import without_directives
 
 # Fields of compound statements that hold statements; a header is the statement without them.
@@ -63,7 +64,7 @@ def _fallback(finding: Finding) -> Identity:
 
 
 @functools.lru_cache(maxsize=256)
-def _parsed_at(path: str, stamp: tuple[int, int]) -> tuple[ast.Module, list[str]] | None:
+def _parsed_at(path: str, stamp: tuple) -> tuple[ast.Module, list[str]] | None:
     try:
         source = read_notebook(path)[0] if is_notebook(path) else read_source(path)
         return ast.parse(source.text), split_lines(source.text)
@@ -73,6 +74,12 @@ def _parsed_at(path: str, stamp: tuple[int, int]) -> tuple[ast.Module, list[str]
 
 def _parsed(path: str) -> tuple[ast.Module, list[str]] | None:
     """The file's tree and lines; cached while the file is unchanged."""
+    if has_stand_in(path):  # source read from standard input under this name: that text, not the disk's
+        try:
+            data = read_bytes(path, None)
+        except UnreadableSource:
+            return None
+        return _parsed_at(os.path.abspath(path), ("stand-in", hashlib.sha256(data).hexdigest()))
     try:
         status = os.stat(path)
     except (OSError, ValueError):

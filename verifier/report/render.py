@@ -15,6 +15,10 @@ def render(report: Report, output_format: str, *, quiet: bool = False, statistic
         from verifier.report.text import render_text
 
         return render_text(report, quiet=quiet)
+    if output_format == "concise":
+        from verifier.report.text import render_concise
+
+        return render_concise(report, quiet=quiet)
     if output_format == "json":
         from verifier.report.json_format import render_json
 
@@ -31,6 +35,14 @@ def render(report: Report, output_format: str, *, quiet: bool = False, statistic
         from verifier.report.github import render_github
 
         return render_github(report)
+    if output_format == "gitlab":
+        from verifier.report.gitlab import render_gitlab
+
+        return render_gitlab(report)
+    if output_format == "junit":
+        from verifier.report.junit import render_junit
+
+        return render_junit(report)
     raise ValueError(f"unknown output format {output_format!r}")
 
 

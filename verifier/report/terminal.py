@@ -1,7 +1,8 @@
 """Text output for a person at a terminal: the same lines as `text`, in colour, each finding
 followed by a code frame of its source with the reported columns underlined (as ruff shows
-them). Used only when standard output is a terminal; piped output stays plain `text`.
-Colour follows the terminal and the NO_COLOR / FORCE_COLOR conventions (rich reads them).
+them). Used when standard output is a terminal or FORCE_COLOR asks for it; piped output otherwise
+stays plain `text`. NO_COLOR and FORCE_COLOR are read in `verifier.report.styling`, not left to
+rich, whose NO_COLOR keeps bold and dim.
 """
 
 from __future__ import annotations
@@ -26,10 +27,14 @@ STYLE = {
 }
 
 
-def render_terminal(report: Report, *, quiet: bool = False, width: int | None = None) -> str:
-    """The styled text (ANSI escapes included) for the terminal on standard output."""
+def render_terminal(report: Report, *, quiet: bool = False, width: int | None = None, colour: bool = True) -> str:
+    """The text for the terminal on standard output: with `colour`, ANSI styles included; without,
+    the same layout with none at all."""
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=True, width=width or _width(), highlight=False, soft_wrap=True)
+    console = Console(
+        file=buffer, force_terminal=colour, color_system="auto" if colour else None, width=width or _width(),
+        highlight=False, soft_wrap=True,
+    )
     for finding in report.findings:
         console.print(_headline(finding, report))
         if quiet:

@@ -86,6 +86,15 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
     return "\n".join(line_safe(line) for line in [*lines, *summary_lines(report)]) + "\n"
 
 
+def render_concise(report: Report, *, quiet: bool = False) -> str:
+    """ruff's `concise`: one `path:line:col: CODE [SEVERITY] message` line per finding, no notes;
+    then (unless quiet) the summary, the decision last."""
+    lines = [finding_line(f, baseline_mark(f, report)) for f in report.findings]
+    if not quiet:
+        lines += summary_lines(report)
+    return "".join(line_safe(line) + "\n" for line in lines)
+
+
 def not_compared(comparison) -> str:
     """The stored findings this run could not judge, when there are any."""
     count = len(comparison.not_compared)

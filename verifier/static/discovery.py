@@ -1,4 +1,5 @@
-"""Which files to analyse: Python files under the given paths, minus excluded folders."""
+"""Which files to analyse: Python files under the given paths, minus excluded folders and what
+the project's `.gitignore` and `.ignore` files leave out (`ignore_files`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import os
 from collections.abc import Iterable, Iterator
 
 from verifier.errors import UsageError
+from verifier.static.ignore_files import IgnoredFiles
 from verifier.static.patterns import PathPattern, as_patterns, matches_path
+from verifier.static.source import has_stand_in
 
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", "build", "dist",
@@ -31,9 +34,15 @@ def discover(
     force_exclude: bool = False,
     boundary: str | None = None,
     unreadable: list[tuple[str, str]] | None = None,
+    respect_ignore_files: bool = True,
+    ignored_files: list[str] | None = None,
 ) -> Iterator[str]:
     """Yield Python files in a stable order, each once; a file named directly is analysed even
     when an exclude pattern matches it, unless `force_exclude` (what pre-commit, which names files, needs).
+    In a folder, files that `.gitignore` or `.ignore` leave out are skipped unless not
+    `respect_ignore_files`; a file named directly is analysed whatever they say, as ruff does.
+    Python files they leave out are appended to `ignored_files` (files in a folder left out
+    whole are not looked for).
 
     With `force_exclude`, a named file is skipped when a pattern names it or one of its folders
     below `boundary` (the project root). Patterns given as strings are anchored at the working
@@ -52,10 +61,13 @@ def discover(
         return True
 
     for raw in paths:
-        if not os.path.lexists(raw):
+        if not os.path.lexists(raw) and not has_stand_in(raw):
             raise UsageError(f"{display_path(raw)}: no such file or directory")
         if os.path.isdir(raw):
-            yield from filter(first_time, _walk(raw, patterns, unreadable))
+            # Ignore files are read from the project root (else the working directory) down.
+            top = boundary if boundary is not None else _cwd_if_below(raw)
+            ignored = IgnoredFiles(raw, top) if respect_ignore_files else None
+            yield from filter(first_time, _walk(raw, patterns, unreadable, ignored, ignored_files))
         elif os.path.isfile(raw) or os.path.islink(raw) or raw.endswith(PYTHON_SUFFIXES):
             # A FIFO, device or socket named like Python (or a link to one) is reported as a folder
             # scan reports it (VP900, never read); one that is not named like Python is no input.
@@ -76,7 +88,13 @@ def _cwd_if_below(path: str) -> str | None:
     return here if os.path.abspath(path).startswith(here.rstrip(os.sep) + os.sep) else None
 
 
-def _walk(root: str, patterns: tuple[PathPattern, ...], unreadable: list[tuple[str, str]] | None) -> Iterator[str]:
+def _walk(
+    root: str,
+    patterns: tuple[PathPattern, ...],
+    unreadable: list[tuple[str, str]] | None,
+    ignored: IgnoredFiles | None,
+    ignored_files: list[str] | None,
+) -> Iterator[str]:
     def report(error: OSError) -> None:
         if unreadable is not None:
             unreadable.append((os.path.normpath(error.filename or root), f"cannot read folder: {error.strerror or error}"))
@@ -87,14 +105,20 @@ def _walk(root: str, patterns: tuple[PathPattern, ...], unreadable: list[tuple[s
         dirnames[:] = sorted(
             d for d in dirnames
             if not is_excluded(os.path.join(folder, d), patterns)
+            and not (ignored is not None and ignored.ignores(os.path.join(folder, d), is_dir=True))
         )
         for name in sorted(filenames):
             # A FIFO, device or socket named like Python is listed too: reading one is refused
             # without blocking (`source.read_bytes`), and the file is reported, never skipped in silence.
             if name.endswith(PYTHON_SUFFIXES):
                 path = os.path.join(folder, name)
-                if not is_excluded(path, patterns):
-                    yield os.path.normpath(path)
+                if is_excluded(path, patterns):
+                    continue
+                if ignored is not None and ignored.ignores(path, is_dir=False):
+                    if ignored_files is not None:
+                        ignored_files.append(os.path.normpath(path))
+                    continue
+                yield os.path.normpath(path)
 
 
 def display_path(path: str) -> str:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
 from verifier.config import Settings
+from verifier.static.source import install_stand_ins, stand_ins
 
 MAX_JOBS = 256
 # Below this many files per worker, starting another process costs more than it saves.
@@ -122,13 +123,18 @@ class AnalysisPool:
 
         # Paths are relative to this process's folder, which a library caller may have changed.
         folder = os.getcwd()
+        # Source read from standard input stands in for its file in the workers too.
+        standing = stand_ins()
         current = self._configuration
-        if not current or current[:2] != (rule_codes, settings) or current[2] is not external or current[3] != folder:
+        if (
+            not current or current[:2] != (rule_codes, settings) or current[2] is not external
+            or current[3] != folder or current[4] != standing
+        ):
             from verifier.rules import all_rules
 
             by_code = {rule.code: rule for rule in all_rules()}
             self._generation += 1
-            self._configuration = (rule_codes, settings, external, folder)
+            self._configuration = (rule_codes, settings, external, folder, standing)
             self._rules = [by_code[code] for code in rule_codes]
             self._settings = settings
             self._unanalysable = unanalysable_result
@@ -281,9 +287,10 @@ def _serve(connection: Connection, parent: int, memory: int) -> None:
             return
         kind, payload = message
         if kind == "configure":
-            codes, settings, external, folder = payload
+            codes, settings, external, folder, standing = payload
             rules = [by_code[code] for code in codes]
             os.chdir(folder)
+            install_stand_ins(standing)
         else:
             connection.send(analyse_without_cycle_collection(payload, rules, settings, external))
 

@@ -2,15 +2,21 @@
 
 Only regular files are read, and never more than a size limit: a `.py` that is a FIFO, a
 device or a link to one would block or stream forever.
+
+A file's bytes may be stood in for (`stand_in`): source read from standard input under the name
+`--stdin-filename` gives. Every reader of a file's bytes comes through `read_bytes`, so the
+analysis, its worker processes and the fingerprints all see that text, and no file is written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
 import stat
 import tokenize
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from io import BytesIO
 
@@ -37,6 +43,14 @@ class UnreadableSource(Exception):
         self.line = line
         self.unanalysable = unanalysable
 
+    def __reduce__(self):
+        # Sent to worker processes as a stand-in's reason: pickled with every field, not only the message.
+        return _unreadable, (str(self), self.line, self.unanalysable)
+
+
+def _unreadable(message: str, line: int, unanalysable: bool) -> UnreadableSource:
+    return UnreadableSource(message, line, unanalysable=unanalysable)
+
 
 @dataclass(frozen=True)
 class Source:
@@ -62,12 +76,49 @@ def with_newlines(text: str) -> str:
     return text if "\r" not in text else _LINE_BREAK.sub("\n", text)
 
 
+# Absolute path -> the bytes that stand in for the file there, or why they could not be read.
+_STAND_INS: dict[str, bytes | UnreadableSource] = {}
+
+
+@contextlib.contextmanager
+def stand_in(path: str, data: bytes | UnreadableSource) -> Iterator[None]:
+    """While the block runs, `read_bytes(path)` returns `data` (or raises it), whatever is on disk."""
+    key = os.path.abspath(path)
+    _STAND_INS[key] = data
+    try:
+        yield
+    finally:
+        _STAND_INS.pop(key, None)
+
+
+def stand_ins() -> dict[str, bytes | UnreadableSource]:
+    """Every stand-in of this process, for a worker process to install (`install_stand_ins`)."""
+    return dict(_STAND_INS)
+
+
+def install_stand_ins(stood_in: Mapping[str, bytes | UnreadableSource]) -> None:
+    _STAND_INS.clear()
+    _STAND_INS.update(stood_in)
+
+
+def has_stand_in(path: str) -> bool:
+    return bool(_STAND_INS) and os.path.abspath(path) in _STAND_INS
+
+
 def read_bytes(path: str, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> bytes:
     """The bytes of a regular file of at most `max_size` bytes; UnreadableSource otherwise.
 
     Opened without blocking (a FIFO would wait for a writer) and checked on the open handle,
     so a link swapped for a device between the check and the read is still refused.
     """
+    if _STAND_INS:
+        stood_in = _STAND_INS.get(os.path.abspath(path))
+        if isinstance(stood_in, UnreadableSource):
+            raise stood_in
+        if stood_in is not None:
+            if max_size is not None and len(stood_in) > max_size:
+                raise _too_large(len(stood_in), max_size)
+            return stood_in
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as error:
