@@ -121,3 +121,20 @@ def test_a_nested_repository_answers_for_its_own_files(tmp_path, monkeypatch):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     subprocess.run(["git", "init", "-q", str(tmp_path / "third_party" / "lib")], check=True)
     assert listed(tmp_path) == ["third_party/lib/core.py", "train.py"]
+
+
+def test_the_library_entry_point_honours_the_setting(tmp_path, monkeypatch):
+    # `analyze_paths` (what the benchmarks and other tools call) reads ignore files as the CLI does,
+    # and `respect_gitignore=False` turns that off there too.
+    from verifier.config import Settings
+    from verifier.static.runner import analyze_paths
+
+    (tmp_path / ".gitignore").write_text("gen/\n")
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "made.py").write_text("x = 1\n")
+    (tmp_path / "train.py").write_text("y = 2\n")
+    monkeypatch.chdir(tmp_path)
+    kept = analyze_paths(["."], Settings(jobs=1, cache_dir=str(tmp_path / "c")))
+    everything = analyze_paths(["."], Settings(jobs=1, cache_dir=str(tmp_path / "c"), respect_gitignore=False))
+    assert sorted(f.path for f in kept.files) == ["train.py"]
+    assert sorted(f.path for f in everything.files) == ["gen/made.py", "train.py"]

@@ -43,7 +43,7 @@ def analyze_paths(
 ) -> AnalysisResult:
     """Analyse every Python file under `paths`. Raises UsageError for bad paths."""
     unreadable: list[tuple[str, str]] = []
-    files = list(discover(paths, settings.exclude, unreadable=unreadable))
+    files = list(discover(paths, settings.exclude, unreadable=unreadable, respect_ignore_files=settings.respect_gitignore))
     return analyze_files(files, settings, on_file, on_start, unreadable=unreadable)
 
 
