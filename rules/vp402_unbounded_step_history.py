@@ -29,6 +29,7 @@ from verifier.static.heat import LoopInfo, Where
 from verifier.static.guards import GuardedRule
 from verifier.static.names import dotted_name, method_name, positional_arg, receiver
 from verifier.static.rule import Invalid, Proof
+from verifier.static.run_lists import is_new_list
 from verifier.static.training_state import TrainingStateRule
 
 _TRIMMING_METHODS = frozenset({"clear", "pop", "remove"})
@@ -171,7 +172,7 @@ for epoch in range(epochs):
             return
         self._cut(name)
         where = self.context.heat.where()
-        history = _History(name, where, attribute=name.startswith("self."), node=value) if _is_new_list(value) else None
+        history = _History(name, where, attribute=name.startswith("self."), node=value) if is_new_list(value) else None
         # An attribute made outside `__init__` may be remade per epoch by a hook: unknown lifetime.
         if history is not None and history.attribute and self._function_names[-1:] != ["__init__"]:
             history = None
@@ -430,11 +431,6 @@ _MESSAGES = {
     "host": "`{name}` grows by one Python value every step for the whole run and is never cleared",
 }
 
-
-def _is_new_list(value: cst.BaseExpression) -> bool:
-    if type(value) is cst.List:
-        return not value.elements
-    return type(value) is cst.Call and dotted_name(value.func) == "list" and not value.args
 
 
 def _per_step_hook(where: Where, heat) -> bool:

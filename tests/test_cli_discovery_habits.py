@@ -8,16 +8,9 @@ import subprocess
 
 import pytest
 
+from tests.snippets import SYNC
 from verifier.cli import main
 
-SYNC = (
-    "import torch\n\n"
-    "for batch in loader:\n"
-    "    loss = model(batch.cuda())\n"
-    "    loss.backward()\n"
-    "    optimizer.step()\n"
-    "    torch.cuda.synchronize()\n"
-)
 HEADLINE = "`synchronize()` in a loop blocks the host on every iteration"
 
 

@@ -11,16 +11,9 @@ import sys
 
 import pytest
 
+from tests.snippets import SYNC
 from verifier.cli import main
 
-SYNC = (
-    "import torch\n\n"
-    "for batch in loader:\n"
-    "    loss = model(batch.cuda())\n"
-    "    loss.backward()\n"
-    "    optimizer.step()\n"
-    "    torch.cuda.synchronize()\n"
-)
 CLEAN = "import torch\n\nmodel = torch.nn.Linear(2, 2)\n"
 FINDING = "train.py:7:5: VP203 [HIGH] `synchronize()` in a loop blocks the host on every iteration"
 QUIET = ("--no-report", "--no-cache", "-q", "--select", "VP203")

@@ -9,20 +9,11 @@ from dataclasses import fields
 
 import pytest
 
+from tests.snippets import SYNC
 from verifier.cli import main
 from verifier.config import Settings
 
-SYNCS = (
-    "import torch\n\n"
-    "for batch in loader:\n"
-    "    loss = model(batch.cuda())\n"
-    "    loss.backward()\n"
-    "    optimizer.step()\n"
-    "    torch.cuda.synchronize()\n"
-    "    print(loss.item())\n"
-    "    print(loss.item())\n"
-    "    print(loss.mean().item())\n"
-)
+SYNCS = SYNC + "    print(loss.item())\n    print(loss.item())\n    print(loss.mean().item())\n"
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import dotted_name
 from verifier.static.statement_bindings import statement_bindings
 from verifier.static.tracker import Tracker
-from verifier.static.walk import children
+from verifier.static.walk import children, ends_with
 
 # Objects that hold a run's configuration (`args.lr`, `self.cfg.amp`).
 _CONFIG_ROOTS = frozenset(
@@ -300,16 +300,10 @@ class _Lazy:
 def _ends_the_loop(body: cst.BaseSuite) -> bool:
     """The branch ends the loop (`break`) or the run (`raise`): what follows it runs on every
     iteration that comes before, unlike the iteration skipped by a `continue` or `return`."""
-    statements = body.body if type(body) is cst.IndentedBlock else [body]
-    last = statements[-1] if statements else None
-    small = last.body if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else []
-    return any(type(s) in (cst.Break, cst.Raise) for s in small)
+    return ends_with(body, (cst.Break, cst.Raise))
 
 
 def _leaves(body: cst.BaseSuite) -> bool:
     """The branch ends by leaving the block (`continue`, `return`, `break`, `raise`)."""
-    statements = body.body if type(body) is cst.IndentedBlock else [body]
-    last = statements[-1] if statements else None
-    small = last.body if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else []
-    return any(type(s) in _EXITS for s in small)
+    return ends_with(body, _EXITS)
 

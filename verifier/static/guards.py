@@ -24,7 +24,7 @@ from verifier.static.names import ImportTable, dotted_name, terminal_name
 from verifier.static.statement_bindings import statement_bindings
 from verifier.static.rule import Rule
 from verifier.static.tracker import Tracker
-from verifier.static.walk import children, iter_descendants
+from verifier.static.walk import children, ends_with, iter_descendants
 
 # `should_log`, `log_interval`, `print_freq`; not `logger` (a null check is no rate limit).
 _LOGGING_DECISION = re.compile(
@@ -176,17 +176,11 @@ def _skips_unless_index(test: cst.BaseExpression) -> bool:
 
 def _returns(body: cst.BaseSuite) -> bool:
     """The branch ends with a `return` (the early exit of a rate-limited helper)."""
-    statements = body.body if type(body) is cst.IndentedBlock else [body]
-    last = statements[-1] if statements else None
-    small = last.body if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else []
-    return any(type(s) is cst.Return for s in small)
+    return ends_with(body, (cst.Return,))
 
 
 def _leaves_iteration(body: cst.BaseSuite) -> bool:
-    statements = body.body if type(body) is cst.IndentedBlock else [body]
-    last = statements[-1] if statements else None
-    small = last.body if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else []
-    return any(type(s) is cst.Continue for s in small)
+    return ends_with(body, (cst.Continue,))
 
 
 _UNDECIDED = object()

@@ -34,7 +34,7 @@ def run_long_lists(module: cst.Module, text: str) -> frozenset[str]:
                 target, value = small.target, small.value
             else:
                 continue
-            name = dotted_name(target) if _is_new_list(value) else None
+            name = dotted_name(target) if is_new_list(value) else None
             if name is not None and "." not in name:
                 candidates.append(name)
     found = set()
@@ -48,7 +48,8 @@ def run_long_lists(module: cst.Module, text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _is_new_list(value: cst.BaseExpression) -> bool:
+def is_new_list(value: cst.BaseExpression) -> bool:
+    """`[]` or `list()`: a fresh, empty list."""
     if type(value) is cst.List:
         return not value.elements
     return type(value) is cst.Call and dotted_name(value.func) == "list" and not value.args

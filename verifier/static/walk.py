@@ -183,3 +183,11 @@ def iter_descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
                     is_node = _is_node(value)
                 if is_node:
                     push(value)
+
+
+def ends_with(body: cst.BaseSuite, kinds: tuple[type, ...]) -> bool:
+    """The block's last statement is one of `kinds` (`continue`, `return`, `break`, `raise`)."""
+    statements = body.body if type(body) is cst.IndentedBlock else [body]
+    last = statements[-1] if statements else None
+    small = last.body if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) else []
+    return any(type(s) in kinds for s in small)
