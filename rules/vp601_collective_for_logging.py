@@ -157,7 +157,8 @@ for step, (x, y) in enumerate(loader):
             if statement.value is not None:
                 uses.classify(statement.value, "return")
         elif kind is cst.Expr:
-            uses.classify(statement.value, "other")
+            if not _adds_to_tracked_container(statement.value, scope, uses):
+                uses.classify(statement.value, "other")
         elif kind is cst.Assert:
             uses.classify(statement.test, "control")
 
@@ -266,7 +267,46 @@ for step, batch in enumerate(loader):
             line=7,
             severity=Severity.MEDIUM,
         ),
+        Invalid(
+            """\
+import torch.distributed as dist
+for step, batch in enumerate(loader):
+    loss = model(batch).loss
+    running = loss.detach()
+    loss.backward()
+    optimizer.step()
+    dist.all_reduce(running)
+    record = {"loss": running.item() / world_size}
+    record.update(memory_stats())
+    logger.log_dict(record, step=step)
+""",
+            line=7,
+            severity=Severity.MEDIUM,
+        ),
     )
+
+
+_CONTAINER_ADDS = frozenset({"update", "append", "extend", "insert", "setdefault", "add"})
+
+
+def _adds_to_tracked_container(value: cst.BaseExpression, scope: _Scope, uses: "_Uses") -> bool:
+    """`log_dict.update({...})` / `row.append(x)` on a name holding a collective's result adds to
+    that container: the container's later uses decide its purpose, as for `log_dict = {...}`."""
+    if type(value) is not cst.Call or type(value.func) is not cst.Attribute:
+        return False
+    owner = value.func.value
+    if type(owner) is not cst.Name or value.func.attr.value not in _CONTAINER_ADDS:
+        return False
+    held = scope.tracked.get(owner.value)
+    flows = []
+    for arg in value.args:
+        flows = uses.classify(arg.value, "derive")
+    if held is None and not flows:
+        return False
+    if held is not None:
+        flows = [held, *flows]
+    _bind(scope, owner.value, flows)
+    return True
 
 
 def _bind(scope: _Scope, name: str, flows: list[tuple[_Collective, bool]]) -> None:
