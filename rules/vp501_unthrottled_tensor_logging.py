@@ -10,8 +10,10 @@ Where the call itself reads the value (`.item()`, `float(t)`, an f-string or `pr
 tensor), VP201 already reports that line with the same fix (read at a log interval), so VP501
 stays silent: one problem, one finding. Python numbers logged every step are not reported
 (the sync, if any, was where they were read), nor are Lightning's `self.log` (which keeps
-tensors on the device and writes every `log_every_n_steps`) and logging helpers called per
-step (whether their call sites are rate-limited is not followed).
+tensors on the device and writes every `log_every_n_steps`), except with `prog_bar=True` in a
+Lightning hook: the progress bar converts its metrics to Python numbers at every refresh (every
+step by default). Logging helpers called per step are not reported (whether their call sites are
+rate-limited is not followed).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.deferred import deferred
 from verifier.static.guards import GuardedRule
 from verifier.static.logcalls import is_logging_call
-from verifier.static.names import dotted_name, method_name, receiver
+from verifier.static.names import dotted_name, is_true, keyword_arg, method_name, receiver
 from verifier.static.rule import Invalid
 from verifier.static.syncs import sync_of_call, sync_of_fstring
 from verifier.static.walk import iter_descendants
@@ -37,7 +39,8 @@ class UnthrottledTensorLogging(GuardedRule):
     tokens = ("log", "add_scalar", "add_histogram", "set_postfix")
     summary = (
         "Finds tensors passed to a logger (`logger.info`, `wandb.log`, `writer.add_scalar`, "
-        "`set_postfix`) every step, outside an `if step % N == 0:` guard."
+        "`set_postfix`) every step, outside an `if step % N == 0:` guard, and tensors a Lightning "
+        "hook shows on the progress bar (`self.log(..., prog_bar=True)`)."
     )
     why = (
         "Loggers turn a tensor into a number or text on the host, which waits for the device to "
@@ -67,7 +70,11 @@ for step, (x, y) in enumerate(loader):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_logging_call(node, self.context.imports) or self.guarded:
+        if self.guarded:
+            return
+        if self._lightning_progress_bar_log(node):
+            return
+        if not is_logging_call(node, self.context.imports):
             return
         values = [value for arg in node.args for value in _logged_values(arg.value)]
         tensors = [value for value in values if self.context.facts.is_tensor(value)]
@@ -85,6 +92,27 @@ for step, (x, y) in enumerate(loader):
             severity=deferred(decide, outcomes=(self.severity,)),
         )
 
+    def _lightning_progress_bar_log(self, call: cst.Call) -> bool:
+        """`self.log("loss", loss, prog_bar=True)` in a Lightning hook: the progress bar reads the
+        tensor back at every refresh. Reported at the hook's heat (every step in `training_step`)."""
+        if method_name(call) not in ("log", "log_dict") or dotted_name(receiver(call) or call) != "self":
+            return False
+        prog_bar = keyword_arg(call, "prog_bar")
+        function = self.context.heat.where().function
+        if prog_bar is None or not is_true(prog_bar.value) or function is None or not function.hook.startswith("Lightning"):
+            return False
+        values = [value for arg in call.args if arg.keyword is None for value in _logged_values(arg.value)]
+        tensors = [value for value in values if self.context.facts.is_tensor(value)]
+        if tensors and not self._reads_explicitly(call):
+            self.report(
+                call,
+                f"`self.{method_name(call)}(..., prog_bar=True)` shows tensor `{self.context.code_for(tensors[0])}` "
+                f"on the progress bar, which converts it on the host (a hidden sync) at every refresh, {{often}}",
+                fix="Leave `prog_bar` off for per-step tensors (the logger still writes every "
+                "`log_every_n_steps`), or raise the progress bar's `refresh_rate`.",
+            )
+        return True
+
     def _reads_explicitly(self, call: cst.Call) -> bool:
         """A sync VP201 already reports on this line (`.item()`, `float(t)`, f-string of a tensor)."""
         facts, imports = self.context.facts, self.context.imports
@@ -96,6 +124,14 @@ for step, (x, y) in enumerate(loader):
         return False
 
     VALID = (
+        """\
+import lightning as L
+class LitModel(L.LightningModule):
+    def training_step(self, batch):
+        logits, loss = self.model(batch["input_ids"], batch["labels"])
+        self.log("train_loss", loss)
+        return loss
+""",
         """\
 for step, (x, y) in enumerate(loader):
     loss = criterion(model(x), y)
@@ -139,6 +175,18 @@ for x, y in loader:
 """,
     )
     INVALID = (
+        Invalid(
+            """\
+import lightning as L
+class LitModel(L.LightningModule):
+    def training_step(self, batch):
+        logits, loss = self.model(batch["input_ids"], batch["labels"])
+        self.log("train_loss", loss, prog_bar=True)
+        return loss
+""",
+            line=5,
+            severity=Severity.LOW,
+        ),
         Invalid(
             """\
 for step, (x, y) in enumerate(loader):

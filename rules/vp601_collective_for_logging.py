@@ -50,7 +50,7 @@ class CollectiveForLogging(LambdaScopes, GuardedRule):
     summary = (
         "Finds a collective (`dist.all_reduce`, `all_gather`, `all_gather_object`, `accelerator.gather`) "
         "that runs every step on a value that is then only read on the host: logged, printed, or used "
-        "as a flag."
+        "as a flag (also `accelerator.check_trigger()`, which reduces a stop flag and reads it)."
     )
     why = (
         "A collective is a rendezvous: every rank waits for the slowest, and reading the result back "
@@ -80,7 +80,7 @@ for step, (x, y) in enumerate(loader):
         "Reduce only under the log interval (`if step % log_every == 0:`), or log the local value of "
         "rank 0; decide stop flags without a per-step collective (a step budget known to every rank)."
     )
-    tokens = ("all_reduce", "all_gather", "gather(", "reduce(", "gather_object", "gather_for_metrics")
+    tokens = ("all_reduce", "all_gather", "gather(", "reduce(", "gather_object", "gather_for_metrics", "check_trigger")
     references = (
         "https://pytorch.org/docs/stable/distributed.html#collective-functions",
         "https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
@@ -105,6 +105,8 @@ for step, (x, y) in enumerate(loader):
             return
         scope = self._scopes[-1]
         collective = _Collective(node, self.context.heat.where(), self.guarded, how, self.context.condition_probe())
+        if how == "check_trigger":
+            collective.uses.add("control")  # it reads the reduced stop flag on the host itself
         scope.collectives.append(collective)
         scope.by_call[id(node)] = collective
         output = collective_output(node, how)
@@ -251,6 +253,20 @@ for step in range(max_steps):
         break
 """,
             line=10,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+for step, batch in enumerate(loader):
+    loss = model(**batch).loss
+    accelerator.backward(loss)
+    optimizer.step()
+    if stopper.should_stop(loss.item()):
+        accelerator.set_trigger()
+    if accelerator.check_trigger():
+        break
+""",
+            line=7,
             severity=Severity.MEDIUM,
         ),
         Invalid(

@@ -175,3 +175,48 @@ def test_an_item_assigned_by_key_keeps_its_facts(analyse):
         print(f"{metrics['loss']:.3f}")
     """
     assert analyse(code, select=SELECT) == [("VP201", 9, "MEDIUM")]
+
+
+def test_a_name_handed_to_a_backward_later_is_a_tensor_before_the_backward_too(analyse):
+    code = """\
+    import torch
+    device = "cuda"
+    for step, batch in enumerate(loader):
+        out, loss = engine.run(batch.to(device))
+        print(f"loss {loss:.3f}")
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    """
+    found = analyse(code, select=SELECT)
+    assert [(c, line, severity) for c, line, severity in found] == [("VP201", 5, "MEDIUM")]
+
+
+def test_what_a_name_is_bound_to_still_wins_over_a_later_backward(analyse):
+    code = """\
+    import torch
+    device = "cuda"
+    for step, batch in enumerate(loader):
+        loss = 0.0
+        print(f"loss {loss:.3f}")
+        loss = engine.run(batch.to(device))
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=SELECT) == []
+
+
+def test_a_lightning_training_step_returns_the_loss_the_framework_backpropagates(analyse):
+    code = """\
+    import lightning as L
+
+    class LitModel(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            out = self.net.run(batch)
+            print(f"loss {out:.3f}")
+            return {"loss": out}
+
+    trainer = L.Trainer(accelerator="cuda")
+    """
+    found = analyse(code, select=SELECT)
+    assert [(c, line) for c, line, _ in found] == [("VP201", 6)]

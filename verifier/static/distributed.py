@@ -22,8 +22,9 @@ _IN_PLACE_COLLECTIVES = {
     "gather": (1, "gather_list"),
     "gather_object": (1, "object_gather_list"),
 }
-# Results that are Python objects on the host from the start (pickled and copied back).
-OBJECT_COLLECTIVES = frozenset({"all_gather_object", "gather_object"})
+# Results that are Python objects on the host from the start (pickled and copied back);
+# `accelerator.check_trigger()` reduces its stop flag across ranks and returns it read as a bool.
+OBJECT_COLLECTIVES = frozenset({"all_gather_object", "gather_object", "check_trigger"})
 # `accelerator.gather(t)` returns the gathered tensor instead of filling an argument.
 _RETURNING_COLLECTIVES = frozenset({"gather", "reduce", "gather_for_metrics"})
 _BARRIERS = frozenset({_DIST + "barrier", _DIST + "monitored_barrier"})
@@ -36,7 +37,7 @@ def collective_name(call: cst.Call, imports: ImportTable) -> str | None:
         name = qualified[len(_DIST):]
         return name if name in _IN_PLACE_COLLECTIVES else None
     method = method_name(call)
-    if method in _RETURNING_COLLECTIVES and _is_accelerator(receiver(call)):
+    if (method in _RETURNING_COLLECTIVES or method == "check_trigger") and _is_accelerator(receiver(call)):
         return method
     return None
 

@@ -31,6 +31,7 @@ from verifier.static.deferred import EVERY_INPUT, DeferredSeverity, JudgementInp
 from verifier.static.discovery import import_root_for, module_name_for
 from verifier.static.guards import Guards
 from verifier.static.facts import Kind, NameFacts
+from verifier.static.losses import backward_operands, module_backward_operands
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of, heat_trace
 from verifier.static.names import ImportTable
 from verifier.static.notebook import in_cell, is_notebook, read_notebook
@@ -299,7 +300,10 @@ def analyze_source(
     is_host_batch = (lambda node: host.origin_of(node) is Origin.BATCH) if host is not None else (lambda node: False)
     on_device = lambda node: (found := places.placement_of(node)) is not None and found.place is Place.DEVICE  # noqa: E731
     lists = run_long_lists(module, source.text)
-    own = _ModuleFacts(heat, facts, places, imports, Bindings(heat, facts, is_host_batch, on_device, lists))
+    mentions_backward = "backward" in source.text or "training_step" in source.text
+    if mentions_backward:
+        facts.set_module_losses(module_backward_operands(module))
+    own = _ModuleFacts(heat, facts, places, imports, Bindings(heat, facts, is_host_batch, on_device, lists), mentions_backward)
     visitors, leavers = _dispatch_tables(own, [*context.trackers.values(), *active])
     try:
         walk(module, visitors, leavers)
@@ -452,9 +456,12 @@ class _ModuleFacts:
     """
 
     def __init__(
-        self, heat: HeatModel, facts: NameFacts, places: PlaceFacts, imports: ImportTable, bindings: Bindings
+        self, heat: HeatModel, facts: NameFacts, places: PlaceFacts, imports: ImportTable, bindings: Bindings,
+        mentions_backward: bool = True,
     ) -> None:
         self.heat, self.facts, self.places, self.imports, self.bindings = heat, facts, places, imports, bindings
+        # Only a module that says `backward` can hand a name to one: the body scan is skipped elsewhere.
+        self.mentions_backward = mentions_backward
 
     def visit_Call(self, node: cst.Call) -> None:
         self.bindings.on_call(node, self.heat.on_call(node, self.bindings.via_of(node)))
@@ -482,7 +489,10 @@ class _ModuleFacts:
     def _enter_function(self, node: cst.FunctionDef | cst.Lambda, name: str) -> None:
         self.heat.enter_function(node, name)
         function = self.heat.where().function
-        self.facts.enter_function(name, function.order)
+        losses = backward_operands(node, function.hook) if self.mentions_backward and type(node) is cst.FunctionDef else frozenset()
+        self.facts.enter_function(name, function.order, losses)
+        if type(node) is cst.FunctionDef:
+            self.facts.declare(node)
         self.places.enter_function()
         self.bindings.enter_function(function)
         for name, fact in function.bound:

@@ -1,7 +1,8 @@
 """Light type facts: which names hold a tensor, a GradScaler, an optimizer, a DataLoader.
 
-Learned from assignments in walk order, scoped per function (with `self.x` kept per class).
-When a value's kind cannot be known statically the answer is None and rules stay silent:
+Learned from assignments in walk order, scoped per function (with `self.x` kept per class),
+from annotations (`x: torch.Tensor`, `-> torch.Tensor`), and from what a backward later runs on
+(`losses.py`). When a value's kind cannot be known statically the answer is None and rules stay silent:
 a false alarm costs more than a missed one in a merge gate.
 """
 
@@ -55,6 +56,7 @@ _NUMBER_FUNCTIONS = frozenset(
 )
 _NUMBER_METHODS = frozenset({"item", "tolist"})
 # Methods only `nn.Module` has (not tensors, optimizers or schedulers, which share `state_dict`).
+_TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"})
 _MODULE_API = frozenset(
     {"eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children", "named_children",
      "buffers", "named_buffers", "requires_grad_", "register_forward_hook", "register_forward_pre_hook",
@@ -82,15 +84,38 @@ class NameFacts:
         # module the positions whose argument a backward runs on (`def _backward(loss):
         # loss.backward()`): what a call hands there is a tensor.
         self._params: list[tuple[str, ...]] = [()]
+        self._losses: list[frozenset[str]] = [frozenset()]
+        # Functions of this module annotated `-> torch.Tensor`.
+        self._declared_tensor_returns: set[str] = set()
         self._backward_params: dict[str, set[int]] = {}
         # The string-keyed items each name was last given by a dict literal (`bind`).
         self._keys: dict[str, set[str]] = {}
 
-    def enter_function(self, name: str = "", params: tuple[str, ...] = ()) -> None:
+    def enter_function(self, name: str = "", params: tuple[str, ...] = (), losses: frozenset[str] = frozenset()) -> None:
+        """`losses`: names the function hands to a backward somewhere in its body (`losses.py`);
+        where nothing else says what they hold, they hold a tensor, before the backward too."""
         self._names.enter_function()
         self._unknown.append(set())
         self._functions.append((name, []))
         self._params.append(params)
+        self._losses.append(losses)
+
+    def declare(self, function: cst.FunctionDef) -> None:
+        """Annotations are declarations: a parameter annotated `torch.Tensor` holds a tensor
+        (unless its call sites say more, `seed`), and so does what a function annotated
+        `-> torch.Tensor` returns, whatever its `return` lines show."""
+        for param in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params):
+            if param.annotation is not None and self._is_tensor_annotation(param.annotation.annotation):
+                self._names.set(param.name.value, Kind.TENSOR)
+        if function.returns is not None and self._is_tensor_annotation(function.returns.annotation) and self._functions:
+            self._declared_tensor_returns.add(self._functions[-1][0])
+
+    def _is_tensor_annotation(self, annotation: cst.BaseExpression) -> bool:
+        return (self._imports.qualified_name(annotation) or "") in _TENSOR_ANNOTATIONS
+
+    def set_module_losses(self, losses: frozenset[str]) -> None:
+        """Names a script's top-level code hands to a backward (see `enter_function`)."""
+        self._losses[0] = losses
 
     def seed(self, name: str, kind: Kind) -> None:
         """A parameter of the function just entered holds `kind` at every visible call site."""
@@ -104,8 +129,11 @@ class NameFacts:
         self._names.leave_function()
         self._unknown.pop()
         self._params.pop()
+        self._losses.pop()
         name, kinds = self._functions.pop()
-        if name and kinds:
+        if name in self._declared_tensor_returns:
+            self._returns[name] = Kind.TENSOR
+        elif name and kinds:
             self._returns[name] = kinds[0] if all(k is kinds[0] for k in kinds) else None
 
     def on_return(self, value: cst.BaseExpression | None) -> None:
@@ -244,6 +272,8 @@ class NameFacts:
                 return known
             if self._is_device_tensor_type(node):
                 return Kind.DEVICE_TENSOR_TYPE
+            if name in self._losses[-1]:
+                return Kind.TENSOR
             if type(node) is cst.Name:
                 self._unknown[-1].add(node.value)
             if type(node) is cst.Attribute and node.attr.value in _TENSOR_ATTRIBUTES:

@@ -245,9 +245,19 @@ def literal_string(node: cst.CSTNode | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
+# Cross-process helpers that hand back what they were given, element by element
+# (`preds, refs = accelerator.gather_for_metrics((preds, batch["labels"]))`).
+_RETURNS_ITS_STRUCTURE = frozenset({"gather", "gather_for_metrics", "reduce", "pad_across_processes", "send_to_device"})
+
+
 def element_pairs(target: cst.BaseExpression, value: cst.BaseExpression | None) -> list[tuple[cst.BaseExpression, cst.BaseExpression]] | None:
     """`a, b = x, y`: the (target, value) pairs of an unpacking element by element, when both
-    sides are literal tuples or lists of one length without a starred element; else None."""
+    sides are literal tuples or lists of one length without a starred element (also through a
+    helper that returns its one argument's structure); else None."""
+    if type(value) is cst.Call and method_name(value) in _RETURNS_ITS_STRUCTURE:
+        positional = [arg for arg in value.args if arg.keyword is None]
+        if len(positional) == 1 and not positional[0].star:
+            value = positional[0].value
     if type(target) not in (cst.Tuple, cst.List) or type(value) not in (cst.Tuple, cst.List):
         return None
     elements, values = target.elements, value.elements

@@ -46,7 +46,7 @@ class LitGAN(L.LightningModule):
         opt_g.step()
         self.untoggle_optimizer(opt_g)
 
-        self.log_dict({"d_loss": d_loss, "g_loss": g_loss}, prog_bar=True)
+        self.log_dict({"d_loss": d_loss, "g_loss": g_loss}, prog_bar=True)  # expect: VP501[LOW]
 
     def on_train_epoch_end(self):
         sched_g, sched_d = self.lr_schedulers()

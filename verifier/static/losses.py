@@ -1,0 +1,89 @@
+"""The names a function hands to a backward: whatever a backward runs on is a tensor with a graph.
+
+The value model learns this where the backward is (`loss.backward()`), which is too late for the
+reads before it: `logits, loss = self.llm(x, y)` followed by `float(loss)` and only then
+`scaler.scale(loss).backward()`. A look at the whole body first gives those names their kind
+from the start. A Lightning `training_step` hands its loss to the framework's backward by
+returning it (`return loss`, `return {"loss": loss}`).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.static.names import dotted_name, method_name, receiver
+from verifier.static.walk import iter_descendants
+
+# `accelerator.backward(loss)`, `fabric.backward(loss)`, `self.manual_backward(loss)`,
+# `torch.autograd.backward(loss)`: the loss is the first positional argument.
+_BACKWARD_BY_ARGUMENT = frozenset({"manual_backward"})
+_LOSS_RETURNING_HOOKS = ("Lightning calls training_step()",)
+
+
+def backward_operands(function: cst.FunctionDef, hook: str = "") -> frozenset[str]:
+    """Plain names (`loss`, `out.loss`) that a backward runs on in `function`'s own body, and
+    the loss a Lightning `training_step` returns."""
+    return _operands(function.body, hook.startswith(_LOSS_RETURNING_HOOKS))
+
+
+def module_backward_operands(module: cst.Module) -> frozenset[str]:
+    """The same for a script's top-level code (its functions and classes are scanned apart)."""
+    names: set[str] = set()
+    for statement in module.body:
+        if type(statement) not in (cst.FunctionDef, cst.ClassDef):
+            names |= _operands(statement, False)
+    return frozenset(names)
+
+
+def _operands(body: cst.CSTNode, returns_loss: bool) -> frozenset[str]:
+    names: set[str] = set()
+    for node in iter_descendants(body):
+        kind = type(node)
+        if kind is cst.Call:
+            _add(names, _operand(node))
+        elif kind is cst.Return and returns_loss and node.value is not None:
+            _add(names, _returned_loss(node.value))
+    return frozenset(names)
+
+
+def _operand(call: cst.Call) -> cst.BaseExpression | None:
+    method = method_name(call)
+    if method in _BACKWARD_BY_ARGUMENT:
+        return _first_positional(call)
+    if method != "backward":
+        return None
+    owner = receiver(call)
+    if type(owner) is cst.Call and method_name(owner) == "scale":
+        return _first_positional(owner)  # `scaler.scale(loss).backward()`
+    if type(owner) in (cst.Name, cst.Attribute) and not any(arg.keyword is None for arg in call.args):
+        return owner  # `loss.backward()`, `loss.backward(retain_graph=True)`
+    if dotted_name(owner or call) in ("torch.autograd", "autograd") or str(dotted_name(owner or call)).endswith(
+        ("accelerator", "fabric")
+    ):
+        return _first_positional(call)
+    return None
+
+
+def _returned_loss(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    if type(value) is cst.Dict:
+        for element in value.elements:
+            if type(element) is cst.DictElement and type(element.key) is cst.SimpleString:
+                if element.key.evaluated_value == "loss":
+                    return element.value
+        return None
+    return value
+
+
+def _first_positional(call: cst.Call) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            return arg.value
+    return None
+
+
+def _add(names: set[str], operand: cst.BaseExpression | None) -> None:
+    while type(operand) is cst.BinaryOperation:
+        operand = operand.left  # `fabric.backward(loss / accumulation)`: the loss comes first
+    name = dotted_name(operand) if operand is not None else None
+    if name is not None and name != "self":
+        names.add(name)
