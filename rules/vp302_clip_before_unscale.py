@@ -48,7 +48,7 @@ scaler.update()
     def check(self, scope: AmpScope) -> None:
         if not (scope.scales_loss or scope.steps_with_scaler):
             return
-        for call, where, unscaled_before in scope.clips:
+        for call, where, unscaled_before, condition in scope.clips:
             if unscaled_before or id(call) in scope.exempt:
                 continue
             before = calls_before_clip(scope, call)
@@ -59,6 +59,7 @@ scaler.update()
                 "gradients are clipped while still multiplied by the loss scale; "
                 "call `scaler.unscale_(optimizer)` first",
                 where=where,
+                condition=condition,
                 evidence=(scaler_proof(scope), self._nothing_unscales(before)),
             )
 

@@ -145,3 +145,19 @@ def test_lightning_eval_hooks_run_without_grad_and_test_functions_are_not_evalua
     assert reasons["named"] == "in `validate()`"
     assert reasons["after_eval"] == "after `model.eval()`"
     assert reasons["after_train"] is None
+
+
+def test_no_grad_entered_on_an_exit_stack_covers_the_evaluation_loop(analyse):
+    code = """\
+    import torch
+    from contextlib import ExitStack
+
+
+    def evaluate(model, loader):
+        with ExitStack() as stack:
+            model.eval()
+            stack.enter_context(torch.no_grad())
+            for inputs in loader:
+                outputs = model(inputs.cuda())
+    """
+    assert analyse(code, select=("VP404",)) == []

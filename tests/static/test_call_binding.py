@@ -419,3 +419,26 @@ def test_deep_chains_anywhere_in_the_project_leave_every_files_findings(tmp_path
         message = ("VP104 [MEDIUM] `torch.tensor(value)` is created on the host and copied to the device here: "
                    "create it with `device=` (or once, outside the loop)")
         assert capsys.readouterr().out.splitlines() == [f"chain.py:5:12: {message}", f"distributed.py:8:19: {message}"]
+
+
+def test_a_step_function_chosen_by_a_conditional_expression_runs_every_step(tmp_path):
+    write(tmp_path, {"train.py": """\
+        import torch
+
+
+        def train_step(model, optimizer, batch):
+            loss = model(batch.to("cuda")).mean()
+            loss.backward()
+            optimizer.step()
+            torch.cuda.synchronize()
+
+
+        compiled_step = None
+
+
+        def train(model, optimizer, loader):
+            step = compiled_step if compiled_step is not None else train_step
+            for batch in loader:
+                step(model, optimizer, batch)
+        """})
+    assert findings(tmp_path, ("VP203",)) == [("train.py", "VP203", 8, "HIGH", "step")]

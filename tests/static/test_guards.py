@@ -144,3 +144,18 @@ def test_a_flag_bound_to_a_rate_limit_is_that_rate_limit(analyse):
     # it; a flag bound to True is no rate limit.
     assert analyse(FLAGS, select=("VP201",)) == [("VP201", 18, "MEDIUM")]
 
+
+
+def test_debug_code_a_compiled_graph_leaves_out_is_not_reported(analyse):
+    code = """\
+    import torch
+
+    model = torch.compile(model.cuda())
+    for x in loader:
+        out = model(x.cuda())
+        if not torch.compiler.is_compiling():
+            print("norm", out.norm().item())
+        out.sum().backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=("VP201",)) == []

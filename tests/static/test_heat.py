@@ -488,3 +488,49 @@ def test_a_loop_over_files_that_calls_an_evaluation_is_a_sweep_not_an_eval_loop(
     # One export per weight file runs once per file, not per batch: no subprocess finding. The
     # loop over a data source that calls an evaluation is an eval loop: its read is reported.
     assert analyse(code, select=("VP201", "VP204")) == [("VP201", 10, "LOW")]
+
+
+def test_full_batch_training_that_evaluates_every_iteration_takes_one_step_per_epoch():
+    heats = heat_of_marked_lines(
+        """
+        def train():
+            model.train()
+            optimizer.zero_grad()
+            loss = criterion(model(data.x, data.edge_index), data.y)
+            loss.backward()
+            optimizer.step()
+            mark("update")
+
+        def test():
+            model.eval()
+            mark("evaluation")
+
+        for epoch in range(200):
+            train()
+            test()
+            mark("iteration")
+        """
+    )
+    assert heats == {"update": Heat.EPOCH, "evaluation": Heat.EPOCH, "iteration": Heat.EPOCH}
+
+
+def test_an_evaluation_under_an_interval_leaves_the_loop_a_step_loop():
+    heats = heat_of_marked_lines(
+        """
+        def train_step():
+            loss = model(*get_batch()).mean()
+            loss.backward()
+            optimizer.step()
+            mark("update")
+
+        def evaluate():
+            model.eval()
+
+        for it in range(max_iters):
+            train_step()
+            if it % eval_interval == 0:
+                evaluate()
+            mark("iteration")
+        """
+    )
+    assert heats == {"update": Heat.STEP, "iteration": Heat.STEP}

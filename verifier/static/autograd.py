@@ -274,11 +274,21 @@ class AutogradTracker:
         self._frames[-1].withs.pop()
 
     def on_statement(self, node: cst.Expr) -> None:
-        """`torch.set_grad_enabled(False)` as a statement switches grad mode for what follows."""
+        """`torch.set_grad_enabled(False)` as a statement switches grad mode for what follows, and so
+        does a grad-mode context entered on an `ExitStack`."""
         if type(node.value) is cst.Call:
             qualified = self._imports.call_name(node.value) or ""
             if qualified.startswith("torch.") and qualified.endswith(".set_grad_enabled"):
                 self._frames[-1].statement = grad_mode_of(node.value, self._imports)
+            elif method_name(node.value) == "enter_context" and node.value.args:
+                # `stack.enter_context(torch.no_grad())` in `with ExitStack() as stack:` holds
+                # until that `with` ends (the innermost one; outside any, the function's end).
+                mode = grad_mode_of(node.value.args[0].value, self._imports)
+                frame = self._frames[-1]
+                if mode is not None and frame.withs:
+                    frame.withs[-1] = mode
+                elif mode is not None:
+                    frame.statement = mode
 
     def on_call(self, call: cst.Call) -> None:
         key = self._callee_key(call)

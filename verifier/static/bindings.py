@@ -50,6 +50,10 @@ SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR, RUN_LIST})
 _FACTS = frozenset({"number", "source", "batch", "tensor", "list"})
 
 _BUILTINS = frozenset(dir(builtins))
+# Methods that return the module they are called on, moved or switched (`Net().cuda()`).
+_MODULE_MOVES = frozenset({"cuda", "to", "half", "float", "bfloat16", "double", "train", "eval", "requires_grad_", "to_empty"})
+# Wrappers whose call runs the wrapped module's forward.
+_MODULE_WRAPPERS = frozenset({"compile", "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "DDP", "FSDP"})
 # Calls into these packages never reach project code: their arguments are not recorded.
 _LIBRARIES = LIBRARY_ROOTS | frozenset(
     {"re", "json", "logging", "random", "functools",
@@ -151,8 +155,13 @@ class Bindings:
         func = attribute_of_getattr(call.func) or call.func
         if type(func) is cst.Attribute:
             owner = func.value
-            if (type(owner) is cst.Name and owner.value == "self") or func.attr.value in _COMMON_METHODS:
-                return None  # `self.method()` the heat model names; a `.size()` is no project method
+            if type(owner) is cst.Name and owner.value == "self":
+                # `self.method()` the heat model names; `self.encoder(x)` calls what the
+                # attribute holds (a submodule's forward) when no method has that name.
+                term = self._symbolic(func)
+                return (term, "__call__") if term is not None else None
+            if func.attr.value in _COMMON_METHODS:
+                return None  # a `.size()` is no project method
             term = self._symbolic(owner)
             return (term, func.attr.value) if term is not None else None
         if type(func) is cst.Name:
@@ -194,6 +203,11 @@ class Bindings:
             # `hooks = [log_step, check_nan]`: a list of callbacks a loop over it calls in turn.
             members = [self._function(e.value) if type(e) is cst.Element else None for e in node.elements]
             return _functions(members) if all(m is not None for m in members) else None
+        if kind is cst.IfExp:
+            # `fn = compiled_step if compiled_step is not None else train_step`: a call through
+            # `fn` runs one of them; the branches that name a project function are bound.
+            members = [self._function(branch) for branch in (node.body, node.orelse)]
+            return _functions([m for m in members if m is not None]) if any(members) else None
         if kind is cst.BooleanOperation and type(node.operator) is cst.Or:
             # `sampler or UniformSampler(d)`: may be an instance of that class (for calls, not values).
             right = self.term_of(node.right)
@@ -221,6 +235,9 @@ class Bindings:
             return _bounded(("element", inner)) if inner is not None else None
         if func_name == "iter" and first is not None:
             return self.term_of(first)
+        wrapped = self._wrapped_module(call, first)
+        if wrapped is not None:
+            return wrapped
         known = self._known(call) if concrete else None
         if known is not None:
             return known
@@ -234,6 +251,17 @@ class Bindings:
             # `F.nll_loss(...)` is no project function: what the walk knows of it says more.
             return None
         return ("result", callee)
+
+    def _wrapped_module(self, call: cst.Call, first: cst.BaseExpression | None) -> tuple | None:
+        """`Net().cuda()`, `model.to(device)`, `torch.compile(model)`, `DDP(model, ...)`: the same
+        module, moved or wrapped; calling the result runs the instance's `forward`."""
+        if type(call.func) is cst.Attribute and call.func.attr.value in _MODULE_MOVES:
+            inner = self.term_of(call.func.value)
+        elif first is not None and (self._heat.qualified_call(call) or "").rsplit(".", 1)[-1] in _MODULE_WRAPPERS:
+            inner = self.term_of(first)
+        else:
+            return None
+        return inner if inner is not None and inner[0] == "instance" else None
 
     def _element_of(self, iterable: cst.BaseExpression) -> tuple | None:
         """What one iteration over `iterable` binds (`enumerate` pairs a number with it)."""

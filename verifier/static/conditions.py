@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from verifier.static.cli_defaults import CommandLine
 from verifier.static.guards import Guards
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.lambda_scopes import LambdaScopes
@@ -53,7 +54,9 @@ _PURE_METHODS = frozenset(
      "is_global_zero", "startswith", "endswith", "get"}
 )
 _EXITS = (cst.Continue, cst.Return, cst.Break, cst.Raise)
-_GUARD_KINDS = {"rate": ConditionKind.THROTTLE, "cadence": ConditionKind.CADENCE, "lazy": ConditionKind.ONCE}
+_GUARD_KINDS = {
+    "rate": ConditionKind.THROTTLE, "cadence": ConditionKind.CADENCE, "lazy": ConditionKind.ONCE, "eager": ConditionKind.DATA,
+}
 _STRUCTURE_CHECKS = frozenset({"isinstance", "issubclass", "hasattr", "callable", "type"})
 
 
@@ -104,6 +107,7 @@ class Conditions(LambdaScopes, Tracker):
         self._kinds: dict[int, ConditionKind] = {}
         # Rate limits, cadences and cache fills are the guards' verdicts, decided once per `if`.
         self._guards = context.tracker(Guards)
+        self._command_line: CommandLine | None = None
 
     # ----- what is asked -----
 
@@ -204,7 +208,20 @@ class Conditions(LambdaScopes, Tracker):
             kind = self._test_kind(node.test)
         if kind is ConditionKind.DATA and branch == "rest":
             kind = ConditionKind.EXIT  # the step goes on unless the early exit was taken
+        if kind is ConditionKind.CONSTANT and self._off_by_default(node.test, branch):
+            kind = ConditionKind.OPT_IN
         return Condition(kind, node.test, negated=branch != "body")
+
+    def _off_by_default(self, test: cst.BaseExpression, branch: str) -> bool:
+        """Whether the command line's defaults keep the walk out of `branch` of this test."""
+        if "add_argument" not in self.context.text:
+            return False
+        if self._command_line is None:
+            self._command_line = CommandLine(self.context.module)
+        held = self._command_line.holds_by_default(test)
+        if held is None:
+            return False
+        return held is (branch != "body")
 
     def _kind_of(self, node: cst.If) -> ConditionKind:
         """What the test of `node` says, once per `if` (its body and its `else` both ask). `if
@@ -241,7 +258,9 @@ class Conditions(LambdaScopes, Tracker):
 
     def _pure_call(self, call: cst.Call) -> bool:
         name = dotted_name(call.func) or ""
-        if name in _PURE_BUILTINS:
+        if name in _PURE_BUILTINS or _AVAILABILITY_PROBE.match(name.rsplit(".", 1)[-1]) and (
+            "." not in name or name.endswith("cuda.is_available")
+        ):
             return True
         if (self.context.imports.call_name(call) or "") in _PURE_CALLS:
             return True
@@ -252,6 +271,8 @@ class Conditions(LambdaScopes, Tracker):
         if name is None:
             return True  # `f().x`, `a[i].b`: the parts are judged on their own
         root = name.split(".", 1)[0]
+        if _DEVICE_PROPERTIES.intersection(name.split(".")[1:]):
+            return True  # `x.is_cuda`, `t.device.type`: where a value lives is fixed for the run
         if root in _CONFIG_ROOTS or (root == "self" and name.split(".")[1:2] and name.split(".")[1] in _CONFIG_ROOTS):
             return True
         if name in seen or root in ("None", "True", "False"):
@@ -283,6 +304,13 @@ class Conditions(LambdaScopes, Tracker):
             }
             found = {name: values for name, values in found.items() if values}
         return found
+
+
+# `torch.cuda.is_available()`, `is_torch_cuda_available()`: the CUDA machine the code is meant
+# for, fixed for the run. Probes for other platforms (XPU, MPS) stay data: on the intended machine
+# their branch does not run.
+_AVAILABILITY_PROBE = re.compile(r"^is_(torch_)?(cuda_)?available$")
+_DEVICE_PROPERTIES = frozenset({"is_cuda", "is_cpu", "is_mps", "is_xpu", "device"})
 
 
 class _Lazy:

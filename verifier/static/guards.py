@@ -48,6 +48,18 @@ def is_rate_limit(test: cst.BaseExpression, imports: ImportTable) -> bool:
     return False
 
 
+_COMPILING_PROBES = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling", "torch.compiler.is_dynamo_compiling"})
+
+
+def _outside_compiled_code(test: cst.BaseExpression, imports: ImportTable) -> bool:
+    """`not torch.compiler.is_compiling()`: the body runs in eager code only; under
+    `torch.compile` the traced graph leaves it out."""
+    return (
+        type(test) is cst.UnaryOperation and type(test.operator) is cst.Not and type(test.expression) is cst.Call
+        and (imports.call_name(test.expression) or "") in _COMPILING_PROBES
+    )
+
+
 def _measures_a_size(node: cst.BaseExpression) -> bool:
     """`X.size(0) % world`, `len(batch) % n`, `x.shape[0] % 8`: a divisibility check on data, not
     a step counter taken modulo an interval."""
@@ -302,16 +314,19 @@ class Guards(LambdaScopes, Tracker):
             self._answer = None
 
     def _is_guard(self, node: cst.If) -> bool:
-        return self.guard_kind(node) in ("rate", "lazy")
+        return self.guard_kind(node) in ("rate", "lazy", "eager")
 
     def guard_kind(self, node: cst.If) -> str | None:
         """What `node`'s test says, decided once per `if` for every tracker that asks
         (`conditions.py` asks too): "rate" (a rate limit: a guard), "cadence" (a rate-limit test
         whose body steps the optimizer: the update cadence of gradient accumulation, no guard),
-        "lazy" (a cache fill: a guard), else None."""
+        "lazy" (a cache fill: a guard), "eager" (`if not torch.compiler.is_compiling():`, debug code
+        a compiled graph leaves out: a guard), else None."""
         found = self._verdicts.get(id(node), _UNDECIDED)
         if found is _UNDECIDED:
-            if is_rate_limit(node.test, self.context.imports) or self._names_a_rate_limit(node.test):
+            if _outside_compiled_code(node.test, self.context.imports):
+                found = "eager"
+            elif is_rate_limit(node.test, self.context.imports) or self._names_a_rate_limit(node.test):
                 found = "cadence" if steps_an_optimizer(node.body) else "rate"
             else:
                 found = "lazy" if is_lazy_init(node) else None

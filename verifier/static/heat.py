@@ -15,9 +15,13 @@ directly or through called functions, trains (`.backward()`, an optimizer or sca
 A loop that runs the model or iterates a data source without training is an *eval* loop
 (evaluation, validation, generation): its own, milder heat, and it never demotes the training
 loop around it (a periodic inline eval loop is not a step loop inside an epoch). A loop that
-contains a step loop is an *epoch* loop. Other loops take the heat of what encloses them. A
+contains a step loop is an *epoch* loop, and so is full-batch training: a loop over no data
+source that updates once and evaluates every iteration (`for epoch in range(n): train(); test()`)
+takes one step per epoch. A loop in a module's `forward` (over its layers) is part of one
+forward, never an evaluation loop. Other loops take the heat of what encloses them. A
 `for` header's iterable is evaluated once, before the loop. A function is as hot as its
-hottest call site; calls resolve by plain name, `self.method`, instances constructed in the
+hottest call site; calls resolve by plain name, `self.method`, `self(x)` (the module's
+`forward`), instances constructed in the
 module, imports, `getattr(obj, "name")`, and a `with` statement's `__enter__`/`__exit__`; calls
 through a receiver (`self.sampler.sample()`, a parameter, an alias, a partial, a callback handed in
 or kept in a list) and inherited methods are bound by the project pass (`bindings.py`). Branches
@@ -106,12 +110,15 @@ class ConditionKind(enum.Enum):
     # The rest of a step after a data-dependent early exit (`if bad_batch: continue`): the main
     # path, skipped only when the exit is taken.
     EXIT = 2
+    # Configuration the command line's defaults leave off (`if args.clip > 0:` with
+    # `default=-1.0`): runs every step only in the runs that opt in.
+    OPT_IN = 3
     # A rate limit (`if step % log_every == 0:`): every N steps, not every step.
-    THROTTLE = 3
+    THROTTLE = 4
     # Runs once or a few times (`if cache is None:` fills, first-N).
-    ONCE = 4
+    ONCE = 5
     # Depends on the data or on state the step changes (`if loss > 10:`, `except ...:`).
-    DATA = 5
+    DATA = 6
 
 
 _TEST_TEXT_LIMIT = 60
@@ -215,6 +222,12 @@ class LoopInfo:
     steps_in_call: bool = False
     # Its body reads a host clock (`t0 = time.perf_counter()`): the loop times its steps.
     reads_clock: bool = False
+    # It updates once and evaluates every iteration over no data source: full-batch training,
+    # one step per epoch (an epoch loop).
+    full_batch: bool = False
+    # In a module's `forward` (`for layer in self.layers: x = layer(x)`): its iterations are
+    # parts of one forward, never evaluation batches; it runs as often as the forward.
+    in_forward: bool = False
 
 
 @dataclass(eq=False)
@@ -416,6 +429,9 @@ class HeatModel:
             node, parent, data_source=bool(header) and header != "while True", retry=_is_retry_loop(node),
             path=self._path, header=header,
             targets=frozenset(_identifiers(node.target)) if type(node) is cst.For else frozenset(),
+            in_forward=bool(self._class_stack and self._function_stack)
+            and getattr(self._function_stack[-1].node, "name", None) is not None
+            and self._function_stack[-1].node.name.value == "forward",
         )
         self._loop_order.append(info)
         if parent is not None:
@@ -645,6 +661,9 @@ class HeatModel:
             and self._class_stack
         ):
             return self._local_key(f"{self._class_stack[-1]}.{func.attr.value}")
+        if type(func) is cst.Name and func.value == "self" and self._class_stack:
+            # `out = self(x)` in a module's method: calling an `nn.Module` runs its `forward`.
+            return self._local_key(f"{self._class_stack[-1]}.forward")
         dotted = dotted_name(func)
         if dotted is None:
             return None
@@ -931,6 +950,8 @@ def loop_reason(loop: LoopInfo) -> str:
             reason = f"calls {called}, which trains"
         else:
             reason = "times tensor work in a benchmark"
+    elif loop.full_batch:
+        reason = "updates once and evaluates every iteration: full-batch training, one step per epoch"
     elif loop.is_epoch:
         reason = f"contains the step loop{at}" if nested is not None else f"calls {called}, which has a step loop"
     elif loop.forward_call:
@@ -1141,7 +1162,7 @@ class _Resolver:
         train_site = None if loop.trains else next((site for site in loop.calls if self._callee_trains(site)), None)
         trains = loop.trains or train_site is not None
         if loop.retry or loop.over_optimizers:
-            loop.is_step = loop.is_epoch = loop.is_eval = False
+            loop.is_step = loop.is_epoch = loop.is_eval = loop.full_batch = False
             return
         timing_step = in_timing_function and loop.tensor_work and not loop.has_nested_loop
         # `while True: batch = next(data); run_step(batch)`: the update happens in a callee, once
@@ -1151,7 +1172,12 @@ class _Resolver:
         )
         steps_here = loop.steps_here or step_call is not None
         loop.is_step = steps_here or timing_step or (trains and not contains_step)
-        loop.is_epoch = not loop.is_step and contains_step
+        # Full-batch training (`for epoch in range(n): train(); test()`): a loop over no data
+        # source that updates and evaluates every iteration takes one step per epoch.
+        loop.full_batch = loop.is_step and not timing_step and not loop.data_source and self._evaluates_each_iteration(loop)
+        if loop.full_batch:
+            loop.is_step = False
+        loop.is_epoch = not loop.is_step and (contains_step or loop.full_batch)
         # A loop that calls a benchmark's measuring routine (a timing function with its own
         # loop) runs one measurement per configuration: a sweep, not an evaluation over batches.
         forward_site = None if loop.forward else next(
@@ -1159,8 +1185,8 @@ class _Resolver:
         )
         # A loop that only calls something that runs the model is an evaluation over batches when
         # it iterates a data source; over weight files, export formats or configs it is a sweep.
-        runs_model = loop.forward or (forward_site is not None and loop.data_source)
-        loop.is_eval = not loop.is_step and not contains_step and not trains and (
+        runs_model = (loop.forward or (forward_site is not None and loop.data_source)) and not loop.in_forward
+        loop.is_eval = not loop.is_step and not contains_step and not trains and not loop.in_forward and (
             runs_model or (loop.data_source and loop.tensor_work)
         )
         loop.because_loop = nested_step if contains_step else None
@@ -1207,6 +1233,14 @@ class _Resolver:
         ):
             fn.steps_transitively = changed = True
         return changed
+
+    def _evaluates_each_iteration(self, loop: LoopInfo) -> bool:
+        """An unconditional call in `loop`'s own body to a function that puts the model in eval mode."""
+        for site in loop.calls:
+            if site.where.innermost_loop is loop and not site.guarded and site.condition is None:
+                if any(fn.evaluates for fn in self.by_key.get(site.callee, ())):
+                    return True
+        return False
 
     def _local_callees(self, calls: list[CallSite]) -> Iterator[FunctionInfo]:
         """The project's functions these calls reach."""

@@ -51,6 +51,9 @@ HOST_FACTORIES = frozenset(
     for name in (
         "zeros", "ones", "empty", "full", "tensor", "arange", "range", "linspace", "logspace",
         "eye", "rand", "randn", "randint", "randperm", "empty_strided", "normal", "bernoulli",
+        # The legacy CPU tensor types, called with a shape (`torch.BoolTensor(x.size())`).
+        "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
+        "ShortTensor", "IntTensor", "LongTensor", "BoolTensor",
     )
 )
 # Always host memory; `torch.as_tensor(t)` is left out: it keeps a CUDA tensor where it is.
@@ -70,7 +73,9 @@ _JOINS = frozenset(
 _SAME_PLACE_METHODS = frozenset(
     {"float", "half", "double", "long", "int", "bool", "byte", "bfloat16", "view", "reshape",
      "flatten", "squeeze", "unsqueeze", "permute", "transpose", "contiguous", "clone", "detach",
-     "narrow", "expand", "repeat", "t", "chunk", "split", "unbind", "items", "values"}
+     "narrow", "expand", "repeat", "t", "chunk", "split", "unbind", "items", "values",
+     # In-place fills return their receiver.
+     "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "fill_diagonal_"}
 )
 _TO_HOST_METHODS = frozenset({"pin_memory", "cpu"})
 _NEXT_BATCH_METHODS = frozenset({"next_batch", "get_batch", "next"})

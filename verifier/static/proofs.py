@@ -18,7 +18,9 @@ from verifier.findings import Heat, Premise, Severity, SeverityByHeat, TraceStep
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.rule import Proof, Rule
 
-_WEAKEST_FIRST = (ConditionKind.DATA, ConditionKind.ONCE, ConditionKind.THROTTLE, ConditionKind.EXIT)
+_WEAKEST_FIRST = (
+    ConditionKind.DATA, ConditionKind.ONCE, ConditionKind.THROTTLE, ConditionKind.OPT_IN, ConditionKind.EXIT
+)
 
 
 def depends_on_heat(table: SeverityByHeat) -> bool:
@@ -45,8 +47,18 @@ def premises(
             found.append(Proof.assumed(premise, "not shown by the analysis"))
     if Premise.FREQUENCY not in shown and heat is not Heat.ONCE and depends_on_heat(table):
         found.append(frequency(heat, condition, trace))
+    elif Premise.FREQUENCY not in shown and _opt_in(condition, trace):
+        # A misuse claims no frequency, but code only an opted-in configuration reaches is not
+        # what the default run does.
+        found.append(frequency(heat, condition, trace))
     order = list(Premise)
     return tuple(sorted(found, key=lambda proof: order.index(proof.premise)))
+
+
+def _opt_in(condition: Condition | None, trace: tuple[TraceStep, ...]) -> bool:
+    return (condition is not None and condition.kind is ConditionKind.OPT_IN) or any(
+        step.branch_kind == "opt_in" for step in trace
+    )
 
 
 def allowed(severity: Severity, proofs: Iterable[Proof]) -> Severity:
@@ -88,6 +100,12 @@ def _skippable(kind: ConditionKind, text: str, node, path: str, line: int, heat:
         return Proof.assumed(
             Premise.FREQUENCY,
             f"runs {heat.often} unless an early exit is taken first (it runs when `{text}` holds{at})", node, path, line,
+        )
+    if kind is ConditionKind.OPT_IN:
+        return Proof.assumed(
+            Premise.FREQUENCY,
+            f"runs only when `{text}` holds{at}, which the command line's defaults leave false: an opt-in setting",
+            node, path, line,
         )
     if kind is ConditionKind.ONCE:
         return Proof.unknown(

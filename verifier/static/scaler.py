@@ -9,7 +9,7 @@ import libcst as cst
 
 from verifier.findings import Premise
 from verifier.static.facts import Kind
-from verifier.static.heat import Where
+from verifier.static.heat import Condition, Where
 from verifier.static.names import dotted_name, method_name, receiver, terminal_name
 from verifier.static.rule import Proof, Rule
 from verifier.static.tracker import Tracker
@@ -115,7 +115,7 @@ class AmpScope:
     scaler_calls: list[ScalerCall] = field(default_factory=list)
     optimizer_steps: list[tuple[cst.Call, Where]] = field(default_factory=list)
     backwards: list[tuple[cst.Call, Where, bool]] = field(default_factory=list)
-    clips: list[tuple[cst.Call, Where, bool]] = field(default_factory=list)
+    clips: list[tuple[cst.Call, Where, bool, Condition | None]] = field(default_factory=list)
     # The calls made before each clip (`Clip.before`) and whether this scope itself calls
     # `scaler.unscale_` (shared calls of a class's methods aside): for "through calls".
     calls: list[cst.Call] = field(default_factory=list)
@@ -225,7 +225,7 @@ class AmpScopes(Tracker):
         elif name == "backward" or self.context.imports.call_name(node) == "torch.autograd.backward":
             scope.backwards.append((node, where, self._is_scaled(node, scope)))
         elif (name or terminal_name(node.func)) in _CLIPS:
-            scope.clips.append((node, where, bool(scope.calls_of("unscale_"))))
+            scope.clips.append((node, where, bool(scope.calls_of("unscale_")), self.context.condition_probe()))
             scope.clip_calls[id(node)] = len(scope.calls) - 1
 
     def _is_scaled(self, call: cst.Call, scope: AmpScope) -> bool:

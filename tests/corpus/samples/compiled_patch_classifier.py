@@ -17,7 +17,7 @@ class PatchClassifier(nn.Module):
         tokens = self.mixer(tokens)
         if not torch.compiler.is_compiling():
             print("token norm", tokens.norm().item())
-        if tokens.isnan().any():  # expect: VP207[MEDIUM]
+        if tokens.isnan().any():  # expect: VP207[MEDIUM], VP201[MEDIUM]
             tokens = torch.nan_to_num(tokens)
         return self.head(tokens.mean(dim=1))
 

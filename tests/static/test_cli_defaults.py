@@ -1,0 +1,72 @@
+"""The command line's defaults decide which configuration branches the default run takes."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from verifier.static.cli_defaults import CommandLine
+
+SCRIPT = """\
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--gradient_norm", type=float, default=-1.0)
+parser.add_argument("--amp", action="store_true")
+parser.add_argument("--no-compile", dest="compile", action="store_false")
+parser.add_argument("--accum", type=int, default=1)
+parser.add_argument("--lr", default="1e-3", type=float)
+parser.add_argument("--resume")
+args = parser.parse_args()
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "held"),
+    [
+        ("args.gradient_norm > 0", False),
+        ("args.amp", False),
+        ("not args.amp", True),
+        ("args.compile", True),
+        ("args.accum > 1", False),
+        ("args.lr < 0.01", True),
+        ("args.resume is not None", False),
+        ("args.amp and torch.cuda.is_available()", False),
+        ("torch.cuda.is_available() and args.compile", None),
+        ("args.amp or args.compile", True),
+        ("cfg.amp", None),
+        ("args.unknown_option", None),
+    ],
+)
+def test_a_test_is_evaluated_under_the_defaults_in_three_values(test, held):
+    command_line = CommandLine(cst.parse_module(SCRIPT))
+    assert command_line.holds_by_default(cst.parse_expression(test)) is held
+
+
+def test_an_option_defined_twice_with_different_defaults_is_not_known():
+    script = SCRIPT + 'other = argparse.ArgumentParser()\nother.add_argument("--accum", type=int, default=4)\n'
+    command_line = CommandLine(cst.parse_module(script))
+    assert command_line.holds_by_default(cst.parse_expression("args.accum > 1")) is None
+
+
+OPT_IN_CLIP = """\
+import argparse
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--clip", type=float, default={default})
+args = parser.parse_args()
+scaler = torch.amp.GradScaler("cuda")
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = criterion(model(x.cuda()), y.cuda())
+    scaler.scale(loss).backward()
+    if args.clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+    scaler.step(optimizer)
+    scaler.update()
+"""
+
+
+def test_a_misuse_only_an_opted_in_setting_reaches_does_not_block(analyse):
+    assert analyse(OPT_IN_CLIP.format(default="-1.0"), select=("VP302",)) == [("VP302", 13, "MEDIUM")]
+    assert analyse(OPT_IN_CLIP.format(default="1.0"), select=("VP302",)) == [("VP302", 13, "HIGH")]

@@ -1,0 +1,106 @@
+"""A model's forward runs as often as the step that calls the model: through `model(x)`,
+`self(x)` in a Lightning module, and submodules kept on `self` (`self.encoder(x)`). Loops over
+the layers inside a forward are parts of one forward, not evaluation batches."""
+
+from __future__ import annotations
+
+NESTED_MODULES = """\
+import torch
+import torch.nn as nn
+
+
+class Inner(nn.Module):
+    def forward(self, x):
+        {probe}
+        return x
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+model = Outer()
+model.cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_submodule_kept_on_self_runs_its_forward_every_step(analyse):
+    found = analyse(NESTED_MODULES.format(probe="torch.cuda.synchronize()"), select=("VP203",))
+    assert found == [("VP203", 7, "HIGH")]
+
+
+LIGHTNING_MASKED_CONV = """\
+import torch
+import torch.nn as nn
+import pytorch_lightning as pl
+
+
+class MaskedConv(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = layers
+
+    def forward(self, x, lengths):
+        for layer in self.layers:
+            x = layer(x)
+            mask = torch.BoolTensor(x.size()).fill_(0)
+            if x.is_cuda:
+                mask = mask.cuda()
+            x = x.masked_fill(mask, 0)
+        return x, lengths
+
+
+class SpeechModel(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.conv = MaskedConv(nn.Sequential(nn.Conv2d(1, 32, 3)))
+
+    def forward(self, x, lengths):
+        x, _ = self.conv(x, lengths)
+        return x
+
+    def training_step(self, batch, batch_idx):
+        inputs, targets, sizes = batch
+        return self(inputs, sizes).sum()
+
+
+trainer = pl.Trainer(accelerator="gpu")
+"""
+
+
+def test_a_mask_built_on_the_host_in_a_submodule_forward_is_copied_every_step(analyse):
+    # `self(inputs)` runs `forward`, `self.conv(...)` the submodule's forward; the loop over its
+    # layers is not an evaluation loop, and `x.is_cuda` does not change from step to step.
+    found = analyse(LIGHTNING_MASKED_CONV, select=("VP104",))
+    assert found == [("VP104", 16, "MEDIUM")]
+
+
+def test_a_model_moved_compiled_and_wrapped_still_runs_its_forward(analyse):
+    code = """\
+    import torch
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+    class Net(nn.Module):
+        def forward(self, x):
+            torch.cuda.synchronize()
+            return x
+
+
+    model = DDP(torch.compile(Net().cuda()), device_ids=[0])
+    for x in loader:
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=("VP203",)) == [("VP203", 8, "HIGH")]
