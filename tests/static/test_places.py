@@ -134,3 +134,19 @@ def test_batches_of_a_prepared_loader_are_on_the_device(tmp_path):
     assert reads(tmp_path, code, select="VP102") == []
     plain = code.replace("model, optimizer, loader = accelerator.prepare(model, optimizer, loader)", "")
     assert [line for line, *_ in reads(tmp_path, plain, select="VP102")] == [5]
+
+
+def test_a_legacy_tensor_type_allocates_from_a_shape_and_copies_from_data(analyse):
+    code = """\
+    import torch
+    device = torch.device("cuda")
+    batch_size = 32
+    for step in range(steps):
+        state = env.observe()
+        observed = torch.FloatTensor(state).to(device)
+        targets = torch.LongTensor(batch_size).random_(8).to(device)
+        loss = model(observed, targets)
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=("VP104",)) == [("VP104", 7, "MEDIUM")]

@@ -56,6 +56,12 @@ HOST_FACTORIES = frozenset(
         "ShortTensor", "IntTensor", "LongTensor", "BoolTensor",
     )
 )
+_LEGACY_TYPES = frozenset(
+    f"torch.{name}" for name in (
+        "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
+        "ShortTensor", "IntTensor", "LongTensor", "BoolTensor",
+    )
+)
 # Always host memory; `torch.as_tensor(t)` is left out: it keeps a CUDA tensor where it is.
 _FROM_HOST = frozenset({"torch.from_numpy", "torch.frombuffer"})
 # NumPy calls that generate values rather than read data: `torch.from_numpy` of their result is a
@@ -177,6 +183,9 @@ class HostData(LambdaScopes, Tracker):
 
     def _origin_of_call(self, call: cst.Call) -> Origin | None:
         qualified = self._imports.call_name(call) or ""
+        if qualified in _LEGACY_TYPES and not self._is_a_shape(call):
+            # `torch.FloatTensor(state)`: data put in a tensor, not a tensor the device could make.
+            return Origin.DATA if self._made_on_host(call) else None
         if qualified in HOST_FACTORIES:
             if qualified in _FROM_DATA and not self._is_made_here(call):
                 # `torch.tensor(reward)`: data of unknown origin (an environment's output, a
@@ -219,6 +228,21 @@ class HostData(LambdaScopes, Tracker):
         if type(first.value) is cst.Name:
             self.context.heat.note_dependency(first.value.value, "number")  # a number passed in decides
         return False
+
+    def _is_a_shape(self, call: cst.Call) -> bool:
+        """`torch.BoolTensor(x.size())`, `torch.LongTensor(n)`, `torch.FloatTensor(b, c)`: a legacy
+        type called with a shape allocates; called with a list or an array it copies that data."""
+        positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+        if len(positional) > 1:
+            return True
+        if not positional:
+            return False
+        first = positional[0]
+        if type(first) is cst.Integer or self._facts.kind_of(first) is Kind.NUMBER:
+            return True
+        if type(first) is cst.Call and type(first.func) is cst.Attribute and first.func.attr.value == "size":
+            return True
+        return type(first) is cst.Attribute and first.attr.value == "shape"
 
     def _made_on_host(self, call: cst.Call) -> bool:
         if has_star_args(call):
