@@ -31,6 +31,9 @@ class _Collective:
     how: str
     condition: Condition | None = None
     uses: set[str] = field(default_factory=set)
+    # Its statement, and the statement just before it in the same block (None at a block's start).
+    line: cst.CSTNode | None = None
+    previous: cst.CSTNode | None = None
 
 
 @dataclass(eq=False)
@@ -89,6 +92,9 @@ for step, (x, y) in enumerate(loader):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._scopes: list[_Scope] = [_Scope()]
+        # Per block being walked: the statement last left in it, and the line being walked.
+        self._last_in_block: list[cst.CSTNode | None] = [None]
+        self._line: tuple[cst.CSTNode, cst.CSTNode | None] | None = None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append(_Scope())
@@ -105,6 +111,8 @@ for step, (x, y) in enumerate(loader):
             return
         scope = self._scopes[-1]
         collective = _Collective(node, self.context.heat.where(), self.guarded, how, self.context.condition_probe())
+        if self._line is not None:
+            collective.line, collective.previous = self._line
         if how == "check_trigger":
             collective.uses.add("control")  # it reads the reduced stop flag on the host itself
         scope.collectives.append(collective)
@@ -113,11 +121,27 @@ for step, (x, y) in enumerate(loader):
         if type(output) is cst.Name:
             scope.tracked[output.value] = (collective, how in OBJECT_COLLECTIVES)
 
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._line = (node, self._last_in_block[-1])
+
     def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._line = None
+        self._last_in_block[-1] = node
         scope = self._scopes[-1]
         if scope.collectives:
             for statement in node.body:
                 self._statement(statement, scope)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._last_in_block.append(None)
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._last_in_block.pop()
+
+    def _after_compound(self, node: cst.CSTNode) -> None:
+        self._last_in_block[-1] = node
+
+    leave_If = leave_For = leave_While = leave_With = leave_Try = _after_compound
 
     def visit_If(self, node: cst.If) -> None:
         self._test(node.test)
@@ -165,10 +189,17 @@ for step, (x, y) in enumerate(loader):
             uses.classify(statement.test, "control")
 
     def _flush(self, scope: _Scope) -> None:
+        reported: _Collective | None = None
         for collective in scope.collectives:
             uses = collective.uses
             if collective.guarded or "other" in uses or "return" in uses or not uses & _HOST_READ_USES:
                 continue
+            if reported is not None and collective.previous is not None and collective.previous is reported.line:
+                # `all_reduce(a)` then `all_reduce(b)` on the next line, both for the log: one
+                # finding for the run of them (the first), one fix.
+                reported = collective
+                continue
+            reported = collective
             call = self.context.code_for(collective.call.func)
             if "control" in uses:
                 message = f"`{call}(...)` {{often}} reduces a flag that the host then reads: a cross-rank sync every step"
@@ -253,6 +284,20 @@ for step in range(max_steps):
         break
 """,
             line=10,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+import torch.distributed as dist
+for step, batch in enumerate(loader):
+    class_loss, kd_loss = model(batch)
+    (class_loss + kd_loss).backward()
+    optimizer.step()
+    dist.all_reduce(class_loss)
+    dist.all_reduce(kd_loss)
+    logger.info("class %.3f kd %.3f", class_loss.item(), kd_loss.item())
+""",
+            line=6,
             severity=Severity.MEDIUM,
         ),
         Invalid(
