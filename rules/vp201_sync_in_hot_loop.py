@@ -8,7 +8,6 @@ import libcst as cst
 
 from verifier.findings import Category, Premise, Severity, SeverityByHeat
 from verifier.static.deferred import DeferredSeverity, JudgementInput, deferred
-from verifier.static.distributed import returned_collective
 from verifier.static.guards import GuardedRule
 from verifier.static.names import method_name, terminal_name
 from verifier.static.places import Place, Placement
@@ -226,8 +225,6 @@ print(running.item() / len(loader))
         placement = self.context.places.placement_of(sync.subject)
         if placement is not None and placement.place is Place.HOST:
             return  # a host tensor: reading it waits for nothing
-        if returned_collective(sync.subject, self.context.imports) is not None:
-            return  # `gather(t).sum().item()`: the collective's finding (VP601) names the cost
         if statement is not None and type(sync.node) is not cst.If and type(sync.node) is not cst.While:
             self._reported.add(statement)
         subject = self.context.code_for(sync.subject)

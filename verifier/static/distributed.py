@@ -42,25 +42,6 @@ def collective_name(call: cst.Call, imports: ImportTable) -> str | None:
     return None
 
 
-def returned_collective(node: cst.BaseExpression, imports: ImportTable) -> cst.Call | None:
-    """The collective whose result `node` reads (`accelerator.gather_for_metrics(n).sum()`), if any:
-    a host read of it is the collective's own finding (VP601), not a second one."""
-    current = node
-    while True:
-        if type(current) is cst.Call:
-            if collective_name(current, imports) in _RETURNING_COLLECTIVES:
-                return current
-            current = current.func
-        elif type(current) is cst.Attribute:
-            current = current.value
-        elif type(current) is cst.Subscript:
-            current = current.value
-        elif type(current) is cst.BinaryOperation:
-            return returned_collective(current.left, imports) or returned_collective(current.right, imports)
-        else:
-            return None
-
-
 def collective_output(call: cst.Call, name: str) -> cst.BaseExpression | None:
     """The argument a `torch.distributed` collective writes its result into; None when it
     returns the result (Accelerate) or the argument cannot be found."""
