@@ -12,10 +12,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from verifier.findings import Finding
-from verifier.fixes.session import MAX_ROUNDS, fix_findings
+from verifier.fixes.session import MAX_ROUNDS, Analysis, fix_findings
 from verifier.fixes.write import NotWritten, rewrite_source
 from verifier.static.discovery import display_path
 from verifier.static.source import UnreadableSource, read_bytes
@@ -26,13 +25,13 @@ class FixRun:
     """The analysis after the fixes, the findings fixed (as first reported), the fixed bytes of
     each file, and whether a fixed file could not be written."""
 
-    analysed: Any
+    analysed: Analysis
     fixed: tuple[Finding, ...]
     fixed_bytes: dict[str, bytes]
     failed: bool
 
 
-def fix_and_write(analysed: Any, analyse: Callable[[], Any], *, unsafe: bool, max_size: int | None,
+def fix_and_write(analysed: Analysis, analyse: Callable[[], Analysis], *, unsafe: bool, max_size: int | None,
                   write: bool = True) -> FixRun:
     """Fix what `analysed` reports; `analyse()` runs the same analysis again. With `write`, each
     fixed file replaces the original; without (standard input), nothing is written."""

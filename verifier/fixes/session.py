@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 from verifier.findings import Finding
 from verifier.fixes.apply import FixedText, FixFailed, apply_fixes
@@ -23,6 +23,15 @@ from verifier.fixes.plan import choose_fixes
 from verifier.static.source import Source, UnreadableSource, decode_source, read_bytes, stand_in
 
 MAX_ROUNDS = 10
+
+
+class Analysis(Protocol):
+    """What a run's analysis offers here (`verifier.check.Analysed`)."""
+
+    # The reported findings, each with the fix this run may apply (`policy`).
+    findings: list[Finding]
+    # Every finding of the reported files, on every line (with `--diff` too).
+    every_line: list[Finding]
 
 
 @dataclass
@@ -37,16 +46,15 @@ class FixSession:
     read: dict[str, bytes] = field(default_factory=dict)
     fixed_bytes: dict[str, bytes] = field(default_factory=dict)
     # The last analysis, made with the fixed texts standing in for their files.
-    analysed: Any = None
+    analysed: Analysis | None = None
     # Fixable findings were left after MAX_ROUNDS rounds.
     unfinished: bool = False
 
 
 def fix_findings(
-    analysed: Any, analyse: Callable[[], Any], *, unsafe: bool, max_size: int | None
+    analysed: Analysis, analyse: Callable[[], Analysis], *, unsafe: bool, max_size: int | None
 ) -> FixSession:
-    """Fix what `analysed` (a `verifier.check.Analysed`: reported `findings`, and `every_line` of
-    the reported files) offers; `analyse()` analyses the project again as it then reads."""
+    """Fix what `analysed` offers; `analyse()` analyses the project again as it then reads."""
     session = FixSession(analysed=analysed)
     for _ in range(MAX_ROUNDS):
         chosen = choose_fixes(session.analysed.findings, unsafe=unsafe, skip=session.dropped)
@@ -100,7 +108,7 @@ def _encoded(text: str, source: Source) -> bytes:
     return (mark + text).encode(source.encoding)
 
 
-def _still_reported(fixed: FixedText, path: str, analysed: Any) -> str:
+def _still_reported(fixed: FixedText, path: str, analysed: Analysis) -> str:
     """Why the fixes of `path` do not hold ("" when they do): a fixed finding is reported again,
     where its code moved to."""
     here = {(f.code, f.line, f.column) for f in analysed.every_line if f.path == path}
