@@ -10,6 +10,13 @@ code (also a parameter that every visible caller passes a Python number): data o
 (an environment's output) arrives on the host and must be copied. `torch.from_numpy` of values
 NumPy generated in the code (`np.random.choice`, `np.arange`) counts like a torch factory. A CUDA tensor type of the legacy API called on such values
 (`Tensor(np.random.normal(...))` with `Tensor = torch.cuda.FloatTensor`) copies them the same way.
+
+Fix (unsafe): `torch.zeros(...).to(dev)` and `torch.zeros(...).cuda()`, the factory call moved at once
+by a plain `.to(<device>)` / `.to(device=<device>)` / `.cuda()`, become `torch.zeros(..., device=dev)`
+(`device="cuda"`). Random factories then draw from the device's generator, not the CPU's, and a
+tensor created with `requires_grad` would be a leaf on the device: behaviour may change, so it is
+applied only with `--unsafe-fixes`. Not offered where the factory already names a device, a
+generator, an `out` or pinned memory, or hides arguments in `*args`/`**kwargs`.
 """
 
 from __future__ import annotations
@@ -17,10 +24,13 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.autofix import Fix
+from verifier.static.call_edits import append_argument, holds_comment, keyword_argument
 from verifier.static.guards import GuardedRule
+from verifier.static.names import has_star_args, keyword_arg, method_name
 from verifier.static.placement import HostDataRule, Origin
 from verifier.static.rule import Invalid
-from verifier.static.transfers import device_move
+from verifier.static.transfers import DeviceMove, device_move
 
 
 class HostTensorMovedEachStep(GuardedRule, HostDataRule):
@@ -56,6 +66,11 @@ for x, y in loader:
         "Create the tensor where it is used: pass `device=` to the factory, or create it once "
         "outside the loop (a reusable buffer) instead of copying it every step."
     )
+    autofix = (
+        "`torch.zeros(...).to(dev)` / `.cuda()` becomes `torch.zeros(..., device=dev)` / `device=\"cuda\"`; "
+        "random factories then draw from the device's generator"
+    )
+    autofix_safe = False
     references = (
         "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#create-tensors-directly-on-the-target-device",
         "https://pytorch.org/docs/stable/tensor_attributes.html#torch-device",
@@ -72,7 +87,22 @@ for x, y in loader:
             node,
             f"`{source}` is created on the host and copied to the device here: create it with "
             "`device=` (or once, outside the loop)",
+            autofix=self._created_on_device(move),
         )
+
+    def _created_on_device(self, move: DeviceMove) -> Fix | None:
+        """The factory call with the move's device as `device=`, when the move is a plain one
+        applied to the factory call itself."""
+        factory, call = move.source, move.call
+        if type(factory) is not cst.Call or self.context.imports.call_name(factory) not in _DEVICE_FACTORIES:
+            return None
+        if factory.lpar or has_star_args(factory) or any(keyword_arg(factory, k) for k in _CONFLICTING_KEYWORDS):
+            return None
+        device = _plain_destination(call)
+        if device is None or holds_comment(call.func.dot, *call.args, call.whitespace_before_args):
+            return None
+        placed = append_argument(factory, keyword_argument("device", device))
+        return self.offer_fix(call, placed.with_changes(lpar=call.lpar, rpar=call.rpar), "Create it with `device=`")
 
     VALID = (
         """\
@@ -126,6 +156,13 @@ for x, y in loader:
 """,
             line=3,
             severity=Severity.MEDIUM,
+            fixed="""\
+import torch
+for x, y in loader:
+    mask = torch.ones(x.shape[0], x.shape[1], device=device)
+    loss = criterion(model(x, mask), y)
+    loss.backward()
+""",
         ),
         Invalid(
             """\
@@ -153,5 +190,65 @@ for epoch in range(10):
 """,
             line=3,
             severity=Severity.LOW,
+            fixed="""\
+import torch
+for epoch in range(10):
+    class_weights = torch.tensor([1.0, 4.0, 2.5], dtype=torch.float32, device=device)
+    for x, y in loader:
+        loss = criterion(model(x), y) * class_weights
+        loss.backward()
+""",
+        ),
+        Invalid(
+            """\
+import torch
+for x, y in loader:
+    noise = torch.randn(
+        x.shape[0],
+        latent_dim,
+    ).cuda()
+    loss = criterion(model(x, noise), y)
+    loss.backward()
+""",
+            line=3,
+            severity=Severity.MEDIUM,
+            fixed="""\
+import torch
+for x, y in loader:
+    noise = torch.randn(
+        x.shape[0],
+        latent_dim,
+        device="cuda",
+    )
+    loss = criterion(model(x, noise), y)
+    loss.backward()
+""",
         ),
     )
+
+
+# Torch factories that take `device=` and make the same values there (random ones from that
+# device's generator); the legacy tensor types and `torch.normal`/`torch.bernoulli` do not all take it.
+_DEVICE_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "zeros", "ones", "empty", "full", "tensor", "arange", "range", "linspace", "logspace", "eye",
+        "rand", "randn", "randint", "randperm", "empty_strided",
+    )
+)
+# A factory with one of these cannot simply take a device: it names one already, draws from a CPU
+# generator, writes into a given tensor, pins host memory, or makes a leaf that the move made a copy of.
+_CONFLICTING_KEYWORDS = ("device", "generator", "out", "pin_memory", "requires_grad")
+
+
+def _plain_destination(move: cst.Call) -> cst.BaseExpression | None:
+    """The device of `.to(dev)`, `.to(device=dev)` or `.cuda()` (`"cuda"`): no dtype, no copy flags."""
+    method = method_name(move)
+    if method == "cuda":
+        return cst.SimpleString('"cuda"') if not move.args else None
+    if method != "to" or len(move.args) != 1:
+        return None
+    only = move.args[0]
+    if only.star or (only.keyword is not None and only.keyword.value != "device"):
+        return None
+    return only.value

@@ -15,6 +15,8 @@ import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.amp import CUDA_DEFAULT_SCALERS, DEPRECATED_AMP
+from verifier.static.autofix import Fix
+from verifier.static.call_edits import holds_comment, keyword_argument, positional_as_keywords, prepend_arguments
 from verifier.static.devices import DeviceEvidence
 from verifier.static.heat import Where
 from verifier.static.names import has_star_args, keyword_arg, positional_arg, terminal_name
@@ -50,6 +52,12 @@ with torch.autocast("cuda", dtype=torch.float16):
     loss = criterion(model(x), y)
 """
     fix = 'Use `torch.amp.GradScaler(device)` and `torch.autocast(device_type, ...)` with the device named explicitly.'
+    autofix = (
+        '`torch.cuda.amp.autocast(...)` becomes `torch.autocast("cuda", dtype=torch.float16, ...)` and '
+        '`torch.cuda.amp.GradScaler(...)` becomes `torch.amp.GradScaler("cuda", ...)` (`torch.cpu.amp` likewise, '
+        "with `cpu` and bfloat16), where the call goes through the `torch` module; it needs torch 2.3 or later"
+    )
+    autofix_safe = True
     references = (
         "https://pytorch.org/docs/stable/amp.html",
         "https://pytorch.org/docs/stable/amp.html#torch.amp.GradScaler",
@@ -73,7 +81,7 @@ with torch.autocast("cuda", dtype=torch.float16):
         self._devices.see_call(node, self.context.imports)
         qualified = self.context.imports.call_name(node)
         if qualified in DEPRECATED_AMP:
-            self._report_deprecated(node, qualified)
+            self._report_deprecated(node, qualified, self._modern_call(node, qualified))
         elif qualified in CUDA_DEFAULT_SCALERS and _device_left_to_default(node):
             self._implicit_device.append((node, qualified, self.context.heat.where()))
 
@@ -100,7 +108,7 @@ with torch.autocast("cuda", dtype=torch.float16):
                 "`enabled=` explicitly when AMP is optional.",
             )
 
-    def _report_deprecated(self, node: cst.CSTNode, qualified: str) -> None:
+    def _report_deprecated(self, node: cst.CSTNode, qualified: str, autofix: Fix | None = None) -> None:
         if self._fallbacks:
             return
         replacement = DEPRECATED_AMP[qualified]
@@ -108,7 +116,34 @@ with torch.autocast("cuda", dtype=torch.float16):
             node,
             f"`{qualified}` is deprecated (FutureWarning since torch 2.4): use `{replacement}`",
             fix=f"Replace it with `{replacement}`.",
+            autofix=autofix,
         )
+
+    def _modern_call(self, call: cst.Call, qualified: str) -> Fix | None:
+        """The same call through `torch.autocast` / `torch.amp.GradScaler`, or None where the call
+        does not go through a name bound to the `torch` module, hides arguments in `*args` or
+        `**kwargs`, or spells its function with a comment inside."""
+        torch = _torch_module_name(call.func, self.context.imports)
+        if torch is None or has_star_args(call) or holds_comment(call.func):
+            return None
+        if qualified in _AUTOCAST_DEVICES:
+            device, dtype = _AUTOCAST_DEVICES[qualified]
+            named = positional_as_keywords(call, _AUTOCAST_PARAMETERS)
+            if named is None:
+                return None
+            added = [cst.Arg(cst.SimpleString(f'"{device}"'))]
+            if keyword_arg(named, "dtype") is None:
+                # The old class passed this dtype; `torch.autocast` would read the global default.
+                added.append(keyword_argument("dtype", cst.Attribute(cst.Name(torch), cst.Name(dtype))))
+            new = prepend_arguments(named, added).with_changes(func=cst.Attribute(cst.Name(torch), cst.Name("autocast")))
+            return self.offer_fix(call, new, f'Use `{torch}.autocast("{device}", ...)`')
+        device = _SCALER_DEVICES.get(qualified)
+        if device is None:
+            return None
+        # The new GradScaler takes the device first: the old positional arguments keep their meaning.
+        func = cst.Attribute(cst.Attribute(cst.Name(torch), cst.Name("amp")), cst.Name("GradScaler"))
+        new = prepend_arguments(call, [cst.Arg(cst.SimpleString(f'"{device}"'))]).with_changes(func=func)
+        return self.offer_fix(call, new, f'Use `{torch}.amp.GradScaler("{device}", ...)`')
 
     VALID = (
         """\
@@ -137,6 +172,28 @@ scaler = torch.cuda.amp.GradScaler()
 """,
             line=2,
             severity=Severity.LOW,
+            fixed="""\
+import torch
+scaler = torch.amp.GradScaler("cuda")
+""",
+        ),
+        Invalid(
+            """\
+import torch as t
+for x, y in loader:
+    with t.cuda.amp.autocast(True, t.bfloat16):
+        loss = model(x).sum()
+    loss.backward()
+""",
+            line=3,
+            severity=Severity.LOW,
+            fixed="""\
+import torch as t
+for x, y in loader:
+    with t.autocast("cuda", enabled=True, dtype=t.bfloat16):
+        loss = model(x).sum()
+    loss.backward()
+""",
         ),
         Invalid(
             """\
@@ -180,6 +237,32 @@ def _device_left_to_default(call: cst.Call) -> bool:
     if has_star_args(call) or keyword_arg(call, "enabled") is not None:
         return False
     return keyword_arg(call, "device") is None and positional_arg(call, 0) is None
+
+
+# What the deprecated classes passed to `torch.autocast`: the device and the dtype by default.
+_AUTOCAST_DEVICES = {
+    "torch.cuda.amp.autocast": ("cuda", "float16"),
+    "torch.cuda.amp.autocast_mode.autocast": ("cuda", "float16"),
+    "torch.cpu.amp.autocast": ("cpu", "bfloat16"),
+    "torch.cpu.amp.autocast_mode.autocast": ("cpu", "bfloat16"),
+}
+# Their positional parameters, in order; `torch.autocast` orders them differently.
+_AUTOCAST_PARAMETERS = ("enabled", "dtype", "cache_enabled")
+_SCALER_DEVICES = {
+    "torch.cuda.amp.GradScaler": "cuda",
+    "torch.cuda.amp.grad_scaler.GradScaler": "cuda",
+    "torch.cpu.amp.GradScaler": "cpu",
+    "torch.cpu.amp.grad_scaler.GradScaler": "cpu",
+}
+
+
+def _torch_module_name(func: cst.BaseExpression, imports) -> str | None:
+    """`t` for `t.cuda.amp.autocast` when `t` is the `torch` module (`import torch as t`), else None."""
+    while type(func) is cst.Attribute:
+        func = func.value
+    if type(func) is cst.Name and imports.qualify(func.value) == "torch":
+        return func.value
+    return None
 
 
 _VERSION_ERRORS = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError", "TypeError"})

@@ -6,6 +6,12 @@ over parameters (`for p in model.parameters():`), `p.grad.zero_()`, `p.grad.data
 function that calls `backward()`: elsewhere it may create missing gradients, e.g. to initialise
 optimizer state). `zero_grad()` with the default (set_to_none=True since torch 2.0) and
 `p.grad = None` are what it recommends.
+
+Fix (unsafe): `zero_grad(set_to_none=False)` (or `zero_grad(False)`) becomes `zero_grad()`. Gradients
+are then None rather than zero between steps, which code reading `p.grad` sees, and torch's
+optimizers skip a parameter whose gradient is None where they would step one whose gradient is zero
+(momentum and weight decay move it): behaviour may change, so it is applied only with `--unsafe-fixes`.
+Gradients zeroed by hand get no fix.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.autofix import Fix
+from verifier.static.call_edits import holds_comment, without_arguments
 from verifier.static.deferred import deferred
 from verifier.static.names import dotted_name, has_star_args, is_false, keyword_arg, method_name, positional_arg, receiver
 from verifier.static.rule import Invalid, Rule
@@ -61,6 +69,8 @@ for x, y in loader:
     optimizer.step()
 """
     fix = "Call `optimizer.zero_grad()` (set_to_none=True), or set `p.grad = None` instead of zeroing it."
+    autofix = "`zero_grad(set_to_none=False)` becomes `zero_grad()`; gradients are then None, not zero, between steps"
+    autofix_safe = False
     references = (
         "https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html",
         "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#use-parameter-grad-none-instead-of-model-zero-grad-or-optimizer-zero-grad",
@@ -88,11 +98,21 @@ for x, y in loader:
             self._functions[-1].calls_backward = True
         elif method == "zero_grad":
             if not has_star_args(node) and is_false(_set_to_none(node)):
-                self.report(node, "`zero_grad(set_to_none=False)` writes zeros into every gradient each step")
+                self.report(
+                    node,
+                    "`zero_grad(set_to_none=False)` writes zeros into every gradient each step",
+                    autofix=self._default_zero_grad(node),
+                )
         elif method in _ZEROING_METHODS and _writes_zero(node, method):
             grad = _loop_parameter_grad(receiver(node), self._functions[-1].loop_names)
             if grad is not None:
                 self.report(node, f"`{grad}` is zeroed by hand in a loop over parameters every step")
+
+    def _default_zero_grad(self, call: cst.Call) -> Fix | None:
+        """`zero_grad()` for a call whose one argument is the `set_to_none=False` flag."""
+        if len(call.args) != 1 or holds_comment(*call.args, call.whitespace_before_args):
+            return None
+        return self.offer_fix(call, without_arguments(call), "Call `zero_grad()` (set_to_none=True)")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if type(node.value) is not cst.Call or self.context.imports.call_name(node.value) not in _ZERO_FACTORIES:
@@ -163,6 +183,12 @@ for x, y in loader:
 """,
             line=2,
             severity=Severity.LOW,
+            fixed="""\
+for x, y in loader:
+    optimizer.zero_grad()
+    criterion(model(x), y).backward()
+    optimizer.step()
+""",
         ),
         Invalid(
             """\

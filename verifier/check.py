@@ -1,5 +1,5 @@
-"""One `verify-perf PATH...` run, in the order the data flows: settings, analysis, measurements,
-baseline, report, outputs, exit code."""
+"""One `verify-perf PATH...` run, in the order the data flows: settings, analysis, fixes (`--fix`),
+measurements, baseline, report, outputs, exit code."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from verifier.config import FileConfig, Settings, find_config, load_config
 from verifier.dynamic.results import DynamicResult
 from verifier.errors import EXIT_BLOCK, EXIT_ERROR, EXIT_PASS, UsageError
 from verifier.findings import Finding
+from verifier.fixes.policy import offered
 from verifier.integers import parse_whole, shown
-from verifier.report.model import NOT_REQUESTED, RunInfo, build_report
+from verifier.report.model import NOT_REQUESTED, Fixes, RunInfo, build_report
 from verifier.report.render import STATISTICS_FORMATS, render
 from verifier.report.styling import Styling, styling
 from verifier.report.text import counted
@@ -61,6 +62,13 @@ def run_check(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace, settings: Settings, task: str, date: str) -> int:
     if args.statistics and args.format not in STATISTICS_FORMATS:
         raise UsageError(f"--statistics prints text or json, not --format {args.format}")
+    if args.fix and args.add_noqa:
+        raise UsageError("--fix and --add-noqa exclude each other: fix first, then suppress what remains")
+    if _fixes_standard_input(args) and args.output == STDOUT:
+        raise UsageError(
+            "--fix on standard input prints the fixed source on standard output: send the findings elsewhere "
+            "with -o FILE, or leave -o out (they then go to standard error)"
+        )
     if args.show_settings:
         require_stdout("the settings", "redirect it to a file")
         write_stdout_safely(lambda: show_settings(settings, root=_root(args, settings), heat_scope=args.heat_scope))
@@ -75,16 +83,27 @@ def _check(args: argparse.Namespace, settings: Settings, task: str, date: str) -
         _, output_file = _output_targets(args, task)
         if output_file.kind == "stdout":
             require_stdout(f"the {args.format} output")
+        if _fixes_standard_input(args):
+            require_stdout("the fixed source")
     # So is a baseline that is not one: read and checked before the analysis writes anything.
     stored = _load_baseline(args)
 
     analysed = _analyse(args, settings)
-    files, findings, internal_errors = analysed.files, analysed.findings, analysed.errors
     if args.add_noqa:
         from verifier.add_noqa import add_suppressions, print_summary
 
-        print_summary(add_suppressions(findings, with_reason=settings.require_suppression_reason))
-        return EXIT_ERROR if internal_errors else EXIT_PASS
+        print_summary(add_suppressions(analysed.findings, with_reason=settings.require_suppression_reason))
+        return EXIT_ERROR if analysed.errors else EXIT_PASS
+    fixing = None
+    if args.fix:
+        from verifier.fixing import fix_and_write
+
+        fixing = fix_and_write(
+            analysed, lambda: _analyse(args, settings), unsafe=args.unsafe_fixes, max_size=settings.max_file_size,
+            write=not _fixes_standard_input(args),
+        )
+        analysed = fixing.analysed
+    files, findings, internal_errors = analysed.files, analysed.findings, analysed.errors
     dynamic, dynamic_note, harness_failed = (
         _dynamic(args, settings, task) if args.dynamic else (None, NOT_REQUESTED, False)
     )
@@ -101,9 +120,12 @@ def _check(args: argparse.Namespace, settings: Settings, task: str, date: str) -
         report_path=report_path,
         sarif_category=args.sarif_category,
     )
+    fixes = Fixes(
+        unsafe=args.unsafe_fixes, applied=args.fix, fixed=fixing.fixed if fixing else (), show=args.show_fixes
+    )
     report = build_report(
         run, files, findings, settings, dynamic=dynamic, dynamic_note=dynamic_note, baseline=comparison,
-        heat_files=analysed.heat_files, suppressed=analysed.suppressed,
+        heat_files=analysed.heat_files, suppressed=analysed.suppressed, fixes=fixes,
     )
 
     if not files:
@@ -125,9 +147,18 @@ def _check(args: argparse.Namespace, settings: Settings, task: str, date: str) -
         output = render(report, args.format, quiet=args.quiet, statistics=args.statistics)
     # Checked again now that the work is done: nothing is written unless every target may be.
     report_target, output_file = _output_targets(args, task)
+    if fixing is not None and _fixes_standard_input(args):
+        from verifier.fixing import print_fixed_source
+
+        write_stdout_safely(lambda: print_fixed_source(args.paths[0], fixing.fixed_bytes, settings.max_file_size))
     # A reader that has gone (`| head`) ends the output quietly; the exit code is still the run's.
     # The output goes first: one that fails only when written (`-o /dev/full`) leaves no report.
     write_stdout_safely(lambda: output_file.write(output, utf8=args.format in UTF8_FORMATS))
+    if args.show_fixes and not _lists_fixes_inline(args):
+        from verifier.report.text import fix_listing
+
+        for line in fix_listing(report):
+            print(line, file=sys.stderr)
     if report_target is not None:
         report_target.write(render(report, "markdown"))
     # A report sent to standard output is already in front of the reader: no note naming "-".
@@ -138,7 +169,7 @@ def _check(args: argparse.Namespace, settings: Settings, task: str, date: str) -
         print(f"Report: {report_path} ({report.decision.status}, {shown})", file=sys.stderr)
     for path, error in internal_errors:
         print(f"verify-perf: {path}: {error}", file=sys.stderr)
-    if internal_errors or harness_failed:
+    if internal_errors or harness_failed or (fixing is not None and fixing.failed):
         return EXIT_ERROR
     if report.decision.blocks and not args.exit_zero:
         return EXIT_BLOCK
@@ -323,7 +354,9 @@ def _analyse(args: argparse.Namespace, settings: Settings):
             if r.path not in wanted and any(f.code == UNANALYSABLE and f.message == cut_off for f in r.findings)
         }
     listing = [f for r in result.files if r.path in folders for f in r.findings]
-    findings = sorted([*findings, *listing])
+    # The fixes this run may apply stay with their findings; a suppressed finding is never fixed.
+    findings = sorted(offered([*findings, *listing], preview=settings.preview))
+    suppressed = [replace(f, autofix=None) for f in suppressed]
     unanalysable = {r.path for r in shown if any(f.code == UNANALYSABLE for f in (*r.findings, *r.suppressed))}
     errors = [(r.path, r.internal_error) for r in shown if r.internal_error]
     return Analysed(
@@ -474,10 +507,21 @@ def _baseline(stored, settings: Settings, analysed: Analysed, dynamic):
     )
 
 
+def _fixes_standard_input(args: argparse.Namespace) -> bool:
+    """`--fix` on `-`: the fixed source goes to standard output, the findings to standard error."""
+    return args.fix and args.stdin_filename is not None
+
+
+def _lists_fixes_inline(args: argparse.Namespace) -> bool:
+    """`--show-fixes` lists its findings within text and concise output; other outputs (and quiet
+    or statistics text) leave it to standard error."""
+    return args.format in ("text", "concise") and not args.quiet and not args.statistics
+
+
 def _styling(args: argparse.Namespace) -> Styling | None:
     """Code frames (and colour, unless NO_COLOR) for a person at a terminal, or when FORCE_COLOR
     asks; plain text when piped or to a file. None for output that is never styled."""
-    to_stdout = args.output in (None, "-")
+    to_stdout = args.output in (None, "-") and not _fixes_standard_input(args)
     if args.format != "text" or not to_stdout or args.statistics:
         return None
     return styling(sys.stdout.isatty(), os.environ)
@@ -486,7 +530,10 @@ def _styling(args: argparse.Namespace) -> Styling | None:
 def _output_targets(args: argparse.Namespace, task: str) -> tuple[OutputTarget | None, OutputTarget]:
     """The markdown report's target (None when not written) and the `--format` output's, both
     checked; UsageError when either is refused or `-o` names the report's own file."""
-    output_file = output_target(STDOUT if args.output is None else args.output, force=args.force)
+    if args.output is None and _fixes_standard_input(args):
+        output_file = OutputTarget("standard error", "stderr")
+    else:
+        output_file = output_target(STDOUT if args.output is None else args.output, force=args.force)
     report_path = _report_path(args, task)
     if report_path is None or _output_is_report(args):
         return None, output_file

@@ -195,6 +195,15 @@ def build_check_parser(harness_arguments: bool = False, prog: str = "verify-perf
     gate.add_argument("--add-noqa", action="store_true",
                       help="add `# verify-perf: ignore[CODE]` to every line with a finding (adopting the gate on "
                            "an existing code base), print how many, write no report and exit 0")
+    fixes = parser.add_argument_group("fixes")
+    fixes.add_argument("--fix", action="store_true",
+                       help="apply the safe fixes findings offer, rewriting each file in place (with `-`, print the "
+                            "fixed source on standard output and the findings on standard error); the exit code and "
+                            "outputs then reflect the findings that remain")
+    fixes.add_argument("--unsafe-fixes", action="store_true",
+                       help="also count fixes that may change behaviour: marked [*], and applied by --fix")
+    fixes.add_argument("--show-fixes", action="store_true",
+                       help="list the findings --fix fixed (without --fix: would fix), per file and rule")
     speed = parser.add_argument_group("speed")
     speed.add_argument("-j", "--jobs", type=_jobs, metavar="N",
                        help="analyse in N processes (default: $VERIFY_PERF_JOBS, else the available cores)")

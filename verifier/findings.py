@@ -171,6 +171,51 @@ class Evidence:
         return self.status is Status.PROVEN
 
 
+@dataclass(frozen=True)
+class Edit:
+    """Replace the code of one syntax node (a libcst class named `kind`) spanning `line:column` to
+    `end_line:end_column` (1-based columns, end exclusive), which reads `original`, with
+    `replacement`. Plain data, so that an offered fix travels through worker processes and the cache."""
+
+    kind: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    original: str
+    replacement: str
+
+
+@dataclass(frozen=True)
+class Autofix:
+    """The change `--fix` can make for a finding: its edits, all applied or none. A safe fix keeps
+    the code's behaviour; an unsafe one may change it and is applied only with `--unsafe-fixes`."""
+
+    title: str
+    safe: bool
+    edits: tuple[Edit, ...]
+
+    @property
+    def applicability(self) -> str:
+        """`safe` or `unsafe`, the words ruff's JSON uses."""
+        return "safe" if self.safe else "unsafe"
+
+    def applies(self, unsafe_fixes: bool) -> bool:
+        """Applied in this run: safe fixes always, unsafe ones when `--unsafe-fixes` allows them."""
+        return self.safe or unsafe_fixes
+
+    def to_dict(self) -> dict:
+        return {
+            "applicability": self.applicability,
+            "message": self.title,
+            "edits": [
+                {"line": e.line, "column": e.column, "end_line": e.end_line, "end_column": e.end_column,
+                 "content": e.replacement}
+                for e in self.edits
+            ],
+        }
+
+
 @dataclass(frozen=True, order=True)
 class Finding:
     """One reported problem at a place in a file. Sorted by path, position, then code."""
@@ -200,6 +245,8 @@ class Finding:
     heat_trace: tuple[TraceStep, ...] = field(default=(), compare=False)
     # The premises the finding rests on, each proven or assumed (see `Evidence`).
     evidence: tuple[Evidence, ...] = field(default=(), compare=False)
+    # The change `--fix` can make here (`Autofix`), or None when the rule offers none for it.
+    autofix: Autofix | None = field(default=None, compare=False)
 
     @property
     def proven(self) -> bool:
@@ -243,4 +290,5 @@ class Finding:
             for item in self.evidence
         ]
         data["proven"] = self.proven
+        data["autofix"] = self.autofix.to_dict() if self.autofix is not None else None
         return data

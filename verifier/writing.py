@@ -42,7 +42,7 @@ class OutputTarget:
     (terminal, device, FIFO) or a regular file (`path`, links resolved) to create or replace."""
 
     named: str
-    kind: str  # "stdout", "descriptor", "stream" or "file"
+    kind: str  # "stdout", "stderr", "descriptor", "stream" or "file"
     path: str = ""
     descriptor: int = -1
     mode: int | None = None  # the replaced file's permissions, kept
@@ -63,13 +63,16 @@ class OutputTarget:
         encoding; text for people is written in the terminal's."""
         if self.kind == "stdout":
             write_stdout(text, "utf-8" if utf8 else None)
+        elif self.kind == "stderr":
+            sys.stderr.write(text)
+            sys.stderr.flush()
         else:
             # Surrogates stand for the bytes of a file name that is not UTF-8: write those bytes.
             self.write_bytes(text.encode("utf-8", "surrogateescape"))
 
     def write_bytes(self, data: bytes) -> None:
-        if self.kind == "stdout":
-            write_stdout(data.decode("utf-8", "surrogateescape"))
+        if self.kind in ("stdout", "stderr"):
+            self.write(data.decode("utf-8", "surrogateescape"))
         elif self.kind == "descriptor":
             _write_descriptor(self.descriptor, self.named, data)
         elif self.kind == "stream":

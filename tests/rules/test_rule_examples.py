@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from verifier.config import Settings
+from verifier.fixes.apply import apply_fixes
 from verifier.rules import all_rules
 from verifier.static.engine import analyze_source
 from verifier.static.source import UnreadableSource, decode_source
@@ -38,6 +39,25 @@ def test_invalid_example_produces_exactly_the_expected_finding(rule, example):
         assert findings == [("VP900", example.line)]
         return
     assert [(f.code, f.line, f.severity) for f in findings] == [(rule.code, example.line, example.severity)]
+
+
+@pytest.mark.parametrize(("rule", "example"), [case for case in _cases("INVALID") if case.values[0].code != "VP900"])
+def test_invalid_example_offers_exactly_its_documented_fix(rule, example):
+    """An example with `fixed` offers a fix of the rule's documented safety that turns it into
+    exactly that text, where the finding is gone; one without offers none."""
+    (finding,) = _findings_of(rule, example.code)
+    if example.fixed is None:
+        assert finding.autofix is None
+        return
+    assert finding.autofix is not None and finding.autofix.safe is rule.autofix_safe
+    fixed = apply_fixes(example.code, [finding])
+    assert fixed.text == example.fixed
+    assert _findings_of(rule, example.fixed) == []
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_a_rule_documents_its_fix_exactly_when_its_examples_show_one(rule):
+    assert bool(rule.autofix) is any(example.fixed is not None for example in rule.INVALID)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)

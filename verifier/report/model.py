@@ -41,6 +41,22 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class Fixes:
+    """How this run treats the fixes findings offer: whether unsafe ones count (`--unsafe-fixes`),
+    whether `--fix` applied them and which findings it fixed (as first reported), and whether to
+    list them (`--show-fixes`)."""
+
+    unsafe: bool = False
+    applied: bool = False
+    fixed: tuple[Finding, ...] = ()
+    show: bool = False
+
+    def applies_to(self, finding: Finding) -> bool:
+        """`--fix` would change this finding's code in this run: it is marked `[*]`."""
+        return finding.autofix is not None and finding.autofix.applies(self.unsafe)
+
+
+@dataclass(frozen=True)
 class Report:
     run: RunInfo
     files: tuple[str, ...]
@@ -58,6 +74,7 @@ class Report:
     heat_files: int = 0
     # Findings a suppression comment silenced: shown as a count (and in SARIF as suppressed results).
     suppressed: tuple[Finding, ...] = ()
+    fixes: Fixes = Fixes()
 
 
 def build_report(
@@ -71,6 +88,7 @@ def build_report(
     baseline: BaselineComparison | None = None,
     heat_files: int | None = None,
     suppressed: list[Finding] = (),
+    fixes: Fixes = Fixes(),
 ) -> Report:
     ordered = sorted(join_runtime_evidence(findings, dynamic))
     policy = Policy(settings.block_on, settings.min_score, settings.block_on_new_only)
@@ -105,4 +123,5 @@ def build_report(
         rules=tuple(rule.code for rule in rules),
         heat_files=len(files) if heat_files is None else heat_files,
         suppressed=tuple(sorted(suppressed)),
+        fixes=fixes,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from verifier.findings import Heat
-from verifier.report.rule_precision import measured_lines, measured_record
+from verifier.report.rule_precision import fix_is_stable, fix_lines, measured_lines, measured_record
 from verifier.static.rule import Rule
 
 
@@ -35,6 +35,9 @@ def rule_markdown(rule: type[Rule]) -> str:
         "```",
         "",
         f"Fix: {rule.fix}",
+        "",
+        "## Automatic fix",
+        *fix_lines(rule.code, rule.autofix, rule.autofix_safe),
     ]
     parts += ["", "## Measured on real code", *measured_lines(rule.code)]
     if rule.references:
@@ -57,6 +60,11 @@ def rule_record(rule: type[Rule]) -> dict:
         "example": rule.example,
         "use_instead": rule.use_instead,
         "fix": rule.fix,
+        "autofix": {
+            "change": rule.autofix,
+            "applicability": "safe" if rule.autofix_safe else "unsafe",
+            "preview": not fix_is_stable(rule.code),
+        } if rule.autofix else None,
         "references": list(rule.references),
         "measured": measured_record(rule.code),
     }

@@ -4,6 +4,10 @@ The table is data (JSON, never code), written by `tests/realcode/rule_precision.
 of the real-code scorer. A sub-case (a rule at one severity) earns the default rule set when its
 strict precision (TP over judged) is at least 0.70 and its lenient precision (TP and DEB over
 judged) at least 0.90; `verify-perf rule CODE` and docs/rule-precision.md show where each stands.
+A rule's fix is applied by a plain `--fix` only when the rule's strict precision over all its
+judged findings is at least 0.95 (`fix_is_stable`); below that, as ruff does with fixes it does
+not trust yet, only with `--preview`: a fix applied to a finding that was not worth making, or
+wrong, changes code that needed no change.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from importlib import resources
 SEVERITIES = ("CRITICAL", "HIGH", "MEDIUM", "LOW")
 STRICT_BAR = 0.70
 LENIENT_BAR = 0.90
+FIX_BAR = 0.95
 TABLE_NAME = "measured_precision.json"
 
 
@@ -68,6 +73,39 @@ def measured(code: str, table: dict | None = None) -> dict[str, Counts]:
     """Per severity, what the judges said of `code`'s findings; empty when none was judged."""
     rows = (table if table is not None else measured_table()).get("rules", {}).get(code, {})
     return {severity: Counts.of(rows[severity]) for severity in SEVERITIES if severity in rows}
+
+
+def pooled(code: str, table: dict | None = None) -> Counts:
+    """Every judged finding of `code`, whatever its severity."""
+    rows = measured(code, table).values()
+    return Counts(sum(c.tp for c in rows), sum(c.deb for c in rows), sum(c.fp for c in rows))
+
+
+def fix_is_stable(code: str, table: dict | None = None) -> bool:
+    """A fix of `code` is applied without `--preview`: its strict precision, all severities
+    pooled, reaches FIX_BAR over at least one judged finding."""
+    counts = pooled(code, table)
+    return counts.judged > 0 and counts.strict >= FIX_BAR
+
+
+def fix_lines(code: str, autofix: str, safe: bool) -> list[str]:
+    """The rule page's "Fix" section: what `--fix` changes, whether it is safe, and when it applies."""
+    if not autofix:
+        return ["No automatic fix: `--fix` leaves these findings to you."]
+    safety = (
+        "Safe: it keeps the code's behaviour; `--fix` applies it." if safe
+        else "Unsafe: it may change behaviour; `--fix` applies it only with `--unsafe-fixes`."
+    )
+    counts = pooled(code)
+    measured_text = f"{counts.strict:.2f} over {counts.judged} judged" if counts.judged else "not measured"
+    if fix_is_stable(code):
+        availability = f"Available: strict precision {measured_text} meets the {FIX_BAR:.2f} bar for fixes."
+    else:
+        availability = (
+            f"In preview: applied only with `--preview`, since strict precision ({measured_text}) is below "
+            f"the {FIX_BAR:.2f} bar for fixes."
+        )
+    return [f"`--fix`: {autofix}.", "", safety, availability]
 
 
 def measured_lines(code: str) -> list[str]:

@@ -16,7 +16,7 @@ from rich.text import Text
 from verifier.findings import Finding, Severity
 from verifier.report.file_names import frame_safe, line_safe
 from verifier.report.model import Report
-from verifier.report.text import baseline_mark, finding_block, summary_lines
+from verifier.report.text import baseline_mark, finding_block, fix_listing, summary_lines
 
 STYLE = {
     Severity.CRITICAL: "bold red",
@@ -46,7 +46,7 @@ def render_terminal(report: Report, *, quiet: bool = False, width: int | None = 
     if not quiet:
         if report.findings:
             console.print()
-        for line in summary_lines(report):
+        for line in [*fix_listing(report), *summary_lines(report)]:
             console.print(_summary_style(line_safe(line)))
     return buffer.getvalue()
 
@@ -58,6 +58,9 @@ def _headline(finding: Finding, report: Report) -> Text:
     line.append(finding.code, style=STYLE[finding.severity])
     line.append(" ")
     line.append(f"[{finding.severity.name}]", style=STYLE[finding.severity])
+    if report.fixes.applies_to(finding):
+        line.append(" ")
+        line.append("[*]", style="bold")
     mark = baseline_mark(finding, report)
     if mark:
         line.append(" ")

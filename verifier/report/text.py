@@ -10,10 +10,16 @@ from verifier.report.file_names import line_safe
 from verifier.report.model import Report
 
 
-def finding_line(finding: Finding, mark: str = "") -> str:
-    """`path:line:col: CODE [SEVERITY] message`; `mark` (e.g. `(new)`) goes before the message."""
-    prefix = f"{finding.location}: {finding.code} [{finding.severity.name}] "
+def finding_line(finding: Finding, mark: str = "", fixable: bool = False) -> str:
+    """`path:line:col: CODE [SEVERITY] message`; `[*]` after the severity when `--fix` would fix it
+    (ruff's mark), and `mark` (e.g. `(new)`) before the message."""
+    prefix = f"{finding.location}: {finding.code} [{finding.severity.name}] " + ("[*] " if fixable else "")
     return prefix + (f"{mark} " if mark else "") + finding.message
+
+
+def reported_line(finding: Finding, report: Report) -> str:
+    """The finding's line as this run shows it: fix and baseline marks included."""
+    return finding_line(finding, baseline_mark(finding, report), report.fixes.applies_to(finding))
 
 
 def baseline_mark(finding: Finding, report: Report) -> str:
@@ -25,7 +31,7 @@ def baseline_mark(finding: Finding, report: Report) -> str:
 
 def finding_block(finding: Finding, report: Report) -> list[str]:
     """The finding's line, then any note lines about it (indented, so editors skip them)."""
-    lines = [finding_line(finding, baseline_mark(finding, report))]
+    lines = [reported_line(finding, report)]
     note = heat_note(finding)
     if note:
         lines.append(f"    = note: {note}")
@@ -80,18 +86,18 @@ def render_text(report: Report, *, quiet: bool = False) -> str:
     """Findings; then (unless quiet) score, baseline, counts, and the decision as the last line.
     Quiet: one line per finding, nothing else."""
     if quiet:
-        return "".join(line_safe(finding_line(f, baseline_mark(f, report))) + "\n" for f in report.findings)
+        return "".join(line_safe(reported_line(f, report)) + "\n" for f in report.findings)
     lines = [line for f in report.findings for line in finding_block(f, report)]
     # One line stays one line, whatever a file name holds.
-    return "\n".join(line_safe(line) for line in [*lines, *summary_lines(report)]) + "\n"
+    return "\n".join(line_safe(line) for line in [*lines, *fix_listing(report), *summary_lines(report)]) + "\n"
 
 
 def render_concise(report: Report, *, quiet: bool = False) -> str:
     """ruff's `concise`: one `path:line:col: CODE [SEVERITY] message` line per finding, no notes;
     then (unless quiet) the summary, the decision last."""
-    lines = [finding_line(f, baseline_mark(f, report)) for f in report.findings]
+    lines = [reported_line(f, report) for f in report.findings]
     if not quiet:
-        lines += summary_lines(report)
+        lines += [*fix_listing(report), *summary_lines(report)]
     return "".join(line_safe(line) + "\n" for line in lines)
 
 
@@ -132,6 +138,7 @@ def summary_lines(report: Report) -> list[str]:
     heat = f"; heat from {counted(report.heat_files, 'project file')}" if report.heat_files > len(report.files) else ""
     if report.suppressed:
         heat += f"; {len(report.suppressed)} suppressed by comments"
+    lines += fixed_line(report)
     if findings:
         listed = ", ".join(f"{n} {name}" for name, n in severity_counts(findings).items() if n)
         with_findings = len({f.path for f in findings})
@@ -143,7 +150,52 @@ def summary_lines(report: Report) -> list[str]:
         lines.append("Nothing analysed: no Python files found under the given path(s).")
     else:
         lines.append(f"No findings in {files}{heat}.")
+    lines += fixable_lines(report)
     lines.append(f"Decision: {report.decision.status}{_decision_detail(report)}")
+    return lines
+
+
+def fixed_line(report: Report) -> list[str]:
+    """`Fixed 2 findings in 1 file.` after `--fix` fixed any."""
+    fixed = report.fixes.fixed
+    if not fixed:
+        return []
+    return [f"Fixed {counted(len(fixed), 'finding')} in {counted(len({f.path for f in fixed}), 'file')}."]
+
+
+def fixable_lines(report: Report) -> list[str]:
+    """What `--fix` would still fix, in ruff's words: `[*] 2 fixable with the `--fix` option`, and
+    the unsafe fixes left out unless `--unsafe-fixes` is given."""
+    offered = [f for f in report.findings if f.autofix is not None]
+    fixable = sum(report.fixes.applies_to(f) for f in offered)
+    hidden = len(offered) - fixable
+    hint = (
+        f" ({hidden} hidden {'fix' if hidden == 1 else 'fixes'} can be enabled with the `--unsafe-fixes` option)"
+        if hidden else ""
+    )
+    lines = []
+    if fixable:
+        lines.append(f"[*] {fixable} fixable with the `--fix` option{hint}.")
+    elif hidden:
+        lines.append(f"No fixes available{hint}.")
+    return lines
+
+
+def fix_listing(report: Report) -> list[str]:
+    """`--show-fixes`: the findings `--fix` fixed (or, without it, would fix), per file and rule."""
+    fixes = report.fixes
+    if not fixes.show:
+        return []
+    listed = list(fixes.fixed) if fixes.applied else [f for f in report.findings if fixes.applies_to(f)]
+    if not listed:
+        return []
+    lines = [f"{'Fixed' if fixes.applied else 'Would fix'} {counted(len(listed), 'finding')}:"]
+    for path in sorted({f.path for f in listed}):
+        lines.append(f"- {path}:")
+        here = [f for f in listed if f.path == path]
+        for code in sorted({f.code for f in here}):
+            same = [f for f in here if f.code == code]
+            lines.append(f"    {len(same)} × {code} ({same[0].name})")
     return lines
 
 

@@ -23,6 +23,7 @@ import libcst as cst
 
 from verifier.config import Settings
 from verifier.findings import Category, Evidence, Finding, Heat, Severity, SeverityByHeat
+from verifier.static.autofix import as_autofix
 from verifier.static.bindings import DEVICE_TENSOR, NUMBER, SOURCE, TENSOR, Bindings, needs_reanalysis
 from verifier.static.run_lists import run_long_lists
 from verifier.static.conditions import Conditions
@@ -664,6 +665,7 @@ def _to_findings(
                 message=heat_wording(candidate.message, where_heat),
                 source="\n".join(lines[start.line - 1 : snippet_end]),
                 fix=candidate.fix,
+                autofix=as_autofix(candidate.autofix, module, positions) if candidate.autofix else None,
                 heat_trace=trace,
                 evidence=tuple(_evidence(proof, path, positions) for proof in proofs),
             )

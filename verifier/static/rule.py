@@ -3,7 +3,8 @@
 A rule subclasses `Rule`, declares `visit_<Node>` / `leave_<Node>` methods for the libcst node
 types it cares about, and calls `self.report(node, message)`. Heat, severity, suppression
 comments and positions are applied centrally by the engine after the walk, so rules never
-deal with loops, comments or line numbers themselves.
+deal with loops, comments or line numbers themselves. A rule that can repair what it found
+passes `autofix=self.offer_fix(node, replacement, title)`; `--fix` applies it (`verifier.fixes`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from verifier.findings import Category, Premise, Severity, SeverityByHeat, Status
+from verifier.static.autofix import Fix
 
 if TYPE_CHECKING:
     from verifier.static.context import ModuleContext
@@ -23,11 +25,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Invalid:
-    """An example that must produce exactly one finding of the rule at `line` (1-based)."""
+    """An example that must produce exactly one finding of the rule at `line` (1-based). For a
+    rule that offers fixes, `fixed` is the example once its fix is applied (None: no fix offered)."""
 
     code: str
     line: int
     severity: Severity
+    fixed: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +81,8 @@ class Candidate:
     evidence: tuple[Proof | Callable[[], Proof | None], ...] = ()
     # The branch the node runs under in its function (`conditions.py`): part of its frequency.
     condition: Condition | None = None
+    # The repair the rule offers, if any (`--fix`).
+    autofix: Fix | None = None
 
 
 class Rule:
@@ -89,6 +95,11 @@ class Rule:
     example: ClassVar[str]
     use_instead: ClassVar[str]
     fix: ClassVar[str]
+    # What `--fix` changes for this rule's findings, in one sentence ("" when it offers no fix),
+    # and whether that change keeps behaviour: safe fixes are applied by `--fix`, unsafe ones only
+    # with `--unsafe-fixes` too. Every fix the rule offers has this safety (`offer_fix`).
+    autofix: ClassVar[str] = ""
+    autofix_safe: ClassVar[bool] = False
     # What the flagged operation costs, in one clause: the cost premise, proven by the match itself
     # unless a finding states otherwise (`a host read that waits for the device's queue`).
     cost: ClassVar[str] = ""
@@ -122,10 +133,11 @@ class Rule:
         fix: str | None = None,
         evidence: tuple[Proof | Callable[[], Proof | None], ...] = (),
         condition: Condition | None = None,
+        autofix: Fix | None = None,
     ) -> None:
         """Report `node`. Pass `where` (and the `condition` captured with it) when reporting
-        later than the node was visited, and the premises shown (`Proof`) when the rule's
-        finding rests on more than its match."""
+        later than the node was visited, the premises shown (`Proof`) when the rule's
+        finding rests on more than its match, and `autofix` when the rule can repair it."""
         self.candidates.append(
             Candidate(
                 rule=type(self),
@@ -136,5 +148,12 @@ class Rule:
                 fix=fix if fix is not None else self.fix,
                 evidence=tuple(evidence),
                 condition=condition if where is not None else self.context.condition_probe(),
+                autofix=autofix,
             )
         )
+
+    def offer_fix(self, node: cst.BaseExpression, replacement: cst.BaseExpression, title: str) -> Fix:
+        """A fix replacing `node` with `replacement`, as safe as the rule's `autofix_safe` says."""
+        if not type(self).autofix:
+            raise TypeError(f"{type(self).__name__} offers a fix but does not document it (`autofix`)")
+        return Fix(node, replacement, title, type(self).autofix_safe)

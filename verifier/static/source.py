@@ -82,13 +82,18 @@ _STAND_INS: dict[str, bytes | UnreadableSource] = {}
 
 @contextlib.contextmanager
 def stand_in(path: str, data: bytes | UnreadableSource) -> Iterator[None]:
-    """While the block runs, `read_bytes(path)` returns `data` (or raises it), whatever is on disk."""
+    """While the block runs, `read_bytes(path)` returns `data` (or raises it), whatever is on disk.
+    Blocks nest: afterwards the path reads what it read before (`--fix` on standard input)."""
     key = os.path.abspath(path)
+    before = _STAND_INS.get(key)
     _STAND_INS[key] = data
     try:
         yield
     finally:
-        _STAND_INS.pop(key, None)
+        if before is None:
+            _STAND_INS.pop(key, None)
+        else:
+            _STAND_INS[key] = before
 
 
 def stand_ins() -> dict[str, bytes | UnreadableSource]:
