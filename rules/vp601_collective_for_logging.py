@@ -31,9 +31,6 @@ class _Collective:
     how: str
     condition: Condition | None = None
     uses: set[str] = field(default_factory=set)
-    # Its statement, and the statement just before it in the same block (None at a block's start).
-    line: cst.CSTNode | None = None
-    previous: cst.CSTNode | None = None
 
 
 @dataclass(eq=False)
@@ -92,9 +89,6 @@ for step, (x, y) in enumerate(loader):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._scopes: list[_Scope] = [_Scope()]
-        # Per block being walked: the statement last left in it, and the line being walked.
-        self._last_in_block: list[cst.CSTNode | None] = [None]
-        self._line: tuple[cst.CSTNode, cst.CSTNode | None] | None = None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append(_Scope())
@@ -111,8 +105,6 @@ for step, (x, y) in enumerate(loader):
             return
         scope = self._scopes[-1]
         collective = _Collective(node, self.context.heat.where(), self.guarded, how, self.context.condition_probe())
-        if self._line is not None:
-            collective.line, collective.previous = self._line
         if how == "check_trigger":
             collective.uses.add("control")  # it reads the reduced stop flag on the host itself
         scope.collectives.append(collective)
@@ -121,27 +113,12 @@ for step, (x, y) in enumerate(loader):
         if type(output) is cst.Name:
             scope.tracked[output.value] = (collective, how in OBJECT_COLLECTIVES)
 
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        self._line = (node, self._last_in_block[-1])
-
     def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        self._line = None
-        self._last_in_block[-1] = node
         scope = self._scopes[-1]
         if scope.collectives:
             for statement in node.body:
                 self._statement(statement, scope)
 
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._last_in_block.append(None)
-
-    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._last_in_block.pop()
-
-    def _after_compound(self, node: cst.CSTNode) -> None:
-        self._last_in_block[-1] = node
-
-    leave_If = leave_For = leave_While = leave_With = leave_Try = _after_compound
 
     def visit_If(self, node: cst.If) -> None:
         self._test(node.test)
@@ -189,24 +166,26 @@ for step, (x, y) in enumerate(loader):
             uses.classify(statement.test, "control")
 
     def _flush(self, scope: _Scope) -> None:
-        reported: _Collective | None = None
+        # A function that reduces several values for its log (or for its stop flags) gets one
+        # finding, at the first: one problem, one fix (reduce them together, at the log interval).
+        by_purpose: dict[bool, list[_Collective]] = {}
         for collective in scope.collectives:
             uses = collective.uses
             if collective.guarded or "other" in uses or "return" in uses or not uses & _HOST_READ_USES:
                 continue
-            if reported is not None and collective.previous is not None and collective.previous is reported.line:
-                # `all_reduce(a)` then `all_reduce(b)` on the next line, both for the log: one
-                # finding for the run of them (the first), one fix.
-                reported = collective
-                continue
-            reported = collective
-            call = self.context.code_for(collective.call.func)
-            if "control" in uses:
-                message = f"`{call}(...)` {{often}} reduces a flag that the host then reads: a cross-rank sync every step"
+            by_purpose.setdefault("control" in uses, []).append(collective)
+        for flag, collectives in by_purpose.items():
+            first = collectives[0]
+            call = self.context.code_for(first.call.func)
+            more = f" ({len(collectives) - 1} more in this function)" if len(collectives) > 1 else ""
+            if flag:
+                message = f"`{call}(...)` {{often}} reduces a flag that the host then reads: a cross-rank sync every step{more}"
             else:
-                then = ", then the host reads it back" if uses & {"read", "return-host"} else ""
-                message = f"`{call}(...)` {{often}} for a value that is only logged: every rank waits for the slowest{then}"
-            self.report(collective.call, message, where=collective.where, condition=collective.condition)
+                then = ", then the host reads it back" if first.uses & {"read", "return-host"} else ""
+                message = (
+                    f"`{call}(...)` {{often}} for a value that is only logged: every rank waits for the slowest{then}{more}"
+                )
+            self.report(first.call, message, where=first.where, condition=first.condition)
 
     VALID = (
         """\

@@ -131,3 +131,26 @@ def test_periodic_epoch_and_eval_collectives_stay_quiet(analyse):
 
 def test_test_code_is_not_a_training_hot_path(analyse):
     assert analyse(PRETRAIN, name="test_pretrain.py", select=("VP601",)) == []
+
+
+def test_a_function_that_reduces_several_metrics_for_its_log_is_one_finding(analyse):
+    code = """\
+    class Trainer:
+        def compute_loss(self, model, inputs):
+            outputs = model(**inputs)
+            loss = outputs.loss
+            loss.backward()
+            self.optimizer.step()
+            if self.track_entropy:
+                entropy = self.accelerator.gather_for_metrics(outputs.entropy.mean()).mean().item()
+                self.metrics["entropy"].append(entropy)
+            tokens = self.accelerator.gather_for_metrics(inputs["attention_mask"].sum()).sum().item()
+            self.metrics["tokens"].append(tokens)
+            return loss
+
+    trainer = Trainer()
+    for batch in loader:
+        trainer.compute_loss(model, batch)
+    """
+    found = analyse(code, select=("VP601",))
+    assert found == [("VP601", 8, "MEDIUM")]
