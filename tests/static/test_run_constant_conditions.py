@@ -52,26 +52,3 @@ def test_a_trainer_subclassed_inside_its_own_package_has_the_trainers_hooks(tmp_
     )
     result = analyze_paths([str(tmp_path)], Settings(select=("VP403",)))
     assert [(f.path.rsplit("/", 1)[-1], f.line, f.severity.name) for f in result.findings] == [("gkd_trainer.py", 9, "MEDIUM")]
-
-
-def test_a_trainer_built_on_the_packages_own_base_trainer_has_the_trainers_hooks(tmp_path):
-    from verifier.config import Settings
-    from verifier.static.runner import analyze_paths
-
-    package = tmp_path / "tuner"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "base_trainer.py").write_text("from transformers import Trainer\n\n\nclass BaseTrainer(Trainer):\n    pass\n")
-    (package / "sft.py").write_text(
-        "from .base_trainer import BaseTrainer\n\n\n"
-        "class SFTTrainer(BaseTrainer):\n"
-        "    def compute_loss(self, model, inputs, return_outputs=False):\n"
-        "        outputs = model(**inputs)\n"
-        "        tokens = self.accelerator.gather_for_metrics(inputs[\"attention_mask\"].sum()).sum().item()\n"
-        "        self._metrics[\"num_tokens\"].append(tokens)\n"
-        "        return outputs.loss\n"
-    )
-    result = analyze_paths([str(tmp_path)], Settings(select=("VP601",)))
-    assert [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name) for f in result.findings] == [
-        ("sft.py", "VP601", 7, "MEDIUM")
-    ]

@@ -56,11 +56,8 @@ def hooks_of_class(node: cst.ClassDef, imports: ImportTable) -> dict[str, Heat]:
             return _HF_CALLBACK
         if last == "Callback" and origin.startswith(_LIGHTNING_PACKAGES):
             return _LIGHTNING_HOOKS
-        if last in _HF_TRAINERS and origin.startswith(_HF_PACKAGES):
-            return _HF_TRAINER
-        if last.endswith("Trainer") and origin.startswith("."):
-            # A trainer base of the package itself (`from .base_trainer import BaseTrainer` in
-            # `trl`): its `compute_loss`/`training_step` overrides run as the framework's do.
+        if last in _HF_TRAINERS and origin.startswith((*_HF_PACKAGES, ".")):
+            # A relative import of `SFTTrainer` is the package's own trainer (inside `trl`).
             return _HF_TRAINER
     return {}
 
