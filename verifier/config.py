@@ -51,6 +51,9 @@ class Settings:
     file_timeout: float | None = 60.0
     # The whole run's analysis: files not done by then are VP900 (`run_limit_message`).
     run_timeout: float | None = 600.0
+    # The project's configuration defaults (argparse options, config dataclass fields), read
+    # from its files before the analysis (`cli_defaults.project_defaults`): part of the cache key.
+    config_defaults: tuple[tuple[str, object], ...] = ()
     # How the run is carried out; not part of the cache key.
     jobs: int = 1
     cache_dir: str | None = None

@@ -68,5 +68,47 @@ for x, y in loader:
 
 
 def test_a_misuse_only_an_opted_in_setting_reaches_does_not_block(analyse):
-    assert analyse(OPT_IN_CLIP.format(default="-1.0"), select=("VP302",)) == [("VP302", 13, "MEDIUM")]
+    assert analyse(OPT_IN_CLIP.format(default="-1.0"), select=("VP302",)) == [("VP302", 13, "LOW")]
     assert analyse(OPT_IN_CLIP.format(default="1.0"), select=("VP302",)) == [("VP302", 13, "HIGH")]
+
+
+def test_the_projects_options_and_config_fields_are_read_across_its_files():
+    from verifier.static.cli_defaults import project_defaults
+
+    run_py = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--use_amp", action="store_true")\n'
+    config_py = (
+        "from dataclasses import dataclass, field\n\n\n@dataclass\nclass TrainConfig:\n"
+        "    use_liger_kernel: bool = field(default=False, metadata={})\n    compile: bool = True\n"
+        "    lr: float = 1e-3\n"
+    )
+    other_py = "from dataclasses import dataclass\n\n\n@dataclass\nclass EvalConfig:\n    compile: bool = False\n"
+    assert project_defaults([run_py, config_py, other_py]) == (
+        ("lr", 0.001), ("use_amp", False), ("use_liger_kernel", False)
+    )
+
+
+def test_a_module_without_options_reads_the_projects_through_its_config_objects(tmp_path):
+    from verifier.config import Settings
+    from verifier.static.runner import analyze_paths
+
+    (tmp_path / "exp.py").write_text(
+        "import torch\n\n\nclass Exp:\n"
+        "    def __init__(self, args):\n        self.args = args\n\n"
+        "    def train(self, model, loader, optimizer):\n"
+        "        for x in loader:\n"
+        "            model(x.cuda()).sum().backward()\n"
+        "            optimizer.step()\n"
+        "            if self.args.clear_cache:\n"
+        "                torch.cuda.empty_cache()\n"
+    )
+
+    def found():
+        result = analyze_paths([str(tmp_path)], Settings(select=("VP403",)))
+        return [(f.path.rsplit("/", 1)[-1], f.line, f.severity.name) for f in result.findings]
+
+    assert found() == [("exp.py", 13, "MEDIUM")]
+    (tmp_path / "run.py").write_text(
+        "import argparse\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--clear_cache', action='store_true')\nargs = parser.parse_args()\n"
+    )
+    assert found() == [("exp.py", 13, "LOW")]

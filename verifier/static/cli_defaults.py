@@ -5,17 +5,23 @@
 that branch: code under it is opt-in, and a finding there rests on a configuration the user has to
 choose. Only literal defaults are read (numbers, strings, booleans, None, `store_true`/`store_false`);
 a test is evaluated in three values (true, false, unknown), so anything else stays unknown.
+
+Options are often parsed in one module and read in another (`run.py` parses, `exp/train.py`
+reads `self.args.use_amp`), and trainers read fields of a config dataclass defined elsewhere
+(`use_liger_kernel: bool = field(default=False)`). `project_defaults` reads both across the
+project's files before the analysis; a module without options of its own evaluates tests on
+conventional configuration objects (`args`, `self.args`, `cfg`, `config`, ...) against them.
 """
 
 from __future__ import annotations
 
 import ast
 import operator
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import libcst as cst
 
-from verifier.static.names import keyword_arg, method_name
+from verifier.static.names import dotted_name, keyword_arg, method_name
 from verifier.static.walk import iter_descendants
 
 _UNKNOWN = object()
@@ -27,18 +33,30 @@ _COMPARE = {
 }
 
 
+# Where a module without options of its own keeps the project's configuration.
+CONFIG_OBJECTS = frozenset(
+    {"args", "opt", "opts", "cfg", "config", "hparams", "flags", "FLAGS",
+     "self.args", "self.opt", "self.cfg", "self.config", "self.hparams"}
+)
+# What a module must say for `project_defaults` to parse it.
+_MARKERS = ("add_argument(", "@dataclass", "field(default")
+
+
 class CommandLine:
     """The defaults of a module's options and the names its parsed options are bound to
-    (`args = parser.parse_args()`)."""
+    (`args = parser.parse_args()`); without options of its own, the project's defaults read
+    through the conventional configuration objects."""
 
-    def __init__(self, module: cst.Module) -> None:
-        self.defaults: dict[str, object] = {}
-        self.namespaces: set[str] = set()
+    def __init__(self, module: cst.Module, project: tuple[tuple[str, object], ...] = ()) -> None:
         calls = [node for node in iter_descendants(module) if type(node) is cst.Call]
-        self.defaults = _argument_defaults(calls)
+        self.defaults: dict[str, object] = _argument_defaults(calls)
+        self.namespaces: set[str] = set()
         for node in iter_descendants(module):
             if type(node) is cst.Assign and type(node.value) is cst.Call and method_name(node.value) == "parse_args":
                 self.namespaces.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
+        if not self.defaults and project:
+            self.defaults = dict(project)
+            self.namespaces = set(CONFIG_OBJECTS)
 
     def holds_by_default(self, test: cst.BaseExpression) -> bool | None:
         """Whether `test` is true when every option keeps its default; None when not known."""
@@ -46,6 +64,82 @@ class CommandLine:
             return None
         value = _value(test, self.defaults, self.namespaces)
         return None if value is _UNKNOWN else bool(value)
+
+
+def project_defaults(sources: Iterable[str]) -> tuple[tuple[str, object], ...]:
+    """The configuration defaults every given source that defines them agrees on: argparse
+    options and the fields of config classes (`@dataclass`, or a base named `*Config`,
+    `*Arguments`, `*Args`) with literal defaults. A name two definitions disagree on is left out.
+    Read with Python's own parser (a quick look before the analysis; nothing is run)."""
+    found: dict[str, object] = {}
+    for text in sources:
+        if not any(marker in text for marker in _MARKERS):
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue  # a file that does not parse defines nothing here; its analysis says why
+        for name, value in _defined_in(tree):
+            known = found.get(name, value)
+            found[name] = value if known == value and type(known) is type(value) else _AMBIGUOUS
+    return tuple(sorted(((k, v) for k, v in found.items() if v is not _AMBIGUOUS), key=lambda item: item[0]))
+
+
+def _defined_in(tree: ast.AST) -> Iterator[tuple[str, object]]:
+    for node in ast.walk(tree):
+        if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "add_argument":
+            yield from _ast_option(node)
+        elif type(node) is ast.ClassDef and _ast_is_config_class(node):
+            for statement in node.body:
+                if type(statement) is ast.AnnAssign and type(statement.target) is ast.Name and statement.value is not None:
+                    value = _ast_field_default(statement.value)
+                    if value is not _UNKNOWN:
+                        yield statement.target.id, value
+
+
+def _ast_option(call: ast.Call) -> Iterator[tuple[str, object]]:
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    dest = _ast_literal(keywords["dest"]) if "dest" in keywords else next(
+        (text[2:].replace("-", "_") for arg in call.args
+         if isinstance(text := _ast_literal(arg), str) and text.startswith("--")), None,
+    )
+    if not isinstance(dest, str):
+        return
+    action = _ast_literal(keywords["action"]) if "action" in keywords else None
+    if action in ("store_true", "store_false"):
+        yield dest, action == "store_false"
+    elif "action" not in keywords:
+        value = _ast_literal(keywords["default"]) if "default" in keywords else None
+        kind = keywords.get("type")
+        if isinstance(value, str) and type(kind) is ast.Name and kind.id in ("int", "float"):
+            try:
+                value = float(value) if kind.id == "float" else int(value)
+            except ValueError:
+                return
+        if value is not _UNKNOWN:
+            yield dest, value
+
+
+def _ast_is_config_class(node: ast.ClassDef) -> bool:
+    names = [ast.unparse(d.func if type(d) is ast.Call else d) for d in node.decorator_list]
+    if any(name.endswith("dataclass") for name in names):
+        return True
+    return any(ast.unparse(base).endswith(("Config", "Arguments", "Args")) for base in node.bases)
+
+
+def _ast_field_default(value: ast.expr) -> object:
+    if type(value) is ast.Call and ast.unparse(value.func).rsplit(".", 1)[-1] == "field":
+        default = next((k.value for k in value.keywords if k.arg == "default"), None)
+        return _ast_literal(default) if default is not None else _UNKNOWN
+    return _ast_literal(value)
+
+
+def _ast_literal(node: ast.expr) -> object:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _UNKNOWN
+    return value if value is None or type(value) in (bool, int, float, str) else _UNKNOWN
 
 
 def _argument_defaults(calls: list[cst.Call]) -> dict[str, object]:
@@ -118,7 +212,7 @@ def _literal(node: cst.BaseExpression) -> object:
 
 def _value(node: cst.BaseExpression, defaults: Mapping[str, object], namespaces: set[str]) -> object:
     kind = type(node)
-    if kind is cst.Attribute and type(node.value) is cst.Name and node.value.value in namespaces:
+    if kind is cst.Attribute and (dotted_name(node.value) or "") in namespaces:
         return defaults.get(node.attr.value, _UNKNOWN)
     if kind is cst.UnaryOperation and type(node.operator) is cst.Not:
         inner = _value(node.expression, defaults, namespaces)

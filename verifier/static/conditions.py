@@ -214,10 +214,10 @@ class Conditions(LambdaScopes, Tracker):
 
     def _off_by_default(self, test: cst.BaseExpression, branch: str) -> bool:
         """Whether the command line's defaults keep the walk out of `branch` of this test."""
-        if "add_argument" not in self.context.text:
+        if "add_argument" not in self.context.text and not self.context.config_defaults:
             return False
         if self._command_line is None:
-            self._command_line = CommandLine(self.context.module)
+            self._command_line = CommandLine(self.context.module, self.context.config_defaults)
         held = self._command_line.holds_by_default(test)
         if held is None:
             return False

@@ -54,6 +54,8 @@ class ModuleContext:
     _memo: dict = field(default_factory=dict)
     # The branch the walk is in (`conditions.Conditions.current`, set by the engine before the walk).
     condition_probe: Callable[[], Condition | None] = field(default=lambda: None)
+    # The project's configuration defaults (`Settings.config_defaults`).
+    config_defaults: tuple[tuple[str, object], ...] = ()
 
     def tracker(self, kind: Callable[[ModuleContext], T]) -> T:
         """The module's one `kind` tracker; created on first ask (after the trackers it asks for)."""

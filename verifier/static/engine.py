@@ -286,7 +286,7 @@ def analyze_source(
         heat.seeds = {key: known.bound for key, known in external.items() if known.bound}
     facts = NameFacts(imports)
     places = PlaceFacts(imports, facts)
-    context = ModuleContext(path, source.text, module, imports, heat, facts, places)
+    context = ModuleContext(path, source.text, module, imports, heat, facts, places, config_defaults=settings.config_defaults)
     # A module that never names a device runs on the host unless a caller's module does.
     heat.accelerated = context.may_use_accelerator
     # A rule whose tokens the file never mentions cannot fire here: it does not join the walk.

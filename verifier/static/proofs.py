@@ -102,9 +102,9 @@ def _skippable(kind: ConditionKind, text: str, node, path: str, line: int, heat:
             f"runs {heat.often} unless an early exit is taken first (it runs when `{text}` holds{at})", node, path, line,
         )
     if kind is ConditionKind.OPT_IN:
-        return Proof.assumed(
+        return Proof.unknown(
             Premise.FREQUENCY,
-            f"runs only when `{text}` holds{at}, which the command line's defaults leave false: an opt-in setting",
+            f"runs only when `{text}` holds{at}, which the configuration's defaults leave false: an opt-in setting",
             node, path, line,
         )
     if kind is ConditionKind.ONCE:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from verifier.config import Settings
 from verifier.findings import Finding
 from verifier.static.cache import ResultCache, open_cache, run_key
+from verifier.static.cli_defaults import project_defaults
+from verifier.static.source import UnreadableSource, read_source
 from verifier.static.discovery import discover
 from verifier.static.engine import (
     FileResult, ModuleAnalysis, number_lines_again, run_limit_message, timeout_message, unanalysable_result,
@@ -95,6 +97,8 @@ def _analyze_files(
     deadline: float | None = None,
 ) -> AnalysisResult:
     """With `reuse` False the cache is written but never read (every stored result is replaced)."""
+    if not settings.config_defaults:
+        settings = replace(settings, config_defaults=project_defaults(_python_texts(files, settings)))
     rules = settings.selected_rules()
     codes = [rule.code for rule in rules]
     reported_set = None if reported is None else set(reported)
@@ -149,6 +153,19 @@ def _analyze_files(
             cache.store(whole_run, AnalysisResult([replace(r, analysis=None) for r in analysis.files]))
     analysis.files[:0] = folders
     return analysis
+
+
+def _python_texts(files: Iterable[str], settings: Settings) -> Iterator[str]:
+    """The text of each Python file of the run that can be read within the size limit (what
+    cannot be read defines no configuration; its own analysis says why)."""
+    for path in files:
+        if not path.endswith(".py"):
+            continue
+        try:
+            # The analysis's own reader: never blocks on a FIFO or a device, honours the size limit.
+            yield read_source(path, settings.max_file_size).text
+        except UnreadableSource:
+            continue
 
 
 def _belongs_to(result: FileResult, path: str) -> bool:
