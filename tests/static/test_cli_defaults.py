@@ -112,3 +112,11 @@ def test_a_module_without_options_reads_the_projects_through_its_config_objects(
         "parser.add_argument('--clear_cache', action='store_true')\nargs = parser.parse_args()\n"
     )
     assert found() == [("exp.py", 13, "LOW")]
+
+
+def test_reading_the_defaults_prints_no_warning_about_the_users_strings(recwarn):
+    from verifier.static.cli_defaults import project_defaults
+
+    text = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--pattern", default="a\\.b")\n'
+    assert project_defaults([text]) == (("pattern", "a\\.b"),)
+    assert not [w for w in recwarn if issubclass(w.category, (SyntaxWarning, DeprecationWarning))]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 
 import libcst as cst
@@ -76,7 +77,10 @@ def project_defaults(sources: Iterable[str]) -> tuple[tuple[str, object], ...]:
         if not any(marker in text for marker in _MARKERS):
             continue
         try:
-            tree = ast.parse(text)
+            with warnings.catch_warnings():
+                # `"\."` in a user's string is their warning to see from Python, not ours to print.
+                warnings.simplefilter("ignore")
+                tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue  # a file that does not parse defines nothing here; its analysis says why
         for name, value in _defined_in(tree):
