@@ -38,6 +38,10 @@ def settings_text(settings: Settings, *, root: str | None, heat_scope: str) -> s
         f"file-timeout = {settings.file_timeout:g}" if settings.file_timeout else "file-timeout = (none)",
         f"run-timeout = {settings.run_timeout:g}" if settings.run_timeout else "run-timeout = (none)",
         f"prefilter = {str(settings.prefilter).lower()}",
+        "config-defaults = " + (
+            ", ".join(f"{name} = {value!r}" for name, value in settings.config_defaults)
+            or "(read from the analysed files when the run starts: argparse options, config dataclass fields)"
+        ),
         f"jobs = {settings.jobs}",
         f"cache-dir = {settings.cache_dir or '(disabled)'}",
         f"thresholds.speedup = {thresholds.min_speedup:g}",
