@@ -38,13 +38,13 @@ args = parser.parse_args()
     ],
 )
 def test_a_test_is_evaluated_under_the_defaults_in_three_values(test, held):
-    command_line = CommandLine(cst.parse_module(SCRIPT))
+    command_line = CommandLine(SCRIPT)
     assert command_line.holds_by_default(cst.parse_expression(test)) is held
 
 
 def test_an_option_defined_twice_with_different_defaults_is_not_known():
     script = SCRIPT + 'other = argparse.ArgumentParser()\nother.add_argument("--accum", type=int, default=4)\n'
-    command_line = CommandLine(cst.parse_module(script))
+    command_line = CommandLine(script)
     assert command_line.holds_by_default(cst.parse_expression("args.accum > 1")) is None
 
 

@@ -22,8 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import libcst as cst
 
-from verifier.static.names import dotted_name, keyword_arg, method_name
-from verifier.static.walk import iter_descendants
+from verifier.static.names import dotted_name
 
 _UNKNOWN = object()
 # More than one `add_argument` for a name with different defaults: nothing is known.
@@ -48,13 +47,19 @@ class CommandLine:
     (`args = parser.parse_args()`); without options of its own, the project's defaults read
     through the conventional configuration objects."""
 
-    def __init__(self, module: cst.Module, project: tuple[tuple[str, object], ...] = ()) -> None:
-        calls = [node for node in iter_descendants(module) if type(node) is cst.Call]
-        self.defaults: dict[str, object] = _argument_defaults(calls)
+    def __init__(self, text: str, project: tuple[tuple[str, object], ...] = ()) -> None:
+        tree = _parsed(text) if "add_argument(" in text else None
+        self.defaults: dict[str, object] = {}
         self.namespaces: set[str] = set()
-        for node in iter_descendants(module):
-            if type(node) is cst.Assign and type(node.value) is cst.Call and method_name(node.value) == "parse_args":
-                self.namespaces.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
+        for node in ast.walk(tree) if tree is not None else ():
+            if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "add_argument":
+                for name, value in _ast_option(node):
+                    known = self.defaults.get(name, value)
+                    self.defaults[name] = value if known == value and type(known) is type(value) else _AMBIGUOUS
+            elif type(node) is ast.Assign and type(node.value) is ast.Call and type(node.value.func) is ast.Attribute \
+                    and node.value.func.attr == "parse_args":
+                self.namespaces.update(t.id for t in node.targets if type(t) is ast.Name)
+        self.defaults = {name: value for name, value in self.defaults.items() if value is not _AMBIGUOUS}
         if not self.defaults and project:
             self.defaults = dict(project)
             self.namespaces = set(CONFIG_OBJECTS)
@@ -76,17 +81,22 @@ def project_defaults(sources: Iterable[str]) -> tuple[tuple[str, object], ...]:
     for text in sources:
         if not any(marker in text for marker in _MARKERS):
             continue
-        try:
-            with warnings.catch_warnings():
-                # `"\."` in a user's string is their warning to see from Python, not ours to print.
-                warnings.simplefilter("ignore")
-                tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            continue  # a file that does not parse defines nothing here; its analysis says why
-        for name, value in _defined_in(tree):
+        tree = _parsed(text)
+        for name, value in _defined_in(tree) if tree is not None else ():
             known = found.get(name, value)
             found[name] = value if known == value and type(known) is type(value) else _AMBIGUOUS
     return tuple(sorted(((k, v) for k, v in found.items() if v is not _AMBIGUOUS), key=lambda item: item[0]))
+
+
+def _parsed(text: str) -> ast.AST | None:
+    """Python's own tree of `text`, None when it does not parse (its analysis says why)."""
+    try:
+        with warnings.catch_warnings():
+            # `"\."` in a user's string is their warning to see from Python, not ours to print.
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
 
 
 def _defined_in(tree: ast.AST) -> Iterator[tuple[str, object]]:
@@ -144,61 +154,6 @@ def _ast_literal(node: ast.expr) -> object:
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return _UNKNOWN
     return value if value is None or type(value) in (bool, int, float, str) else _UNKNOWN
-
-
-def _argument_defaults(calls: list[cst.Call]) -> dict[str, object]:
-    """`{"gradient_norm": -1.0, "amp": False, ...}` from the module's `add_argument` calls."""
-    defaults: dict[str, object] = {}
-    for node in calls:
-        if method_name(node) != "add_argument":
-            continue
-        dest = _destination(node)
-        if dest is None:
-            continue
-        value = _default(node)
-        if value is _UNKNOWN:
-            continue
-        known = defaults.get(dest, value)
-        defaults[dest] = value if known == value and type(known) is type(value) else _AMBIGUOUS
-    return {name: value for name, value in defaults.items() if value is not _AMBIGUOUS}
-
-
-def _destination(call: cst.Call) -> str | None:
-    dest = keyword_arg(call, "dest")
-    if dest is not None:
-        return _literal(dest.value) if type(dest.value) is cst.SimpleString else None
-    for arg in call.args:
-        if arg.keyword is None and type(arg.value) is cst.SimpleString:
-            text = _literal(arg.value)
-            if isinstance(text, str) and text.startswith("--"):
-                return text[2:].replace("-", "_")
-    return None
-
-
-def _default(call: cst.Call) -> object:
-    action = keyword_arg(call, "action")
-    kind = _literal(action.value) if action is not None else None
-    if kind == "store_true":
-        return False
-    if kind == "store_false":
-        return True
-    if action is not None:
-        return _UNKNOWN
-    default = keyword_arg(call, "default")
-    if default is None:
-        return None  # argparse's own default
-    value = _literal(default.value)
-    if value is _UNKNOWN:
-        return _UNKNOWN
-    kind_arg = keyword_arg(call, "type")
-    if kind_arg is not None and type(kind_arg.value) is cst.Name and kind_arg.value.value in ("int", "float"):
-        # A string default goes through `type` (`default="1e-3"`); numbers are kept as given.
-        if isinstance(value, str):
-            try:
-                return float(value) if kind_arg.value.value == "float" else int(value)
-            except ValueError:
-                return _UNKNOWN
-    return value
 
 
 def _literal(node: cst.BaseExpression) -> object:

@@ -46,22 +46,22 @@ class Origin(enum.Enum):
 
 
 # Factories that allocate on the CPU unless given `device=`; `*_like` follow their input instead.
-HOST_FACTORIES = frozenset(
+_TORCH_FACTORIES = frozenset(
     f"torch.{name}"
     for name in (
         "zeros", "ones", "empty", "full", "tensor", "arange", "range", "linspace", "logspace",
         "eye", "rand", "randn", "randint", "randperm", "empty_strided", "normal", "bernoulli",
-        # The legacy CPU tensor types, called with a shape (`torch.BoolTensor(x.size())`).
-        "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
-        "ShortTensor", "IntTensor", "LongTensor", "BoolTensor",
     )
 )
+# The legacy CPU tensor types: called with a shape they allocate like a factory
+# (`torch.BoolTensor(x.size())`), called with data they copy it (`_is_a_shape`).
 _LEGACY_TYPES = frozenset(
     f"torch.{name}" for name in (
         "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
         "ShortTensor", "IntTensor", "LongTensor", "BoolTensor",
     )
 )
+HOST_FACTORIES = _TORCH_FACTORIES | _LEGACY_TYPES
 # Always host memory; `torch.as_tensor(t)` is left out: it keeps a CUDA tensor where it is.
 _FROM_HOST = frozenset({"torch.from_numpy", "torch.frombuffer"})
 # NumPy calls that generate values rather than read data: `torch.from_numpy` of their result is a
