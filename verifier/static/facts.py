@@ -13,6 +13,7 @@ import enum
 import libcst as cst
 
 from verifier.static.heat import is_model_name, is_optimizer_name, is_scaler_name
+from verifier.static.losses import BACKWARD_BY_ARGUMENT, backward_operand
 from verifier.static.names import (
     ImportTable, dict_items, dotted_name, element_pairs, keyed_name, method_name, receiver, terminal_name,
 )
@@ -146,7 +147,7 @@ class NameFacts:
         `loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`: what a
         backward runs on is a tensor (with a graph), whatever function made it."""
         method = method_name(call)
-        if method == "backward":
+        if method == "backward" or method in BACKWARD_BY_ARGUMENT:
             self._learn_backward_operand(call)
             return
         if type(call.func) is cst.Name and call.func.value in self._backward_params:
@@ -163,18 +164,9 @@ class NameFacts:
 
     def _learn_backward_operand(self, call: cst.Call) -> None:
         owner = receiver(call)
-        if type(owner) is cst.Call and method_name(owner) == "scale" and owner.args:
-            operand = owner.args[0].value  # `scaler.scale(loss).backward()`
-        elif type(owner) in (cst.Name, cst.Attribute) and (
-            not call.args or call.args[0].keyword is not None or self.kind_of(owner) is Kind.TENSOR
-        ):
-            operand = owner  # `loss.backward()`, `loss.backward(retain_graph=True)`
-        elif call.args and call.args[0].keyword is None:
-            operand = call.args[0].value  # `accelerator.backward(loss)`, `torch.autograd.backward(loss)`
-        else:
+        operand = backward_operand(call, owner is not None and self.kind_of(owner) is Kind.TENSOR)
+        if operand is None:
             return
-        while type(operand) is cst.BinaryOperation:
-            operand = operand.left  # `fabric.backward(loss / accumulation)`: the loss comes first
         self._learn_tensor(operand)
         params = self._params[-1]
         if type(operand) is cst.Name and operand.value in params and self._functions:

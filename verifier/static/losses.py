@@ -16,7 +16,7 @@ from verifier.static.walk import iter_descendants
 
 # `accelerator.backward(loss)`, `fabric.backward(loss)`, `self.manual_backward(loss)`,
 # `torch.autograd.backward(loss)`: the loss is the first positional argument.
-_BACKWARD_BY_ARGUMENT = frozenset({"manual_backward"})
+BACKWARD_BY_ARGUMENT = frozenset({"manual_backward"})
 _LOSS_RETURNING_HOOKS = ("Lightning calls training_step()",)
 
 
@@ -40,28 +40,34 @@ def _operands(body: cst.CSTNode, returns_loss: bool) -> frozenset[str]:
     for node in iter_descendants(body):
         kind = type(node)
         if kind is cst.Call:
-            _add(names, _operand(node))
+            _add(names, backward_operand(node))
         elif kind is cst.Return and returns_loss and node.value is not None:
             _add(names, _returned_loss(node.value))
     return frozenset(names)
 
 
-def _operand(call: cst.Call) -> cst.BaseExpression | None:
+def backward_operand(call: cst.Call, owner_is_tensor: bool = False) -> cst.BaseExpression | None:
+    """What `call` runs a backward on, if it is a backward: `loss` in `loss.backward()`,
+    `scaler.scale(loss).backward()`, `accelerator.backward(loss / n)`, `self.manual_backward(loss)`.
+    `t.backward(grad)` runs on `t` when the caller knows `t` is a tensor (`owner_is_tensor`)."""
     method = method_name(call)
-    if method in _BACKWARD_BY_ARGUMENT:
-        return _first_positional(call)
+    if method in BACKWARD_BY_ARGUMENT:
+        return _leading_operand(_first_positional(call))
     if method != "backward":
         return None
     owner = receiver(call)
     if type(owner) is cst.Call and method_name(owner) == "scale":
-        return _first_positional(owner)  # `scaler.scale(loss).backward()`
-    if type(owner) in (cst.Name, cst.Attribute) and not any(arg.keyword is None for arg in call.args):
+        return _leading_operand(_first_positional(owner))
+    if type(owner) in (cst.Name, cst.Attribute) and (owner_is_tensor or _first_positional(call) is None):
         return owner  # `loss.backward()`, `loss.backward(retain_graph=True)`
-    if dotted_name(owner or call) in ("torch.autograd", "autograd") or str(dotted_name(owner or call)).endswith(
-        ("accelerator", "fabric")
-    ):
-        return _first_positional(call)
-    return None
+    # `accelerator.backward(loss)`, `model_engine.backward(loss)`, `torch.autograd.backward(loss)`
+    return _leading_operand(_first_positional(call))
+
+
+def _leading_operand(operand: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    while type(operand) is cst.BinaryOperation:
+        operand = operand.left  # `fabric.backward(loss / accumulation)`: the loss comes first
+    return operand
 
 
 def _returned_loss(value: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -82,8 +88,6 @@ def _first_positional(call: cst.Call) -> cst.BaseExpression | None:
 
 
 def _add(names: set[str], operand: cst.BaseExpression | None) -> None:
-    while type(operand) is cst.BinaryOperation:
-        operand = operand.left  # `fabric.backward(loss / accumulation)`: the loss comes first
     name = dotted_name(operand) if operand is not None else None
     if name is not None and name != "self":
         names.add(name)
