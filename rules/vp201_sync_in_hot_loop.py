@@ -397,4 +397,24 @@ for x, y in loader:
             line=7,
             severity=Severity.MEDIUM,
         ),
+        Invalid(
+            """\
+import torch
+device = "cuda"
+for iteration in range(iterations):
+    for step in range(num_steps):
+        with torch.no_grad():
+            action = policy(obs)
+        obs, reward, done, info = envs.step(action)
+        obs, done = torch.tensor(obs).to(device), torch.tensor(done).to(device)
+        for index, finished in enumerate(done):
+            if finished:
+                episodes += 1
+    loss = policy(obs).sum()
+    loss.backward()
+    optimizer.step()
+""",
+            line=10,
+            severity=Severity.MEDIUM,
+        ),
     )

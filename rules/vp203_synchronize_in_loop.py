@@ -20,6 +20,9 @@ _SYNCHRONIZE = frozenset(
 _TIMING = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
 # A synchronize right before a statement that reads a device value: the read waits anyway.
 _BEFORE_A_READ = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
+# A synchronize in a loop whose body reads a device value elsewhere: the step already drains the
+# queue there; a second wait per step costs a launch gap, not a stall of its own.
+_BESIDE_A_READ = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
 # A training step timed with a synchronize: a stall every step, but one whose cost is the overlap
 # lost at the step boundary, not a wait in the middle of queued work.
 _TIMED_STEP = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
@@ -74,6 +77,9 @@ per_iter_ms = start.elapsed_time(end) / iters
         self._statement: cst.BaseStatement | None = None
         # Synchronize calls whose next statement reads a device value anyway: what it reads.
         self._read_next: dict[int, str] = {}
+        # Per body that runs once per iteration (a loop's, or a function's outside its loops):
+        # the first read of a device value in it.
+        self._loop_reads: dict[int, str] = {}
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         for statement, following in zip(node.body, node.body[1:]):
@@ -94,6 +100,7 @@ per_iter_ms = start.elapsed_time(end) / iters
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.context.imports.call_name(node)
         calls, timed = self._scopes[-1]
+        self._note_read(node)
         if qualified in CLOCKS:
             timed[0] = True
         elif qualified in _SYNCHRONIZE or self._is_stream_or_event_sync(node):
@@ -103,6 +110,14 @@ per_iter_ms = start.elapsed_time(end) / iters
                 read = self._read_in_next_statement()
                 if read is not None:
                     self._read_next[id(node)] = read
+
+    def _note_read(self, node: cst.Call) -> None:
+        key = _body_of(self.context.heat.where())
+        if key in self._loop_reads:
+            return
+        read = sync_of_call(node, self.context.facts, self.context.imports)
+        if read is not None:
+            self._loop_reads[key] = self.context.code_for(read.node)
 
     def _read_in_next_statement(self) -> str | None:
         """`torch.cuda.synchronize()` then `log(loss=loss.item())`: the next statement waits for
@@ -153,6 +168,18 @@ per_iter_ms = start.elapsed_time(end) / iters
                     where=where,
                     condition=condition,
                     severity=_BEFORE_A_READ,
+                    fix="Remove the synchronize; read device values at a log interval.",
+                )
+                continue
+            beside = self._loop_reads.get(_body_of(where))
+            if beside is not None and not timed[0]:
+                self.report(
+                    call,
+                    f"`synchronize()` in a loop whose body already waits for the device at `{beside}`: "
+                    "a second wait every iteration, which costs the launch gap after it",
+                    where=where,
+                    condition=condition,
+                    severity=_BESIDE_A_READ,
                     fix="Remove the synchronize; read device values at a log interval.",
                 )
                 continue
@@ -214,6 +241,19 @@ torch.cuda.synchronize()
         Invalid(
             """\
 import torch
+for x in loader:
+    loss = model(x.cuda()).sum()
+    print(loss.item())
+    loss.backward()
+    optimizer.step()
+    torch.cuda.synchronize()
+""",
+            line=7,
+            severity=Severity.MEDIUM,
+        ),
+        Invalid(
+            """\
+import torch
 for x, y in loader:
     loss = model(x).sum()
     loss.backward()
@@ -247,6 +287,14 @@ def benchmark(fn, x, iters=100):
 _READS = (JudgementInput.LOOPS,)
 
 
+def _body_of(where: Where) -> int:
+    """The body `where` sits in, by id: its innermost loop's, else its function's own (a helper
+    the step calls reads and synchronizes in one body, as the same lines inline would)."""
+    if where.loops:
+        return id(where.loops[-1].node)
+    return id(where.function)
+
+
 def _times_a_benchmark(where: Where) -> bool:
     """Is the timed loop around `where` a measurement rather than a training loop? A step loop
     that updates parameters (or trains through a call) is training, whatever clock it reads; a
@@ -254,7 +302,7 @@ def _times_a_benchmark(where: Where) -> bool:
     loops, a function named for timing (`measure_latency`) measures."""
     for loop in reversed(where.loops):
         if loop.is_step:
-            return not (loop.steps_here or loop.steps_in_call or loop.trains or loop.because_site is not None)
+            return not (loop.rollout or loop.steps_here or loop.steps_in_call or loop.trains or loop.because_site is not None)
         if loop.is_eval or loop.is_epoch:
             return True
     if where.loops:

@@ -80,7 +80,27 @@ def test_a_sync_right_before_a_read_adds_little_on_its_own(analyse):
         torch.cuda.synchronize()
         logger.update(lr=0.1)
     """
-    assert analyse(code, select=SELECT) == [("VP203", 7, "LOW"), ("VP203", 9, "HIGH")]
+    # The second synchronize is not before a read, but the step already drains at `loss.item()`.
+    assert analyse(code, select=SELECT) == [("VP203", 7, "LOW"), ("VP203", 9, "MEDIUM")]
+
+
+def test_a_sync_in_a_step_that_already_reads_the_device_does_not_block(analyse):
+    # MAE's shape: the loss is read before backward; the synchronize after the update is a second
+    # wait per step. Without the read it is the step's only wait and blocks.
+    code = """\
+    import torch
+
+    for x in loader:
+        with torch.autocast("cuda"):
+            loss = model(x.cuda())
+        loss_value = loss.item()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        torch.cuda.synchronize()
+    """
+    assert analyse(code, select=SELECT) == [("VP203", 10, "MEDIUM")]
+    assert analyse(code.replace("loss_value = loss.item()", "pass"), select=SELECT) == [("VP203", 10, "HIGH")]
 
 
 def test_a_helper_s_synchronize_is_timed_by_the_step_loop_that_calls_it(analyse):

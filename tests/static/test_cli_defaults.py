@@ -120,3 +120,38 @@ def test_reading_the_defaults_prints_no_warning_about_the_users_strings(recwarn)
     text = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--pattern", default="a\\.b")\n'
     assert project_defaults([text]) == (("pattern", "a\\.b"),)
     assert not [w for w in recwarn if issubclass(w.category, (SyntaxWarning, DeprecationWarning))]
+
+
+def test_a_yacs_tree_of_defaults_is_read_by_its_paths():
+    from verifier.static.cli_defaults import project_defaults
+
+    defaults_py = (
+        "from fvcore.common.config import CfgNode\n\n_C = CfgNode()\n_C.TRAIN = CfgNode()\n"
+        "_C.TRAIN.ENABLE = True\n_C.TRAIN.CHECKPOINT_PERIOD = 10\n_C.DETECTION = CfgNode()\n"
+        "_C.DETECTION.ENABLE = False\n_C.TRAIN.DATASET = 'kinetics'\n"
+    )
+    assert project_defaults([defaults_py]) == (
+        ("DETECTION.ENABLE", False), ("TRAIN.CHECKPOINT_PERIOD", 10), ("TRAIN.DATASET", "kinetics"),
+        ("TRAIN.ENABLE", True),
+    )
+
+
+@pytest.mark.parametrize(
+    ("test", "held"),
+    [
+        ("cfg.DETECTION.ENABLE", False),
+        ("self.cfg.TRAIN.ENABLE", True),
+        ("cfg.TRAIN.CHECKPOINT_PERIOD > 1", True),
+        ("not config.general.ignore_sanity_checks", False),
+        ("self.config.general.ignore_sanity_checks", True),
+        ("cfg.MODEL.ARCH == 'slowfast'", None),
+        ("model.general.ignore_sanity_checks", None),
+    ],
+)
+def test_sections_of_a_configuration_object_are_read_by_path_then_by_field(test, held):
+    project = (
+        ("DETECTION.ENABLE", False), ("TRAIN.CHECKPOINT_PERIOD", 10), ("TRAIN.ENABLE", True),
+        ("ignore_sanity_checks", True),
+    )
+    command_line = CommandLine("import torch\n", project)
+    assert command_line.holds_by_default(cst.parse_expression(test)) is held

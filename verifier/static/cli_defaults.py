@@ -8,9 +8,11 @@ a test is evaluated in three values (true, false, unknown), so anything else sta
 
 Options are often parsed in one module and read in another (`run.py` parses, `exp/train.py`
 reads `self.args.use_amp`), and trainers read fields of a config dataclass defined elsewhere
-(`use_liger_kernel: bool = field(default=False)`). `project_defaults` reads both across the
-project's files before the analysis; a module without options of its own evaluates tests on
-conventional configuration objects (`args`, `self.args`, `cfg`, `config`, ...) against them.
+(`use_liger_kernel: bool = field(default=False)`), or a yacs tree of defaults
+(`_C = CfgNode(); _C.TRAIN.ENABLE = True`, read as `cfg.TRAIN.ENABLE`). `project_defaults` reads
+them across the project's files before the analysis; a module without options of its own
+evaluates tests on conventional configuration objects (`args`, `self.args`, `cfg`, `config`, ...)
+and their sections (`config.general.ignore_sanity_checks`) against them.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ CONFIG_OBJECTS = frozenset(
      "self.args", "self.opt", "self.cfg", "self.config", "self.hparams"}
 )
 # What a module must say for `project_defaults` to parse it.
-_MARKERS = ("add_argument(", "@dataclass", "field(default")
+_MARKERS = ("add_argument(", "@dataclass", "field(default", "CfgNode(", "CN(")
+# The constructors of a yacs configuration tree (`from yacs.config import CfgNode as CN`).
+_CONFIG_TREES = frozenset({"CfgNode", "CN"})
 
 
 class CommandLine:
@@ -100,6 +104,7 @@ def _parsed(text: str) -> ast.AST | None:
 
 
 def _defined_in(tree: ast.AST) -> Iterator[tuple[str, object]]:
+    yield from _config_tree_defaults(tree)
     for node in ast.walk(tree):
         if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "add_argument":
             yield from _ast_option(node)
@@ -109,6 +114,27 @@ def _defined_in(tree: ast.AST) -> Iterator[tuple[str, object]]:
                     value = _ast_field_default(statement.value)
                     if value is not _UNKNOWN:
                         yield statement.target.id, value
+
+
+def _config_tree_defaults(tree: ast.AST) -> Iterator[tuple[str, object]]:
+    """`_C.TRAIN.ENABLE = True` under `_C = CfgNode()`: the default of `TRAIN.ENABLE`."""
+    roots: set[str] = set()
+    for node in getattr(tree, "body", ()):
+        if type(node) is not ast.Assign or len(node.targets) != 1:
+            continue
+        target, value = node.targets[0], node.value
+        if type(target) is ast.Name and type(value) is ast.Call and _called_name(value) in _CONFIG_TREES:
+            roots.add(target.id)
+        elif type(target) is ast.Attribute and roots:
+            path = ast.unparse(target).split(".")
+            if path[0] in roots and len(path) > 1:
+                literal = _ast_literal(value)
+                if literal is not _UNKNOWN:
+                    yield ".".join(path[1:]), literal
+
+
+def _called_name(call: ast.Call) -> str:
+    return ast.unparse(call.func).rsplit(".", 1)[-1]
 
 
 def _ast_option(call: ast.Call) -> Iterator[tuple[str, object]]:
@@ -169,10 +195,22 @@ def _literal(node: cst.BaseExpression) -> object:
     return _UNKNOWN
 
 
+def _option_value(name: str, defaults: Mapping[str, object], namespaces: set[str]) -> object:
+    """`args.lr`, `cfg.SOLVER.BASE_LR` (a yacs path), `config.general.ignore_sanity_checks` (a
+    field of a section): the default of the path below the configuration object, else of the
+    field it ends in."""
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        if ".".join(parts[:cut]) in namespaces:
+            path = ".".join(parts[cut:])
+            return defaults.get(path, defaults.get(parts[-1], _UNKNOWN))
+    return _UNKNOWN
+
+
 def _value(node: cst.BaseExpression, defaults: Mapping[str, object], namespaces: set[str]) -> object:
     kind = type(node)
-    if kind is cst.Attribute and (dotted_name(node.value) or "") in namespaces:
-        return defaults.get(node.attr.value, _UNKNOWN)
+    if kind is cst.Attribute:
+        return _option_value(dotted_name(node) or "", defaults, namespaces)
     if kind is cst.UnaryOperation and type(node.operator) is cst.Not:
         inner = _value(node.expression, defaults, namespaces)
         return _UNKNOWN if inner is _UNKNOWN else not inner

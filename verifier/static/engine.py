@@ -506,7 +506,7 @@ class _ModuleFacts:
     def visit_For(self, node: cst.For) -> None:
         self.heat.enter_loop(node)
         self.bindings.on_for(node.target, node.iter)
-        _bind_unknown(self.facts, node.target)
+        self.facts.bind_loop(node.target, node.iter)
         self.places.bind_loop(node.target, node.iter)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:

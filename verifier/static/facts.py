@@ -198,6 +198,35 @@ class NameFacts:
         self._set(target, self.kind_of(value) if value is not None else None)
         self._bind_items(target, value)
 
+    def bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """`for d in done:` over a tensor binds each row or element, a tensor too (`if d:` then
+        reads it on the host, once per element); so do the tensors of `enumerate(t)` and
+        `zip(a, b)`. Anything else iterated is unknown."""
+        kind = self._element_kind(iterable)
+        if kind is Kind.TENSOR and type(target) in (cst.Name, cst.Attribute):
+            self._set(target, kind)
+            return
+        if type(target) is not cst.Tuple or type(iterable) is not cst.Call:
+            self.bind(target, None)
+            return
+        function = dotted_name(iterable.func) or ""
+        sources = [arg.value for arg in iterable.args if arg.keyword is None and not arg.star]
+        if function == "enumerate" and len(sources) == 1 and len(target.elements) == 2:
+            pairs = [(target.elements[0].value, None), (target.elements[1].value, sources[0])]
+        elif function == "zip" and len(sources) == len(target.elements):
+            pairs = [(element.value, source) for element, source in zip(target.elements, sources)]
+        else:
+            self.bind(target, None)
+            return
+        for element, source in pairs:
+            if source is not None and type(element) in (cst.Name, cst.Attribute):
+                self._set(element, self._element_kind(source))
+            else:
+                self.bind(element, None)
+
+    def _element_kind(self, iterable: cst.BaseExpression) -> Kind | None:
+        return Kind.TENSOR if type(iterable) in (cst.Name, cst.Attribute) and self.kind_of(iterable) is Kind.TENSOR else None
+
     def _bind_items(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         """`out = {"loss": criterion(...)}`: `out["loss"]` is what was put there; rebinding `out`
         forgets what its keys held."""

@@ -207,6 +207,7 @@ class LoopInfo:
     is_step: bool = False
     is_epoch: bool = False
     is_eval: bool = False
+    rollout: bool = False
     # For the heat trace: where the loop is, what its header says (`iterates train_loader`,
     # `while True`), the first update / training / forward call seen in it, and what decided
     # its kind when that lies elsewhere (a nested step loop, a call to a training function).
@@ -214,6 +215,8 @@ class LoopInfo:
     line: int = 0
     header: str = ""
     update_call: str = ""
+    # `obs, reward, done, info = envs.step(action)` in this loop's own body: a rollout.
+    environment_step: str = ""
     train_call: str = ""
     forward_call: str = ""
     because_loop: LoopInfo | None = None
@@ -515,6 +518,8 @@ class HeatModel:
         if qualified in CLOCKS:
             for loop in loops:
                 loop.reads_clock = True
+        if loops and _steps_an_environment(call):
+            loops[-1].environment_step = loops[-1].environment_step or _shown_call(call)
         if self._is_training_signal(call, qualified):
             shown = _shown_call(call)
             for loop in loops:
@@ -932,6 +937,26 @@ def _call_reason(site: CallSite, callee: FunctionInfo) -> str:
     return what
 
 
+_ENVIRONMENTS = frozenset({"env", "envs", "environment", "environments"})
+
+
+def _steps_an_environment(call: cst.Call) -> bool:
+    """`envs.step(action)`, `self.env.step(a)`, `train_env.step(a)`: a simulator step."""
+    if method_name(call) != "step" or not call.args:
+        return False
+    name = (terminal_name(receiver(call)) or "").lower() if receiver(call) is not None else ""
+    return name in _ENVIRONMENTS or name.endswith(("_env", "_envs"))
+
+
+def _inside_training(loop: LoopInfo) -> bool:
+    outer = loop.parent
+    while outer is not None:
+        if outer.trains:
+            return True
+        outer = outer.parent
+    return False
+
+
 def loop_reason(loop: LoopInfo) -> str:
     """`step loop: iterates train_loader, calls optimizer.step()`: the loop's kind and why."""
     kind = "step" if loop.is_step else "eval" if loop.is_eval else "epoch"
@@ -940,7 +965,9 @@ def loop_reason(loop: LoopInfo) -> str:
     site = loop.because_site
     called = f"{_callee_name(site)}()" if site is not None else ""
     if loop.is_step:
-        if loop.steps_here:
+        if loop.rollout:
+            reason = f"calls {loop.environment_step}, collecting the experience the loop around it trains on"
+        elif loop.steps_here:
             reason = f"calls {loop.update_call}" + (f" around the inner step loop{at}" if nested is not None else "")
         elif loop.steps_in_call:
             reason = f"calls {called}, which steps the optimizer"
@@ -967,7 +994,7 @@ def loop_inferred(loop: LoopInfo) -> bool:
     """Whether the loop's kind rests on weak signals: a benchmark's timed tensor work, or tensor
     work on batches without a model call or an update (see `loop_reason`)."""
     if loop.is_step:
-        return not (loop.steps_here or loop.steps_in_call or loop.train_call or loop.because_site is not None)
+        return not (loop.rollout or loop.steps_here or loop.steps_in_call or loop.train_call or loop.because_site is not None)
     if loop.is_eval:
         return not (loop.forward_call or loop.because_site is not None)
     return False
@@ -1172,6 +1199,10 @@ class _Resolver:
         )
         steps_here = loop.steps_here or step_call is not None
         loop.is_step = steps_here or timing_step or (trains and not contains_step)
+        # An RL rollout (`for step in range(num_steps): ...; envs.step(action)`) inside the loop
+        # that trains on what it collects runs as often as training does, not per eval interval.
+        loop.rollout = not loop.is_step and bool(loop.environment_step) and _inside_training(loop)
+        loop.is_step = loop.is_step or loop.rollout
         # Full-batch training (`for epoch in range(n): train(); test()`): a loop over no data
         # source that updates and evaluates every iteration takes one step per epoch.
         loop.full_batch = loop.is_step and not timing_step and not loop.data_source and self._evaluates_each_iteration(loop)
