@@ -534,3 +534,26 @@ def test_an_evaluation_under_an_interval_leaves_the_loop_a_step_loop():
         """
     )
     assert heats == {"update": Heat.STEP, "iteration": Heat.STEP}
+
+
+def test_a_rollout_inside_the_loop_that_trains_runs_every_step():
+    heats = heat_of_marked_lines(
+        """
+        for iteration in range(iterations):
+            for step in range(num_steps):
+                with torch.no_grad():
+                    action = policy(obs)
+                obs, reward, done, info = envs.step(action)
+                mark("rollout")
+            for minibatch in range(minibatches):
+                loss = policy(obs).sum()
+                loss.backward()
+                optimizer.step()
+        while episodes < evaluation_episodes:
+            action = policy(obs)
+            obs, reward, done, info = env.step(action)
+            mark("evaluation")
+        """
+    )
+    # The evaluation after training steps an environment too, but nothing around it trains.
+    assert heats == {"rollout": Heat.STEP, "evaluation": Heat.EVAL}

@@ -150,3 +150,22 @@ def test_a_legacy_tensor_type_allocates_from_a_shape_and_copies_from_data(analys
         optimizer.step()
     """
     assert analyse(code, select=("VP104",)) == [("VP104", 7, "MEDIUM")]
+
+
+def test_a_batch_through_a_progress_bar_and_enumerate_is_still_the_loaders_host_batch(analyse):
+    code = """\
+    import torch
+    from tqdm import tqdm
+
+    loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+    model = Net().cuda()
+    for batch_id, (points, target) in tqdm(enumerate(loader, 0), total=len(loader)):
+        points = points.data.numpy()
+        points = torch.Tensor(augment(points)).cuda()
+        loss = model(points, target.cuda())
+        loss.backward()
+        optimizer.step()
+        print(loss.item())
+    """
+    # The host batch is read before it is moved: no wait. The loss read is the step's one sync.
+    assert analyse(code, select=("VP201",)) == [("VP201", 12, "MEDIUM")]

@@ -282,8 +282,13 @@ class PlaceFacts:
             owner = receiver(iterable)
             if method in _MODULE_TENSORS and owner is not None:
                 return self.placement_of(owner)
-            if (dotted_name(iterable.func) or "") in ("enumerate", "zip") and iterable.args:
+            function = dotted_name(iterable.func) or ""
+            if function == "zip" and iterable.args:
                 return _joined(*(self._element_placement(arg.value) for arg in iterable.args if not arg.star))
+            wrapped = positional_arg(iterable, 0)
+            if (function == "enumerate" or function.rsplit(".", 1)[-1] in _PASSING_THROUGH) and wrapped is not None:
+                # `enumerate(loader, 1)` counts on the host; `tqdm(enumerate(loader))` yields the loader's batches.
+                return self._element_placement(wrapped.value)
             if method in ("items", "values") and owner is not None:
                 return self.placement_of(owner)  # the entries of a batch dict live where the batch does
             return None
@@ -313,6 +318,10 @@ class PlaceFacts:
 
     def _lookup(self, name: str) -> Placement | None:
         return self._names.lookup(name)
+
+
+# Wrappers that yield their argument's elements unchanged: progress bars, `iter`, `islice`.
+_PASSING_THROUGH = frozenset({"tqdm", "track", "iter", "islice"})
 
 
 def _joined(*placements: Placement | None) -> Placement | None:
