@@ -104,3 +104,73 @@ def test_a_model_moved_compiled_and_wrapped_still_runs_its_forward(analyse):
         optimizer.step()
     """
     assert analyse(code, select=("VP203",)) == [("VP203", 8, "HIGH")]
+
+
+CONFIGURED_HEAD = """\
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def forward(self, x):
+        torch.cuda.synchronize()
+        return x
+
+
+class Plain(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Model(nn.Module):
+    def __init__(self, head):
+        super().__init__()
+        if head == "linear":
+            self.head = nn.Linear(8, 8)
+        elif head == "plain":
+            self.head = Plain()
+        else:
+            self.head = Attention()
+
+    def forward(self, x):
+        return self.head(x)
+
+
+model = Model("attention").cuda()
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_submodule_chosen_by_configuration_runs_whichever_class_was_built(analyse):
+    # `__init__` picks the head by an option: a call through it may run each project class's forward.
+    assert analyse(CONFIGURED_HEAD, select=("VP203",)) == [("VP203", 7, "HIGH")]
+
+
+BASE_CLASS_FIT = """\
+import torch
+import torch.nn as nn
+
+
+class BaseModel(nn.Module):
+    def fit(self, loader, optimizer):
+        model = self.train()
+        for x, y in loader:
+            loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+class Wide(BaseModel):
+    def forward(self, x):
+        bias = torch.zeros(x.shape[0], 1).to(x.device)
+        return x.sum(1, keepdim=True) + bias
+"""
+
+
+def test_a_base_class_training_loop_runs_the_subclass_forward(analyse):
+    # `self.train()` returns the instance, whose class may be any subclass: its forward runs per step.
+    assert analyse(BASE_CLASS_FIT, select=("VP104",)) == [("VP104", 17, "MEDIUM")]

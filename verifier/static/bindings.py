@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import collections
 import dataclasses
+import itertools
 from collections.abc import Callable, Iterator
 
 import libcst as cst
@@ -261,7 +262,7 @@ class Bindings:
             inner = self.term_of(first)
         else:
             return None
-        return inner if inner is not None and inner[0] == "instance" else None
+        return inner if inner is not None and inner[0] in ("instance", "self") else None
 
     def _element_of(self, iterable: cst.BaseExpression) -> tuple | None:
         """What one iteration over `iterable` binds (`enumerate` pairs a number with it)."""
@@ -312,6 +313,8 @@ class Bindings:
             found = self._envs[-1].get(name)
             if found is not None or name in self._envs[-1]:
                 return found
+            if function is not None and function.method and name == "self" and tuple(function.order[:1]) == ("self",):
+                return ("self", _class_of(function))  # this class's instance, or a subclass's
             if function is not None and name in function.params:
                 return ("param", function.key, name)
             return self._envs[0].get(name) if function is not None else None
@@ -351,7 +354,8 @@ class Bindings:
             if summary is not None:
                 attribute = name[5:]
                 if function.key.endswith(".__init__"):
-                    summary.attrs[attribute] = term if attribute not in summary.attrs or summary.attrs[attribute] == term else None
+                    known = summary.attrs.get(attribute, term)
+                    summary.attrs[attribute] = term if known == term else _either(known, term)
                 else:
                     summary.reassigned.add(attribute)
 
@@ -425,6 +429,7 @@ class _Project:
         self._fixed_calls: dict[str, list[tuple[CallSite, int]]] = {}
         self._received: list[CallSite] = []
         self.targets: list[tuple[CallSite, tuple[str, int]]] = []
+        self._derived: dict[str, list[str]] | None = None
 
     # --- keys ---
 
@@ -453,11 +458,11 @@ class _Project:
         """The project function a call site runs and how many leading parameters it fills itself."""
         if site.via is not None and self.function_key(site.callee) is None:
             receiver = self.value(site.via[0])
-            if receiver is not None and receiver[0] == "functions":
+            if receiver is not None and receiver[0] in ("functions", "instances"):
                 return None  # several functions: `targets_of` names them all
             if receiver is not None and receiver[0] == "function" and site.via[1] == "__call__":
                 return receiver[1], receiver[2]  # a callback, an alias or a partial of a function
-            if receiver is None or receiver[0] != "instance":
+            if receiver is None or receiver[0] not in ("instance", "self"):
                 return None
             method = site.via[1]
             found = self.method_of(receiver[1], method)
@@ -482,8 +487,31 @@ class _Project:
             receiver = self.value(site.via[0])
             if receiver is not None and receiver[0] == "functions":
                 return list(receiver[1])
+        if site.via is not None and self.function_key(site.callee) is None:
+            receiver = self.value(site.via[0])
+            if receiver is not None and receiver[0] == "instances":
+                return [found for key in receiver[1] if (found := self._method_called(key, site.via[1])) is not None]
+            if receiver is not None and receiver[0] == "self":
+                # `model = self.train(); model(x)` in a base class: the subclass's forward runs.
+                keys = (receiver[1], *self._subclasses(receiver[1]))
+                return list(dict.fromkeys(f for key in keys if (f := self._method_called(key, site.via[1])) is not None))
         found = self.target_of(site)
         return [found] if found is not None else []
+
+    def _subclasses(self, class_key: str) -> tuple[str, ...]:
+        """The project's classes that derive from `class_key` (directly or not), found once."""
+        if self._derived is None:
+            self._derived = {}
+            for key in self.classes:
+                for ancestor in itertools.islice(self._lineage(key), 1, None):
+                    self._derived.setdefault(ancestor, []).append(key)
+        return tuple(self._derived.get(self.class_key(class_key) or class_key, ()))
+
+    def _method_called(self, class_key: str, method: str) -> tuple[str, int] | None:
+        found = self.method_of(class_key, method)
+        if found is None and method == "__call__":
+            found = self.method_of(class_key, "forward")  # an nn.Module's call runs forward
+        return (found, self._skipped(found, True)) if found is not None else None
 
     def _skipped(self, key: str, through_instance: bool) -> int:
         """A method called through an instance gets `self` from it; a static method does not."""
@@ -521,8 +549,8 @@ class _Project:
         tag = term[0]
         if tag in _FACTS:
             return term
-        if tag == "instance":
-            return ("instance", self.class_key(term[1]) or term[1])
+        if tag in ("instance", "self"):
+            return (tag, self.class_key(term[1]) or term[1])
         if tag == "function":
             key = self.function_key(term[1])
             return ("function", key, term[2]) if key is not None else None
@@ -577,6 +605,8 @@ class _Project:
             return ("tuple", *(self.value(t) for t in term[1:]))
         if tag == "or":
             return self.value(term[1]) or term[2]
+        if tag == "either":
+            return self._alternatives(term[1:])
         inner = self.value(term[1])
         if tag == "element":
             if inner is not None and inner[0] in ("function", "functions"):
@@ -589,6 +619,16 @@ class _Project:
                 return inner[1 + term[2]] if term[2] + 1 < len(inner) else None
             return BATCH if inner == BATCH else None
         return None
+
+    def _alternatives(self, terms: tuple) -> tuple | None:
+        """`self.head = nn.Linear(...)` in one branch of `__init__`, `Attention(...)` in another:
+        the same value when all agree, else the project classes it may hold ("instances"), whose
+        methods a call through it may run."""
+        values = [self.value(t) for t in terms]
+        if values[0] is not None and all(v == values[0] for v in values):
+            return values[0]
+        classes = tuple(dict.fromkeys(v[1] for v in values if v is not None and v[0] == "instance" and self.class_key(v[1])))
+        return ("instances", classes) if classes else None
 
     def parameter(self, function_key: str, name: str) -> tuple | None:
         """The fact every call site passes to `name`; unknown unless all agree."""
@@ -639,6 +679,14 @@ class _Project:
             if name in summary.attrs:
                 return self.value(summary.attrs[name])
         return None
+
+
+def _either(known: tuple | None, term: tuple | None) -> tuple | None:
+    """The alternatives `__init__` may leave in an attribute (unknown if one of them is)."""
+    if known is None or term is None:
+        return None
+    members = (*(known[1:] if known[0] == "either" else (known,)), term)
+    return _bounded(("either", *dict.fromkeys(members)))
 
 
 def _functions(facts) -> tuple | None:
