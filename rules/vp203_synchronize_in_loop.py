@@ -21,8 +21,8 @@ _TIMING = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
 # A synchronize right before a statement that reads a device value: the read waits anyway.
 _BEFORE_A_READ = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
 # A synchronize in a loop whose body reads a device value elsewhere: the step already drains the
-# queue there; a second wait per step costs a launch gap, not a stall of its own.
-_BESIDE_A_READ = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
+# queue there; a second wait per step costs a round trip and a launch gap, as a second read does.
+_BESIDE_A_READ = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
 # A training step timed with a synchronize: a stall every step, but one whose cost is the overlap
 # lost at the step boundary, not a wait in the middle of queued work.
 _TIMED_STEP = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
@@ -106,13 +106,13 @@ per_iter_ms = start.elapsed_time(end) / iters
         elif qualified in _SYNCHRONIZE or self._is_stream_or_event_sync(node):
             # Every N steps, or behind an opt-in flag (`if args.synchronize_step:`), is a choice.
             if not self.guarded and not self._opt_in:
-                calls.append((node, self.context.heat.where(), self.context.condition_probe()))
+                calls.append((node, self.context.heat.here(), self.context.condition_probe()))
                 read = self._read_in_next_statement()
                 if read is not None:
                     self._read_next[id(node)] = read
 
     def _note_read(self, node: cst.Call) -> None:
-        key = _body_of(self.context.heat.where())
+        key = _body_of(self.context.heat.here())
         if key in self._loop_reads:
             return
         read = sync_of_call(node, self.context.facts, self.context.imports)
@@ -249,7 +249,7 @@ for x in loader:
     torch.cuda.synchronize()
 """,
             line=7,
-            severity=Severity.MEDIUM,
+            severity=Severity.LOW,
         ),
         Invalid(
             """\
