@@ -90,7 +90,7 @@ for x, y in loader:
         self._devices.see_call(node, self.context.imports)
         settings = loader_settings(node, self.context.imports)
         if settings is not None and not self._serves_stored_values(node):
-            self._loaders.append((node, settings, self.context.heat.where()))
+            self._loaders.append((node, settings, self.context.heat.here()))
 
     def _serves_stored_values(self, loader: cst.Call) -> bool:
         dataset = keyword_arg(loader, "dataset") or positional_arg(loader, 0)

@@ -155,14 +155,14 @@ for step in range(max_steps):
         if self._open:
             self._open[-1].generator = True
             if type(node.value) is cst.From:
-                self._note_iterated(node.value.item, self.context.heat.where())
+                self._note_iterated(node.value.item, self.context.heat.here())
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self._statement = []
 
     def visit_Call(self, node: cst.Call) -> None:
         if dotted_name(node.func) == "next" and node.args:
-            self._note_iterated(node.args[0].value, self.context.heat.where())
+            self._note_iterated(node.args[0].value, self.context.heat.here())
         if not self._open:
             return
         move = device_move(node, self.context.imports, self.context.facts)
@@ -174,11 +174,11 @@ for step in range(max_steps):
         known = origin.value if origin in (Origin.BATCH, Origin.HOST) else ""
         source = f"`{self.context.code_for(move.source)}`"
         last = self._statement[-1] if self._statement else None
-        if last is not None and last.where.function is self.context.heat.where().function and bool(last.origin) == bool(known):
+        if last is not None and last.where.function is self.context.heat.here().function and bool(last.origin) == bool(known):
             # `x, y = x.to(dev), y.to(dev)`: one statement, one finding naming both copies.
             last.sources.append(source)
             return
-        copy = _Copy(node, [source], known, self.context.heat.where())
+        copy = _Copy(node, [source], known, self.context.heat.here())
         self._statement.append(copy)
         self._open[-1].copies.append(copy)
 

@@ -98,7 +98,7 @@ for step, (x, y) in enumerate(loader):
         nvidia_smi = _runs_nvidia_smi(node)
         if not nvidia_smi and not self.context.imports.imports_module("torch"):
             return
-        where = self.context.heat.where()
+        where = self.context.heat.here()
         # A helper that only spawns, called every N steps: the helper's own lines are not periodic.
         helper = self._functions[-1] if self._functions and not where.loops else None
         self._spawns.append(

@@ -226,7 +226,7 @@ model = torch.compile(Net().to(device))
                 self._compiled_instances.add(owner)
         callee = dotted_name(node.func)
         if callee is not None and (callee in self._instances or callee in self._compiled_instances):
-            where = self.context.heat.where()
+            where = self.context.heat.here()
             if where.loops:
                 self._call_sites.setdefault(callee, []).append(where)
         if self._region() is not None:  # reads matter only inside a compiled region
@@ -298,7 +298,7 @@ model = torch.compile(Net().to(device))
         if region.compiled:
             self.report(node, message)
         else:
-            self._pending.append(_Pending(node, message, self.context.heat.where(), region.owner))
+            self._pending.append(_Pending(node, message, self.context.heat.here(), region.owner))
 
     def leave_Module(self, node: cst.Module) -> None:
         compiled_classes = {

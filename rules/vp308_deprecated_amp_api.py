@@ -83,7 +83,7 @@ with torch.autocast("cuda", dtype=torch.float16):
         if qualified in DEPRECATED_AMP:
             self._report_deprecated(node, qualified, self._modern_call(node, qualified))
         elif qualified in CUDA_DEFAULT_SCALERS and _device_left_to_default(node):
-            self._implicit_device.append((node, qualified, self.context.heat.where()))
+            self._implicit_device.append((node, qualified, self.context.heat.here()))
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         # `@custom_fwd` without parentheses; the called form is a Call and seen by visit_Call.

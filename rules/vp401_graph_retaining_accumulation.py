@@ -140,7 +140,7 @@ for x, y in loader:
             self._bind(name)
 
     def _bind(self, name: str) -> None:
-        where = self.context.heat.where()
+        where = self.context.heat.here()
         if name.startswith("self."):
             if self._attributes:
                 in_init = bool(self._function_names) and self._function_names[-1] in _INIT_METHODS
@@ -156,7 +156,7 @@ for x, y in loader:
         if self.autograd.grad_mode() is not GradMode.ENABLED:
             return
         scope = self._scopes[-1]
-        where = self.context.heat.where()
+        where = self.context.heat.here()
         key = self.autograd.function_key
         is_attribute = name.startswith("self.")
         attributes = self._attributes[-1] if is_attribute and self._attributes else {}

@@ -114,7 +114,7 @@ for epoch in range(epochs):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append({})
         self._function_names.append(node.name.value)
-        function = self.context.heat.where().function
+        function = self.context.heat.here().function
         if function is None or function.node is not node:
             return
         for name, fact in function.bound:
@@ -171,7 +171,7 @@ for epoch in range(epochs):
         if name is None:
             return
         self._cut(name)
-        where = self.context.heat.where()
+        where = self.context.heat.here()
         history = _History(name, where, attribute=name.startswith("self."), node=value) if is_new_list(value) else None
         # An attribute made outside `__init__` may be remade per epoch by a hook: unknown lifetime.
         if history is not None and history.attribute and self._function_names[-1:] != ["__init__"]:
@@ -181,7 +181,7 @@ for epoch in range(epochs):
     def _cut(self, name: str) -> None:
         history = self._lookup(name)
         if history is not None:
-            history.cuts.append(self.context.heat.where())
+            history.cuts.append(self.context.heat.here())
 
     def _scope_for(self, name: str) -> dict[str, _History | None]:
         if name.startswith("self."):
@@ -204,7 +204,7 @@ for epoch in range(epochs):
             return
         # A value of unknown kind still grows a run-long list by one entry per step: LOW at least.
         kind = self._kind_of(value.value) or "unknown"
-        where = self.context.heat.where()
+        where = self.context.heat.here()
         text = self.context.code_for(value.value)
         is_training = self.training_loop_predicate()
         trains = self.evaluation.grad_use()

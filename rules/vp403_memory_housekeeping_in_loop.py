@@ -133,10 +133,10 @@ for x, y in loader:
                 node,
                 "`empty_cache()` every iteration returns cached blocks to the driver; the next "
                 "iteration re-allocates them through cudaMalloc (and freeing syncs the device)",
-                severity=_outside_benchmarks(self.severity, self.context.heat.where()),
+                severity=_outside_benchmarks(self.severity, self.context.heat.here()),
             )
         elif qualified in _RESET_PEAK:
-            self._bodies[-1].resets.append((node, self.context.heat.where()))
+            self._bodies[-1].resets.append((node, self.context.heat.here()))
         elif qualified.rsplit(".", 1)[-1] in _PEAK_READS:
             for body in self._bodies[self._function_starts[-1]:]:
                 body.reads_peak = True

@@ -157,7 +157,7 @@ features = torch.cat(chunks)
         loops = self._loops[-1]
         name = dotted_name(node.targets[0].target) if len(node.targets) == 1 else None
         if loops and name is not None and type(node.value) is cst.Call and self._grows(node.value, name):
-            loops[-1].growths.append(_Growth(name, node.value, self.context.heat.where()))
+            loops[-1].growths.append(_Growth(name, node.value, self.context.heat.here()))
             return
         if loops:
             loops[-1].assignments.append(node)

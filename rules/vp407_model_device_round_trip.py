@@ -131,7 +131,7 @@ for inputs, labels in loader:
             return
         if direction == "host":
             # Paired only with moves back in the same loop body (or the function, outside loops).
-            self._scopes[-1][-1].to_host.append(_HostMove(name, node, self.context.heat.where()))
+            self._scopes[-1][-1].to_host.append(_HostMove(name, node, self.context.heat.here()))
         else:
             self._moved_to_device(name)
 

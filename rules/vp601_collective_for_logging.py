@@ -104,7 +104,7 @@ for step, (x, y) in enumerate(loader):
         if how is None:
             return
         scope = self._scopes[-1]
-        collective = _Collective(node, self.context.heat.where(), self.guarded, how, self.context.condition_probe())
+        collective = _Collective(node, self.context.heat.here(), self.guarded, how, self.context.condition_probe())
         if how == "check_trigger":
             collective.uses.add("control")  # it reads the reduced stop flag on the host itself
         scope.collectives.append(collective)

@@ -155,3 +155,26 @@ def test_sections_of_a_configuration_object_are_read_by_path_then_by_field(test,
     )
     command_line = CommandLine("import torch\n", project)
     assert command_line.holds_by_default(cst.parse_expression(test)) is held
+
+
+OPT_IN_GROWTH = """\
+import argparse
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--sequential", action="{action}")
+args = parser.parse_args()
+for x in loader:
+    if args.sequential:
+        preds = model(x[0].cuda())
+        for clip in x[1:]:
+            preds = torch.cat([preds, model(clip.cuda())])
+        preds.sum().backward()
+        optimizer.step()
+"""
+
+
+def test_a_finding_reported_after_its_walk_keeps_the_branch_it_sits_in(analyse):
+    # VP406 reports once the loop is left; the opt-in branch around it still caps it.
+    assert analyse(OPT_IN_GROWTH.format(action="store_true"), select=("VP406",)) == [("VP406", 11, "LOW")]
+    assert analyse(OPT_IN_GROWTH.format(action="store_false"), select=("VP406",)) == [("VP406", 11, "MEDIUM")]

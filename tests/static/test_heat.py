@@ -557,3 +557,24 @@ def test_a_rollout_inside_the_loop_that_trains_runs_every_step():
     )
     # The evaluation after training steps an environment too, but nothing around it trains.
     assert heats == {"rollout": Heat.STEP, "evaluation": Heat.EVAL}
+
+
+def test_a_loop_over_the_parts_of_one_batch_is_part_of_the_step():
+    heats = heat_of_marked_lines(
+        """
+        for images in train_loader:
+            outputs = []
+            for crop in images:
+                outputs.append(model(crop))
+                mark("crop")
+            loss = criterion(outputs)
+            loss.backward()
+            optimizer.step()
+            if step % 100 == 0:
+                for x in val_loader:
+                    model(x)
+                    mark("validation")
+        """
+    )
+    # A loop over a data source in the step loop's body stays an evaluation (here a throttled one).
+    assert heats == {"crop": Heat.STEP, "validation": Heat.EVAL}

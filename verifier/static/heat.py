@@ -293,6 +293,8 @@ class Where:
 
     function: FunctionInfo | None
     loops: tuple[LoopInfo, ...]
+    # The branch the node sits in within its function (`conditions.py`), when captured with `here()`.
+    condition: Condition | None = None
 
     @property
     def innermost_loop(self) -> LoopInfo | None:
@@ -361,6 +363,12 @@ class HeatModel:
             loops = self._loop_stack[-1]
             where = self._where = Where(function, tuple(loops)) if function is not None or loops else _MODULE_LEVEL
         return where
+
+    def here(self) -> Where:
+        """`where()` with the branch the walk is in: what a rule keeps to report later, so the
+        finding still knows the condition it runs under (an opt-in flag, a rate limit)."""
+        where, condition = self.where(), self.condition_probe()
+        return where if condition is None else replace(where, condition=condition)
 
     def enter_class(self, node: cst.ClassDef) -> None:
         if not self._class_stack and not self._function_stack:
@@ -948,6 +956,16 @@ def _steps_an_environment(call: cst.Call) -> bool:
     return name in _ENVIRONMENTS or name.endswith(("_env", "_envs"))
 
 
+def _in_update_body(loop: LoopInfo) -> bool:
+    """Inside the body of the loop that steps the optimizer (the update cadence's loop)."""
+    outer = loop.parent
+    while outer is not None:
+        if outer.steps_here:
+            return True
+        outer = outer.parent
+    return False
+
+
 def _inside_training(loop: LoopInfo) -> bool:
     outer = loop.parent
     while outer is not None:
@@ -1217,7 +1235,10 @@ class _Resolver:
         # A loop that only calls something that runs the model is an evaluation over batches when
         # it iterates a data source; over weight files, export formats or configs it is a sweep.
         runs_model = (loop.forward or (forward_site is not None and loop.data_source)) and not loop.in_forward
-        loop.is_eval = not loop.is_step and not contains_step and not trains and not loop.in_forward and (
+        # A loop over the parts of one batch in the step's own body (crops, clips, chunks) runs
+        # the model as part of that step, not as an evaluation over batches.
+        part_of_step = not loop.data_source and _in_update_body(loop)
+        loop.is_eval = not loop.is_step and not contains_step and not trains and not loop.in_forward and not part_of_step and (
             runs_model or (loop.data_source and loop.tensor_work)
         )
         loop.because_loop = nested_step if contains_step else None

@@ -147,7 +147,7 @@ class Rule:
                 severity=severity or self.severity,
                 fix=fix if fix is not None else self.fix,
                 evidence=tuple(evidence),
-                condition=condition if where is not None else self.context.condition_probe(),
+                condition=(condition or where.condition) if where is not None else self.context.condition_probe(),
                 autofix=autofix,
             )
         )

@@ -205,7 +205,7 @@ class AmpScopes(Tracker):
     def visit_Call(self, node: cst.Call) -> None:
         scope = self._scopes[-1]
         facts = self.context.facts
-        where = self.context.heat.where()
+        where = self.context.heat.here()
         method = scaler_method(node, facts)
         if method is not None:
             owner = receiver(node)
