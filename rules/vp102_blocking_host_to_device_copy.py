@@ -102,7 +102,7 @@ for x, y in loader:
             # `x, y = x.to(dev), y.to(dev)`: one statement, one finding naming both copies.
             self._statement_copies.append((node, source, origin))
             return
-        function = self.context.heat.here().function
+        function = self.context.heat.where().function
         if origin is None and type(move.source) is cst.Name and function is not None:
             # `def train_batch(src): src.to(dev)`: decided once every call site has been seen.
             name, parameter = function.node.name.value, move.source.value

@@ -174,7 +174,7 @@ for step in range(max_steps):
         known = origin.value if origin in (Origin.BATCH, Origin.HOST) else ""
         source = f"`{self.context.code_for(move.source)}`"
         last = self._statement[-1] if self._statement else None
-        if last is not None and last.where.function is self.context.heat.here().function and bool(last.origin) == bool(known):
+        if last is not None and last.where.function is self.context.heat.where().function and bool(last.origin) == bool(known):
             # `x, y = x.to(dev), y.to(dev)`: one statement, one finding naming both copies.
             last.sources.append(source)
             return

@@ -216,7 +216,7 @@ print(running.item() / len(loader))
             return
         # A module that never names a device holds host tensors, unless a function of it is
         # called from a module that does (a helper the training script calls every step).
-        function = None if self.context.may_use_accelerator else self.context.heat.here().function
+        function = None if self.context.may_use_accelerator else self.context.heat.where().function
         if function is None and not self.context.may_use_accelerator:
             return
         statement = id(self._statement) if self._statement is not None else None
@@ -269,7 +269,7 @@ print(running.item() / len(loader))
 
     def _in_loop_over_parameters(self, subject: cst.BaseExpression) -> bool:
         """`for p in params: norm(p).item()`: the read runs once per parameter tensor."""
-        loop = self.context.heat.here().innermost_loop
+        loop = self.context.heat.where().innermost_loop
         node = loop.node if loop is not None else None
         if type(node) is not cst.For or not _is_parameter_collection(node.iter):
             return False

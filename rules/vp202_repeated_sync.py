@@ -85,7 +85,7 @@ if loss_value > best:
         if sync is None or not sync.is_explicit_read or self.guarded:
             return
         # A read inside a loop and one after it are different executions, not a repeat.
-        loop = self.context.heat.here().innermost_loop
+        loop = self.context.heat.where().innermost_loop
         if _makes_fresh_values(sync.subject):
             return
         subject = self.context.code_for(sync.subject)

@@ -106,13 +106,13 @@ per_iter_ms = start.elapsed_time(end) / iters
         elif qualified in _SYNCHRONIZE or self._is_stream_or_event_sync(node):
             # Every N steps, or behind an opt-in flag (`if args.synchronize_step:`), is a choice.
             if not self.guarded and not self._opt_in:
-                calls.append((node, self.context.heat.here(), self.context.condition_probe()))
+                calls.append((node, self.context.heat.where(), self.context.condition_probe()))
                 read = self._read_in_next_statement()
                 if read is not None:
                     self._read_next[id(node)] = read
 
     def _note_read(self, node: cst.Call) -> None:
-        key = _body_of(self.context.heat.here())
+        key = _body_of(self.context.heat.where())
         if key in self._loop_reads:
             return
         read = sync_of_call(node, self.context.facts, self.context.imports)

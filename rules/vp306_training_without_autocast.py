@@ -86,7 +86,7 @@ for x, y in loader:
     def visit_Call(self, node: cst.Call) -> None:
         if not self._active:
             return
-        loop = self.context.heat.here().innermost_loop
+        loop = self.context.heat.where().innermost_loop
         function = self._function_names[-1] if self._function_names else None
         if is_backward(node, self.context.imports):
             if loop is not None:

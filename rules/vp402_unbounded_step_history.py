@@ -114,7 +114,7 @@ for epoch in range(epochs):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append({})
         self._function_names.append(node.name.value)
-        function = self.context.heat.here().function
+        function = self.context.heat.where().function
         if function is None or function.node is not node:
             return
         for name, fact in function.bound:

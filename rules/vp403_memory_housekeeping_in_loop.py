@@ -133,7 +133,7 @@ for x, y in loader:
                 node,
                 "`empty_cache()` every iteration returns cached blocks to the driver; the next "
                 "iteration re-allocates them through cudaMalloc (and freeing syncs the device)",
-                severity=_outside_benchmarks(self.severity, self.context.heat.here()),
+                severity=_outside_benchmarks(self.severity, self.context.heat.where()),
             )
         elif qualified in _RESET_PEAK:
             self._bodies[-1].resets.append((node, self.context.heat.here()))

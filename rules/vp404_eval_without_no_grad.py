@@ -72,7 +72,7 @@ def validate(model, loader):
         reason = self.evaluation.reason()
         if reason is None:
             return
-        loops = self.context.heat.here().loops
+        loops = self.context.heat.where().loops
         if not loops or any(id(loop) in self._reported_loops for loop in loops):
             return
         if not (self.autograd.is_model_call(node) or self.evaluation.evaluates(node)):

@@ -80,7 +80,7 @@ for step, (x, y) in enumerate(loader):
         tensors = [value for value in values if self.context.facts.is_tensor(value)]
         if not tensors or self._reads_explicitly(node):
             return
-        loops = self.context.heat.here().loops
+        loops = self.context.heat.where().loops
 
         def decide() -> SeverityByHeat | None:
             return self.severity if any(loop.is_step for loop in loops) else None
@@ -98,7 +98,7 @@ for step, (x, y) in enumerate(loader):
         if method_name(call) not in ("log", "log_dict") or dotted_name(receiver(call) or call) != "self":
             return False
         prog_bar = keyword_arg(call, "prog_bar")
-        function = self.context.heat.here().function
+        function = self.context.heat.where().function
         if prog_bar is None or not is_true(prog_bar.value) or function is None or not function.hook.startswith("Lightning"):
             return False
         values = [value for arg in call.args if arg.keyword is None for value in _logged_values(arg.value)]

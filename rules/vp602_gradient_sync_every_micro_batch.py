@@ -95,7 +95,7 @@ for step in range(max_steps):
         cadence = self._is_cadence(node)
         self._cadence_ifs += cadence
         if cadence:
-            loop = self.context.heat.here().innermost_loop
+            loop = self.context.heat.where().innermost_loop
             if loop is not None:
                 self._cadence_loops.add(id(loop))
                 self._factors.setdefault(id(loop), _modulo_divisor(node.test))
@@ -106,7 +106,7 @@ for step in range(max_steps):
     def visit_Call(self, node: cst.Call) -> None:
         kind = wrapper_kind(node, self.context.imports)
         if kind is not None:
-            function = self.context.heat.here().function
+            function = self.context.heat.where().function
             self._wrappers.setdefault(function.key if function is not None else "", kind)
         if method_name(node) == "backward" or self.context.imports.call_name(node) == "torch.autograd.backward":
             where = self.context.heat.here()
