@@ -169,3 +169,22 @@ def test_a_batch_through_a_progress_bar_and_enumerate_is_still_the_loaders_host_
     """
     # The host batch is read before it is moved: no wait. The loss read is the step's one sync.
     assert analyse(code, select=("VP201",)) == [("VP201", 12, "MEDIUM")]
+
+
+def test_a_progress_bar_entered_with_with_iterates_the_loaders_host_batches(analyse):
+    code = """\
+    import torch
+    from tqdm import tqdm
+
+    device = torch.device("cuda")
+    loader = torch.utils.data.DataLoader(dataset, batch_size=256)
+    model = Net().to(device)
+    with tqdm(enumerate(loader), disable=quiet) as bar:
+        for _, (x, y) in bar:
+            x = x.to(device).float()
+            loss = criterion(model(x), y.to(device, non_blocking=True))
+            loss.backward()
+            optimizer.step()
+    """
+    # The bar yields the loader's pageable batches: `x` is copied with the host waiting for it.
+    assert analyse(code, select=("VP102",)) == [("VP102", 9, "LOW")]

@@ -34,7 +34,7 @@ from verifier.static.guards import Guards
 from verifier.static.facts import Kind, NameFacts
 from verifier.static.losses import backward_operands, module_backward_operands
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of, heat_trace
-from verifier.static.names import ImportTable
+from verifier.static.names import ImportTable, iterated_source
 from verifier.static.notebook import in_cell, is_notebook, read_notebook
 from verifier.static.parse import parse_module
 from verifier.static.placement import HostData, Origin
@@ -591,9 +591,16 @@ class _ModuleFacts:
         self.heat.on_context(node.item)
 
     def leave_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            _bind_unknown(self.facts, node.asname.name)
-            self.places.bind(node.asname.name, None)
+        if node.asname is None:
+            return
+        target = node.asname.name
+        if type(node.item) is cst.Call and iterated_source(node.item) is not node.item:
+            # `with tqdm(loader) as bar:` enters the bar itself: as `bar = tqdm(loader)`.
+            self.places.bind(target, node.item)
+            self.heat.on_assign([target], node.item)
+        else:
+            self.places.bind(target, None)
+        _bind_unknown(self.facts, target)
 
 
 # A parameter bound to a number or a batch source starts as that kind (a host batch: `HostData`).

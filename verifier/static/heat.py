@@ -42,7 +42,15 @@ import libcst as cst
 from verifier.findings import Heat, TraceStep
 from verifier.static.deferred import EVERY_INPUT, JudgementInput
 from verifier.static.framework_hooks import hook_reason, hooks_of_class, ignite_handler_heat
-from verifier.static.names import ImportTable, dotted_name, literal_string, method_name, receiver, terminal_name
+from verifier.static.names import (
+    ImportTable,
+    dotted_name,
+    iterated_source,
+    literal_string,
+    method_name,
+    receiver,
+    terminal_name,
+)
 from verifier.static.torch_api import returns_tensor
 from verifier.static.trace_lines import SourceLines
 from verifier.static.walk import iter_descendants
@@ -500,8 +508,10 @@ class HeatModel:
                     name = terminal_name(target)
                     if name:
                         self._dataloader_names.add(name)
-        elif type(value) is cst.Name and value.value in self._dataloader_names:
-            # `self.train_data = train_data`: the attribute holds the same loader.
+        source = iterated_source(value)
+        if type(source) is cst.Name and source.value in self._dataloader_names:
+            # `self.train_data = train_data`: the attribute holds the same loader; so does a
+            # progress bar over it (`bar = tqdm(enumerate(loader))`).
             for target in targets:
                 name = terminal_name(target)
                 if name:

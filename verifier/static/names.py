@@ -199,6 +199,21 @@ def positional_arg(call: cst.Call, index: int) -> cst.Arg | None:
     return positional[index] if index < len(positional) else None
 
 
+# Wrappers that yield their first argument's elements unchanged (a progress bar's `__enter__`
+# returns the bar): `tqdm(enumerate(loader, 1))` iterates the loader's batches.
+PASSING_THROUGH = frozenset({"tqdm", "track", "iter", "islice", "enumerate"})
+
+
+def iterated_source(node: cst.BaseExpression) -> cst.BaseExpression:
+    """What iterating `node` really iterates, through the wrappers that pass elements on."""
+    while type(node) is cst.Call and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in PASSING_THROUGH:
+        first = positional_arg(node, 0)
+        if first is None:
+            break
+        node = first.value
+    return node
+
+
 def names_in(node: cst.CSTNode) -> set[str]:
     """The dotted names (`x`, `self.buf`) read anywhere in `node`, itself included."""
     found = {dotted_name(n) for n in (node, *iter_descendants(node)) if type(n) in (cst.Name, cst.Attribute)}

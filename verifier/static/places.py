@@ -25,6 +25,7 @@ from verifier.static.devices import destination
 from verifier.static.facts import Kind, NameFacts
 from verifier.static.scopes import ScopedNames
 from verifier.static.names import (
+    iterated_source,
     ImportTable,
     dict_items,
     dotted_name,
@@ -128,7 +129,11 @@ class PlaceFacts:
                 placers.add(name)
             else:
                 placers.discard(name)
-        self._set(target, self.placement_of(value) if value is not None else None)
+        if value is not None and type(value) is cst.Call and iterated_source(value) is not value:
+            # `bar = tqdm(loader)`: iterating the bar yields the loader's batches, where they live.
+            self._set(target, self._element_placement(value))
+        else:
+            self._set(target, self.placement_of(value) if value is not None else None)
         if name is not None:
             self._bind_items(name, value)
 
@@ -282,13 +287,12 @@ class PlaceFacts:
             owner = receiver(iterable)
             if method in _MODULE_TENSORS and owner is not None:
                 return self.placement_of(owner)
-            function = dotted_name(iterable.func) or ""
-            if function == "zip" and iterable.args:
+            if (dotted_name(iterable.func) or "") == "zip" and iterable.args:
                 return _joined(*(self._element_placement(arg.value) for arg in iterable.args if not arg.star))
-            wrapped = positional_arg(iterable, 0)
-            if (function == "enumerate" or function.rsplit(".", 1)[-1] in _PASSING_THROUGH) and wrapped is not None:
+            source = iterated_source(iterable)
+            if source is not iterable:
                 # `enumerate(loader, 1)` counts on the host; `tqdm(enumerate(loader))` yields the loader's batches.
-                return self._element_placement(wrapped.value)
+                return self._element_placement(source)
             if method in ("items", "values") and owner is not None:
                 return self.placement_of(owner)  # the entries of a batch dict live where the batch does
             return None
@@ -318,10 +322,6 @@ class PlaceFacts:
 
     def _lookup(self, name: str) -> Placement | None:
         return self._names.lookup(name)
-
-
-# Wrappers that yield their argument's elements unchanged: progress bars, `iter`, `islice`.
-_PASSING_THROUGH = frozenset({"tqdm", "track", "iter", "islice"})
 
 
 def _joined(*placements: Placement | None) -> Placement | None:
