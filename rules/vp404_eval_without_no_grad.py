@@ -85,7 +85,9 @@ def validate(model, loader):
         uses_grad = self.evaluation.grad_use()
 
         def decide() -> SeverityByHeat | None:
-            if uses_grad(loop) or self.autograd.called_without_grad(key):
+            # A loop that trains, here or through a call (`optimizer_step(loss, ...)`), needs its
+            # graph, whatever its function is called (`train_validate`).
+            if uses_grad(loop) or loop.is_step or self.autograd.called_without_grad(key):
                 return None
             return self.severity
 
@@ -97,6 +99,20 @@ def validate(model, loader):
         )
 
     VALID = (
+        """\
+import torch
+
+def update(loss, optimizer):
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+def train_validate(model, loader, optimizer):
+    model.train()
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        update(loss, optimizer)
+""",
         """\
 import torch
 

@@ -6,6 +6,7 @@ import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.distributed import data_parallel_kind
+from verifier.static.names import keyword_arg, positional_arg
 from verifier.static.rule import Invalid, Rule
 
 # The wrap runs once but costs on every forward and backward; a module that trains pays it
@@ -64,6 +65,8 @@ loader = DataLoader(dataset, batch_size=per_gpu_batch, sampler=DistributedSample
                 severity=_PER_CALL,
             )
             return
+        if _one_device(node):
+            return  # `DataParallel(m, device_ids=[0])` calls the module: nothing is replicated
         trains = self.context.mentions_in_code("backward(")
         self.report(
             node,
@@ -73,6 +76,14 @@ loader = DataLoader(dataset, batch_size=per_gpu_batch, sampler=DistributedSample
         )
 
     VALID = (
+        """\
+import torch
+
+model = torch.nn.DataParallel(Net().cuda(), device_ids=[0])
+for x, y in loader:
+    criterion(model(x.cuda()), y.cuda()).backward()
+    optimizer.step()
+""",
         """\
 import os
 import torch
@@ -118,4 +129,12 @@ with torch.no_grad():
             line=3,
             severity=Severity.LOW,
         ),
+    )
+
+
+def _one_device(call: cst.Call) -> bool:
+    """`device_ids=[0]` (or `[args.gpu]`): a one-element list, so DataParallel runs the module as is."""
+    devices = keyword_arg(call, "device_ids") or positional_arg(call, 1)
+    return devices is not None and type(devices.value) is cst.List and len(devices.value.elements) == 1 and not any(
+        type(element) is cst.StarredElement for element in devices.value.elements
     )
