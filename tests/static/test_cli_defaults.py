@@ -178,3 +178,16 @@ def test_a_finding_reported_after_its_walk_keeps_the_branch_it_sits_in(analyse):
     # VP406 reports once the loop is left; the opt-in branch around it still caps it.
     assert analyse(OPT_IN_GROWTH.format(action="store_true"), select=("VP406",)) == [("VP406", 11, "LOW")]
     assert analyse(OPT_IN_GROWTH.format(action="store_false"), select=("VP406",)) == [("VP406", 11, "MEDIUM")]
+
+
+def test_an_option_copied_to_an_attribute_is_read_through_it():
+    project = (("use_teacher_server", False), ("beta", 0.1))
+    module = (
+        "class Trainer:\n    def __init__(self, args):\n"
+        "        self.use_teacher_server = args.use_teacher_server\n        self.beta = args.beta\n"
+        "        self.model = build(args)\n"
+    )
+    command_line = CommandLine(module, project)
+    assert command_line.holds_by_default(cst.parse_expression("self.use_teacher_server")) is False
+    assert command_line.holds_by_default(cst.parse_expression("self.beta > 0")) is True
+    assert command_line.holds_by_default(cst.parse_expression("self.model")) is None

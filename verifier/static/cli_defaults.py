@@ -67,12 +67,16 @@ class CommandLine:
         if not self.defaults and project:
             self.defaults = dict(project)
             self.namespaces = set(CONFIG_OBJECTS)
+        # `self.use_amp = args.use_amp` in a constructor: the attribute holds that option.
+        self.copies: dict[str, str] = {}
+        if self.defaults and "self." in text:
+            self.copies = _copied_options(tree if tree is not None else _parsed(text), self.namespaces)
 
     def holds_by_default(self, test: cst.BaseExpression) -> bool | None:
         """Whether `test` is true when every option keeps its default; None when not known."""
         if not self.defaults or not self.namespaces:
             return None
-        value = _value(test, self.defaults, self.namespaces)
+        value = _value(test, self)
         return None if value is _UNKNOWN else bool(value)
 
 
@@ -195,6 +199,28 @@ def _literal(node: cst.BaseExpression) -> object:
     return _UNKNOWN
 
 
+def _copied_options(tree: ast.AST | None, namespaces: set[str]) -> dict[str, str]:
+    """`self.NAME = args.PATH` (once, or always the same): `self.NAME` reads that option."""
+    copies: dict[str, str] = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        if type(node) is not ast.Assign or len(node.targets) != 1 or type(node.value) is not ast.Attribute:
+            continue
+        target = node.targets[0]
+        if type(target) is not ast.Attribute or type(target.value) is not ast.Name or target.value.id != "self":
+            continue
+        source = ast.unparse(node.value)
+        if not _names_an_option(source, namespaces):
+            continue
+        name = f"self.{target.attr}"
+        copies[name] = source if copies.get(name, source) == source else ""
+    return {name: source for name, source in copies.items() if source}
+
+
+def _names_an_option(name: str, namespaces: set[str]) -> bool:
+    parts = name.split(".")
+    return any(".".join(parts[:cut]) in namespaces for cut in range(1, len(parts)))
+
+
 def _option_value(name: str, defaults: Mapping[str, object], namespaces: set[str]) -> object:
     """`args.lr`, `cfg.SOLVER.BASE_LR` (a yacs path), `config.general.ignore_sanity_checks` (a
     field of a section): the default of the path below the configuration object, else of the
@@ -207,15 +233,16 @@ def _option_value(name: str, defaults: Mapping[str, object], namespaces: set[str
     return _UNKNOWN
 
 
-def _value(node: cst.BaseExpression, defaults: Mapping[str, object], namespaces: set[str]) -> object:
+def _value(node: cst.BaseExpression, line: CommandLine) -> object:
     kind = type(node)
     if kind is cst.Attribute:
-        return _option_value(dotted_name(node) or "", defaults, namespaces)
+        name = dotted_name(node) or ""
+        return _option_value(line.copies.get(name, name), line.defaults, line.namespaces)
     if kind is cst.UnaryOperation and type(node.operator) is cst.Not:
-        inner = _value(node.expression, defaults, namespaces)
+        inner = _value(node.expression, line)
         return _UNKNOWN if inner is _UNKNOWN else not inner
     if kind is cst.BooleanOperation:
-        left, right = _value(node.left, defaults, namespaces), _value(node.right, defaults, namespaces)
+        left, right = _value(node.left, line), _value(node.right, line)
         if type(node.operator) is cst.And:
             if (left is not _UNKNOWN and not left) or (right is not _UNKNOWN and not right):
                 return False
@@ -225,7 +252,7 @@ def _value(node: cst.BaseExpression, defaults: Mapping[str, object], namespaces:
         return _UNKNOWN if _UNKNOWN in (left, right) else right
     if kind is cst.Comparison and len(node.comparisons) == 1:
         target = node.comparisons[0]
-        left, right = _value(node.left, defaults, namespaces), _value(target.comparator, defaults, namespaces)
+        left, right = _value(node.left, line), _value(target.comparator, line)
         if left is _UNKNOWN or right is _UNKNOWN:
             return _UNKNOWN
         if type(target.operator) is cst.Is:
