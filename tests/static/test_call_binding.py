@@ -442,3 +442,34 @@ def test_a_step_function_chosen_by_a_conditional_expression_runs_every_step(tmp_
                 step(model, optimizer, batch)
         """})
     assert findings(tmp_path, ("VP203",)) == [("train.py", "VP203", 8, "HIGH", "step")]
+
+
+SHADOWED_INSTANCE = """\
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+model = DDP(Net().cuda())
+
+
+class Probe(torch.nn.Module):
+    def read(self, value):
+        float(value)
+
+
+def run_probe(model, value):
+    model.read(value)
+
+
+probe = Probe()
+for x in loader:
+    loss = model(x.cuda()).sum()
+    loss.backward()
+    optimizer.step()
+    run_probe(probe, loss)
+"""
+
+
+def test_a_parameter_named_like_a_global_instance_is_the_value_passed(analyse):
+    # `model` in `run_probe` is the Probe passed in, not the module-level DDP model: the call
+    # binds to Probe.read with the loss, a device tensor.
+    assert analyse(SHADOWED_INSTANCE, select=("VP201",)) == [("VP201", 9, "MEDIUM")]

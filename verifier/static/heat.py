@@ -675,8 +675,9 @@ class HeatModel:
             func = named
         if type(func) is cst.Attribute:
             owner = dotted_name(func.value)
-            if owner is not None and owner in self._instances:
-                return f"{self._instances[owner]}.{func.attr.value}"
+            instance = self._instance_of(owner) if owner is not None else None
+            if instance is not None:
+                return f"{instance}.{func.attr.value}"
         if (
             type(func) is cst.Attribute
             and type(func.value) is cst.Name
@@ -694,6 +695,15 @@ class HeatModel:
         if imported is not None:
             return self._rooted(absolute_name(imported, self._importer))
         return self._local_key(dotted) if "." not in dotted else None
+
+    def _instance_of(self, name: str) -> str | None:
+        """The class of the instance `name` holds; a parameter of the function being walked is
+        another value of that name (`def run(model): model.step()` beside a global `model`)."""
+        function = self._function_stack[-1] if self._function_stack else None
+        root = name.split(".", 1)[0]
+        if function is not None and root != "self" and root in function.params:
+            return None
+        return self._instances.get(name)
 
     def function_reference(self, node: cst.BaseExpression) -> tuple[str, int] | None:
         """What a function named without calling it is (`callback=log_step`, `self.step`, an
@@ -723,7 +733,7 @@ class HeatModel:
         if type(item) is cst.Call:
             owner = self.class_key(item)
         elif (name := dotted_name(item)) is not None:
-            owner = self._instances.get(name)
+            owner = self._instance_of(name)
         if owner is None:
             return
         foreign = not owner.startswith(self._rooted(f"{self._module}."))
