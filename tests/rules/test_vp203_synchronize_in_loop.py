@@ -130,3 +130,24 @@ def test_a_helper_s_synchronize_is_timed_by_the_step_loop_that_calls_it(analyse)
     # Extracting the timed step's synchronize into a helper keeps its finding (MEDIUM); a helper
     # called by an untimed step loop stalls it as before (HIGH).
     assert analyse(code, select=("VP203",)) == [("VP203", 6, "MEDIUM"), ("VP203", 10, "HIGH")]
+
+
+def test_a_timed_step_that_already_reads_the_device_is_a_second_wait_too(analyse):
+    # Adding a step timer changes no device work: the synchronize stays a second wait (LOW).
+    code = """\
+    import time
+    import torch
+
+    for x in loader:
+        t0 = time.time()
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        optimizer.step()
+        print(loss.item())
+        torch.cuda.synchronize()
+        dt = time.time() - t0
+    """
+    assert analyse(code, select=SELECT) == [("VP203", 10, "LOW")]
+    assert analyse(code.replace("t0 = time.time()", "pass").replace("dt = time.time() - t0", "pass"), select=SELECT) == [
+        ("VP203", 10, "LOW")
+    ]
