@@ -9,6 +9,7 @@ import libcst as cst
 from verifier.findings import Category, Premise, Severity, SeverityByHeat
 from verifier.static.deferred import DeferredSeverity, JudgementInput, deferred
 from verifier.static.guards import GuardedRule
+from verifier.static.heat import is_environment_step
 from verifier.static.names import method_name, terminal_name
 from verifier.static.places import Place, Placement
 from verifier.static.rule import Candidate, Invalid, Proof
@@ -34,13 +35,7 @@ def _is_parameter_collection(node: cst.BaseExpression) -> bool:
 
 
 def _is_environment_step(node: cst.Assign) -> bool:
-    """`obs, reward, terminated, truncated, info = envs.step(actions)`: a simulator step (the
-    Gym API's unpacking), not an optimizer, scheduler or scaler step."""
-    value = node.value
-    if type(value) is not cst.Call or method_name(value) != "step" or len(node.targets) != 1:
-        return False
-    target = node.targets[0].target
-    return type(target) in (cst.Tuple, cst.List) and len(target.elements) >= 4
+    return is_environment_step([t.target for t in node.targets], node.value)
 
 
 def _design_read(table: SeverityByHeat) -> SeverityByHeat:

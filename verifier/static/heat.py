@@ -223,7 +223,7 @@ class LoopInfo:
     line: int = 0
     header: str = ""
     update_call: str = ""
-    # `obs, reward, done, info = envs.step(action)` in this loop's own body: a rollout.
+    # `obs, reward, done, info = envs.step(action)` in this loop's own body (`is_environment_step`).
     environment_step: str = ""
     train_call: str = ""
     forward_call: str = ""
@@ -495,6 +495,9 @@ class HeatModel:
         self._loop_stack[-1].pop()
 
     def on_assign(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        loops = self._loop_stack[-1]
+        if loops and is_environment_step(targets, value):
+            loops[-1].environment_step = loops[-1].environment_step or _shown_call(value)
         if type(value) is cst.Call:
             class_key = self.class_key(value)
             if class_key is not None:
@@ -536,8 +539,6 @@ class HeatModel:
         if qualified in CLOCKS:
             for loop in loops:
                 loop.reads_clock = True
-        if loops and _steps_an_environment(call):
-            loops[-1].environment_step = loops[-1].environment_step or _shown_call(call)
         if self._is_training_signal(call, qualified):
             shown = _shown_call(call)
             for loop in loops:
@@ -965,34 +966,20 @@ def _call_reason(site: CallSite, callee: FunctionInfo) -> str:
     return what
 
 
-_ENVIRONMENTS = frozenset({"env", "envs", "environment", "environments"})
+def is_environment_step(targets: list[cst.BaseExpression], value: cst.BaseExpression) -> bool:
+    """`obs, reward, terminated, truncated, info = envs.step(actions)`: a simulator step (the
+    Gym API's unpacking), not an optimizer, scheduler or scaler step."""
+    return (
+        type(value) is cst.Call and method_name(value) == "step" and len(targets) == 1
+        and type(targets[0]) in (cst.Tuple, cst.List) and len(targets[0].elements) >= 4
+    )
 
 
-def _steps_an_environment(call: cst.Call) -> bool:
-    """`envs.step(action)`, `self.env.step(a)`, `train_env.step(a)`: a simulator step."""
-    if method_name(call) != "step" or not call.args:
-        return False
-    name = (terminal_name(receiver(call)) or "").lower() if receiver(call) is not None else ""
-    return name in _ENVIRONMENTS or name.endswith(("_env", "_envs"))
-
-
-def _in_update_body(loop: LoopInfo) -> bool:
-    """Inside the body of the loop that steps the optimizer (the update cadence's loop)."""
+def _ancestors(loop: LoopInfo) -> Iterator[LoopInfo]:
     outer = loop.parent
     while outer is not None:
-        if outer.steps_here:
-            return True
+        yield outer
         outer = outer.parent
-    return False
-
-
-def _inside_training(loop: LoopInfo) -> bool:
-    outer = loop.parent
-    while outer is not None:
-        if outer.trains:
-            return True
-        outer = outer.parent
-    return False
 
 
 def loop_reason(loop: LoopInfo) -> str:
@@ -1239,7 +1226,7 @@ class _Resolver:
         loop.is_step = steps_here or timing_step or (trains and not contains_step)
         # An RL rollout (`for step in range(num_steps): ...; envs.step(action)`) inside the loop
         # that trains on what it collects runs as often as training does, not per eval interval.
-        loop.rollout = not loop.is_step and bool(loop.environment_step) and _inside_training(loop)
+        loop.rollout = not loop.is_step and bool(loop.environment_step) and any(outer.trains for outer in _ancestors(loop))
         loop.is_step = loop.is_step or loop.rollout
         # Full-batch training (`for epoch in range(n): train(); test()`): a loop over no data
         # source that updates and evaluates every iteration takes one step per epoch.
@@ -1257,7 +1244,7 @@ class _Resolver:
         runs_model = (loop.forward or (forward_site is not None and loop.data_source)) and not loop.in_forward
         # A loop over the parts of one batch in the step's own body (crops, clips, chunks) runs
         # the model as part of that step, not as an evaluation over batches.
-        part_of_step = not loop.data_source and _in_update_body(loop)
+        part_of_step = not loop.data_source and any(outer.steps_here for outer in _ancestors(loop))
         loop.is_eval = not loop.is_step and not contains_step and not trains and not loop.in_forward and not part_of_step and (
             runs_model or (loop.data_source and loop.tensor_work)
         )
