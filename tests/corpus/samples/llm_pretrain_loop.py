@@ -59,7 +59,7 @@ def train(model, optimizer, data_dir, max_steps, grad_accum_steps=8, eval_interv
             print(f"step {step}: val loss {estimate_loss(model, val_data):.4f}")
         if step == max_steps:
             break
-        synchronize()  # expect: VP203[MEDIUM]
+        synchronize()  # expect: VP203[LOW]
         t0 = time.time()
         for micro_step in range(grad_accum_steps):
             x, y = loader.next_batch()
@@ -73,7 +73,7 @@ def train(model, optimizer, data_dir, max_steps, grad_accum_steps=8, eval_interv
         optimizer.zero_grad(set_to_none=True)
         lossf = loss.item() * grad_accum_steps  # expect: VP201[MEDIUM]
         smoothed = 0.9 * smoothed + 0.1 * loss.item() * grad_accum_steps  # expect: VP202[LOW]
-        synchronize()  # expect: VP203[MEDIUM]
+        synchronize()  # expect: VP203[LOW]
         dt = time.time() - t0
         print(f"step {step} | loss {lossf:.4f} | norm {norm:.3f} | {dt * 1000:.1f} ms")  # expect: VP201[MEDIUM]
         if step > max_steps - 20:
