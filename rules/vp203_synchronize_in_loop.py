@@ -116,7 +116,8 @@ per_iter_ms = start.elapsed_time(end) / iters
         if key in self._loop_reads:
             return
         read = sync_of_call(node, self.context.facts, self.context.imports)
-        if read is not None:
+        # Only a read of a value known to be a tensor shows that the body already waits.
+        if read is not None and self.context.facts.is_tensor(read.subject):
             self._loop_reads[key] = self.context.code_for(read.node)
 
     def _read_in_next_statement(self) -> str | None:

@@ -45,14 +45,15 @@ def test_a_preview_rule_does_not_run_by_default(project, capsys):
 
 def test_the_flag_enables_preview_rules(project, capsys):
     status, found = codes(capsys, "--isolated", "--preview")
-    assert ("VP203", 8, "HIGH") in found
-    assert status == 1
+    # A second wait after the step's loss read: LOW, so the decision does not change.
+    assert ("VP203", 8, "LOW") in found
+    assert status == 0
 
 
 def test_the_config_enables_preview_rules(project, capsys):
     (project / "pyproject.toml").write_text("[tool.verify-perf]\npreview = true\n")
     status, found = codes(capsys)
-    assert ("VP203", 8, "HIGH") in found
+    assert ("VP203", 8, "LOW") in found
 
 
 def test_selecting_only_preview_rules_without_preview_is_a_usage_error(project, capsys):

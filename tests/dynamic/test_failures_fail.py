@@ -91,7 +91,7 @@ def test_examples_score_the_same_with_a_calibration_run(tmp_path, monkeypatch, c
     # Without --entry the terminal is told, in one line, that none of the user's code was measured.
     assert capsys.readouterr().err.splitlines().count(CALIBRATION_ONLY) == 1
     static, dynamic = (json.loads((tmp_path / name).read_text()) for name in ("static.json", "dynamic.json"))
-    assert dynamic["score"]["total"] == static["score"]["total"] == 44
+    assert dynamic["score"]["total"] == static["score"]["total"] == 55
     assert dynamic["decision"] == static["decision"]
     assert dynamic["dynamic"]["result"]["role"] == "calibration"
     report = (tmp_path / "reports" / "D.md").read_text()

@@ -72,9 +72,9 @@ def test_each_finding_is_written_out_once_and_linked_from_the_summaries(tmp_path
     anchors = re.findall(r'<a id="(finding-\d+)"></a>', text)
     assert sorted(anchors, key=lambda a: int(a.split("-")[1])) == [f"finding-{n}" for n in range(1, 16)]
     assert set(re.findall(r"\]\(#(finding-\d+)\)", text)) == set(anchors)
-    assert "| Host-device sync | 2.8 / 25.0 | VP201 ×2 (2 MEDIUM): −7.5; VP202 ×1 (1 LOW): −1.2; " \
-        "VP203 ×3 (1 HIGH, 2 LOW): −13.4 |" in text
-    assert "Findings: 1 CRITICAL, 5 HIGH, 4 MEDIUM, 5 LOW, in 1 of 1 file.\nSuppressed by comments: 0." in text
+    assert "| Host-device sync | 14.1 / 25.0 | VP201 ×2 (2 MEDIUM): −7.5; VP202 ×1 (1 LOW): −1.2; " \
+        "VP203 ×3 (3 LOW): −2.2 |" in text
+    assert "Findings: 1 CRITICAL, 4 HIGH, 4 MEDIUM, 6 LOW, in 1 of 1 file.\nSuppressed by comments: 0." in text
 
 
 def test_good_example_report_passes_with_full_static_score(tmp_path, monkeypatch):
