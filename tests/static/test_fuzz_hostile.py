@@ -331,6 +331,13 @@ def _workers_of(pid: int) -> list[int]:
     return found
 
 
+def _signals_as_at_a_terminal() -> None:
+    """A suite started in the background (`&`, nohup) passes SIGINT and SIGHUP on ignored, and
+    verify-perf keeps an ignored signal ignored: the run under test starts with the defaults."""
+    for number in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
+
+
 def _alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
@@ -347,7 +354,7 @@ def test_signals_to_the_run_leave_no_worker_behind(tmp_path_factory, stop, delay
         (folder / f"slow_{index}.py").write_text("import torch\nx = " + " + ".join(["a"] * 6000) + "\n")
     run = subprocess.Popen(
         [sys.executable, "-m", "verifier", str(folder), "--no-cache", "--no-report", "-j", "2", "--isolated"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_signals_as_at_a_terminal,
     )
     try:
         deadline = time.monotonic() + 20
