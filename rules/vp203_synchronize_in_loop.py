@@ -18,11 +18,10 @@ _SYNCHRONIZE = frozenset(
     {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"}
 )
 _TIMING = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
-# A synchronize right before a statement that reads a device value: the read waits anyway.
-_BEFORE_A_READ = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
-# A synchronize in a loop whose body reads a device value elsewhere: the step already drains the
-# queue there; a second wait per step costs a round trip and a launch gap, as a second read does.
-_BESIDE_A_READ = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
+# A synchronize in a body that also reads a device tensor (right after it, or elsewhere in the
+# body): the body already drains the queue there; a second wait per iteration costs a round trip
+# and a launch gap, as a second read does.
+_SECOND_WAIT = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
 # A training step timed with a synchronize: a stall every step, but one whose cost is the overlap
 # lost at the step boundary, not a wait in the middle of queued work.
 _TIMED_STEP = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
@@ -160,28 +159,11 @@ per_iter_ms = start.elapsed_time(end) / iters
     def _flush(self) -> None:
         calls, timed = self._scopes.pop()
         for call, where, condition in calls:
-            read = self._read_next.get(id(call))
-            if read is not None:
-                self.report(
-                    call,
-                    f"`synchronize()` right before `{read}`, which waits for the device anyway: on its own it "
-                    "adds little, the read is the per-step wait",
-                    where=where,
-                    condition=condition,
-                    severity=_BEFORE_A_READ,
-                    fix="Remove the synchronize; read device values at a log interval.",
-                )
-                continue
-            beside = self._loop_reads.get(_body_of(where))
-            if beside is not None:
+            second = self._second_wait(call, where)
+            if second is not None:
                 # Timed or not: the body's own read already drains the queue once per iteration.
                 self.report(
-                    call,
-                    f"`synchronize()` in a loop whose body already waits for the device at `{beside}`: "
-                    "a second wait every iteration, which costs the launch gap after it",
-                    where=where,
-                    condition=condition,
-                    severity=_BESIDE_A_READ,
+                    call, second, where=where, condition=condition, severity=_SECOND_WAIT,
                     fix="Remove the synchronize; read device values at a log interval.",
                 )
                 continue
@@ -213,6 +195,22 @@ per_iter_ms = start.elapsed_time(end) / iters
                 fix="Record `torch.cuda.Event(enable_timing=True)` around the loop and synchronize once.",
             )
             self._report_timed_step(call, where, condition, lambda: True)
+
+    def _second_wait(self, call: cst.Call, where: Where) -> str | None:
+        """The message for a synchronize whose body reads a device tensor anyway, else None."""
+        read = self._read_next.get(id(call))
+        if read is not None:
+            return (
+                f"`synchronize()` right before `{read}`, which waits for the device anyway: on its own it "
+                "adds little, the read is the per-step wait"
+            )
+        beside = self._loop_reads.get(_body_of(where))
+        if beside is not None:
+            return (
+                f"`synchronize()` in a loop whose body already waits for the device at `{beside}`: "
+                "a second wait every iteration, which costs the launch gap after it"
+            )
+        return None
 
     def _report_timed_step(self, call: cst.Call, where: Where, condition, timed) -> None:
         """A training step timed with a synchronize (`timed()` says whether it is timed at all)."""

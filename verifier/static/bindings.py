@@ -464,11 +464,7 @@ class _Project:
                 return receiver[1], receiver[2]  # a callback, an alias or a partial of a function
             if receiver is None or receiver[0] not in ("instance", "self"):
                 return None
-            method = site.via[1]
-            found = self.method_of(receiver[1], method)
-            if found is None and method == "__call__":
-                found = self.method_of(receiver[1], "forward")  # an nn.Module's call runs forward
-            return (found, self._skipped(found, True)) if found is not None else None
+            return self._method_called(receiver[1], site.via[1])
         key = self.function_key(site.callee)
         if key is not None:
             return key, self._skipped(key, site.through_instance)
@@ -483,18 +479,16 @@ class _Project:
     def targets_of(self, site: CallSite) -> list[tuple[str, int]]:
         """Every function a call site runs: one, or each of the callbacks a parameter or a list
         of them may hold (`for hook in hooks: hook(loss)`, `dispatch(cb, loss)` called with many)."""
-        if site.via is not None and site.via[1] == "__call__" and self.function_key(site.callee) is None:
-            receiver = self.value(site.via[0])
-            if receiver is not None and receiver[0] == "functions":
-                return list(receiver[1])
         if site.via is not None and self.function_key(site.callee) is None:
             receiver = self.value(site.via[0])
-            if receiver is not None and receiver[0] == "instances":
-                return [found for key in receiver[1] if (found := self._method_called(key, site.via[1])) is not None]
-            if receiver is not None and receiver[0] == "self":
-                # `model = self.train(); model(x)` in a base class: the subclass's forward runs.
-                keys = (receiver[1], *self._subclasses(receiver[1]))
-                return list(dict.fromkeys(f for key in keys if (f := self._method_called(key, site.via[1])) is not None))
+            kind, method = receiver[0] if receiver is not None else None, site.via[1]
+            if kind == "functions" and method == "__call__":
+                return list(receiver[1])
+            if kind in ("instances", "self"):
+                # A submodule built by configuration, or `model = self.train(); model(x)` in a
+                # base class: each class it may be runs its own method (a subclass's `forward`).
+                keys = receiver[1] if kind == "instances" else (receiver[1], *self._subclasses(receiver[1]))
+                return list(dict.fromkeys(f for key in keys if (f := self._method_called(key, method)) is not None))
         found = self.target_of(site)
         return [found] if found is not None else []
 
@@ -508,6 +502,7 @@ class _Project:
         return tuple(self._derived.get(self.class_key(class_key) or class_key, ()))
 
     def _method_called(self, class_key: str, method: str) -> tuple[str, int] | None:
+        """The method an instance call runs (its class's or a base's), with `self` filled."""
         found = self.method_of(class_key, method)
         if found is None and method == "__call__":
             found = self.method_of(class_key, "forward")  # an nn.Module's call runs forward

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import libcst as cst
 
 from verifier.static.names import dotted_name
+from verifier.static.walk import iter_descendants
 
 _UNKNOWN = object()
 # More than one `add_argument` for a name with different defaults: nothing is known.
@@ -51,7 +52,9 @@ class CommandLine:
     (`args = parser.parse_args()`); without options of its own, the project's defaults read
     through the conventional configuration objects."""
 
-    def __init__(self, text: str, project: tuple[tuple[str, object], ...] = ()) -> None:
+    def __init__(
+        self, text: str, project: tuple[tuple[str, object], ...] = (), module: cst.Module | None = None
+    ) -> None:
         tree = _parsed(text) if "add_argument(" in text else None
         self.defaults: dict[str, object] = {}
         self.namespaces: set[str] = set()
@@ -70,7 +73,7 @@ class CommandLine:
         # `self.use_amp = args.use_amp` in a constructor: the attribute holds that option.
         self.copies: dict[str, str] = {}
         if self.defaults and "self." in text:
-            self.copies = _copied_options(tree if tree is not None else _parsed(text), self.namespaces)
+            self.copies = self._copied_options(module if module is not None else cst.parse_module(text))
 
     def holds_by_default(self, test: cst.BaseExpression) -> bool | None:
         """Whether `test` is true when every option keeps its default; None when not known."""
@@ -78,6 +81,20 @@ class CommandLine:
             return None
         value = _value(test, self)
         return None if value is _UNKNOWN else bool(value)
+
+    def _copied_options(self, module: cst.Module) -> dict[str, str]:
+        """`self.NAME = args.PATH` (once, or always the same) with a known default: `self.NAME`
+        reads that option."""
+        copies: dict[str, str] = {}
+        for node in iter_descendants(module):
+            if type(node) is not cst.Assign or len(node.targets) != 1 or type(node.value) is not cst.Attribute:
+                continue
+            target, source = dotted_name(node.targets[0].target) or "", dotted_name(node.value)
+            if target.count(".") != 1 or not target.startswith("self.") or source is None:
+                continue
+            if _option_value(source, self.defaults, self.namespaces) is not _UNKNOWN:
+                copies[target] = source if copies.get(target, source) == source else ""
+        return {name: source for name, source in copies.items() if source}
 
 
 def project_defaults(sources: Iterable[str]) -> tuple[tuple[str, object], ...]:
@@ -197,28 +214,6 @@ def _literal(node: cst.BaseExpression) -> object:
     if type(node) is cst.Name and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     return _UNKNOWN
-
-
-def _copied_options(tree: ast.AST | None, namespaces: set[str]) -> dict[str, str]:
-    """`self.NAME = args.PATH` (once, or always the same): `self.NAME` reads that option."""
-    copies: dict[str, str] = {}
-    for node in ast.walk(tree) if tree is not None else ():
-        if type(node) is not ast.Assign or len(node.targets) != 1 or type(node.value) is not ast.Attribute:
-            continue
-        target = node.targets[0]
-        if type(target) is not ast.Attribute or type(target.value) is not ast.Name or target.value.id != "self":
-            continue
-        source = ast.unparse(node.value)
-        if not _names_an_option(source, namespaces):
-            continue
-        name = f"self.{target.attr}"
-        copies[name] = source if copies.get(name, source) == source else ""
-    return {name: source for name, source in copies.items() if source}
-
-
-def _names_an_option(name: str, namespaces: set[str]) -> bool:
-    parts = name.split(".")
-    return any(".".join(parts[:cut]) in namespaces for cut in range(1, len(parts)))
 
 
 def _option_value(name: str, defaults: Mapping[str, object], namespaces: set[str]) -> object:

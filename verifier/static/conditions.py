@@ -217,7 +217,7 @@ class Conditions(LambdaScopes, Tracker):
         if "add_argument" not in self.context.text and not self.context.config_defaults:
             return False
         if self._command_line is None:
-            self._command_line = CommandLine(self.context.text, self.context.config_defaults)
+            self._command_line = CommandLine(self.context.text, self.context.config_defaults, self.context.module)
         held = self._command_line.holds_by_default(test)
         if held is None:
             return False

@@ -25,11 +25,11 @@ from verifier.static.devices import destination
 from verifier.static.facts import Kind, NameFacts
 from verifier.static.scopes import ScopedNames
 from verifier.static.names import (
-    iterated_source,
     ImportTable,
     dict_items,
     dotted_name,
     element_pairs,
+    iterated_source,
     keyed_name,
     keyword_arg,
     method_name,
