@@ -3,6 +3,7 @@ every precision mode, compile off and on, summed up in one markdown table, in un
 
     python scripts/gpu_check.py -o gpu_check.md            # on a CUDA machine
     python scripts/gpu_check.py --dry-run -o dry_run.md    # anywhere: the same code on CPU, tiny preset
+    python scripts/gpu_check.py --log-dir logs             # also keep each step's output and JSON
 
 Needs the project installed with its test extra (`pip install -e '.[test]'`). Each step runs as a
 subprocess under a timeout taken from what is left of the deadline (default 470 s), so the whole
@@ -249,7 +250,7 @@ def render(setup: Setup, dry_run: bool, tests: Step | None, benches: list[tuple[
     return "\n".join(lines) + "\n"
 
 
-def check(setup: Setup, dry_run: bool, tests_path: str, compile_runs: tuple[bool, ...], folder: Path) -> tuple[str, bool]:
+def check(setup: Setup, dry_run: bool, tests_path: str, compile_runs: tuple[bool, ...], folder: Path) -> tuple[str, bool, list[Step]]:
     started = time.perf_counter()
 
     def left() -> float:
@@ -268,7 +269,17 @@ def check(setup: Setup, dry_run: bool, tests_path: str, compile_runs: tuple[bool
     table = render(setup, dry_run, tests, benches, time.perf_counter() - started)
     passed = tests is not None and tests.returncode in (0, 5) and not tests.timed_out
     passed = passed and len(benches) == len(compile_runs) and all(step.ok and step.result for _, step in benches)
-    return table, passed
+    steps = [step for _, step in benches] + ([tests] if tests is not None else [])
+    return table, passed, steps
+
+
+def keep_logs(steps: list[Step], folder: Path) -> None:
+    """One log per step: a check that fails on a lent GPU is diagnosed from what it left."""
+    for step in steps:
+        slug = re.sub(r"[^a-z0-9]+", "_", step.name.lower()).strip("_")
+        ended = "timed out" if step.timed_out else f"exit code {step.returncode}"
+        header = f"$ {' '.join(step.command)}\n# {ended} after {step.seconds:.1f} s\n"
+        (folder / f"{slug}.log").write_text(header + step.output, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -278,14 +289,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", default="tests", help="where the gpu-marked tests are (default: tests)")
     parser.add_argument("--compile", choices=("off", "on", "both"), default="both", help="bench compile settings (default: both)")
     parser.add_argument("--deadline", type=float, help=f"seconds the whole check may take (default: {DEADLINE_S:g})")
+    parser.add_argument(
+        "--log-dir", help="keep each step's output (<step>.log) and each bench's JSON result in this folder",
+    )
     args = parser.parse_args(argv)
     dry_run = args.dry_run or not _cuda_available()
     setup = DRY_RUN if dry_run else GPU
     if args.deadline:
         setup = Setup(setup.preset, setup.device, setup.bench_budget_s, setup.tests_timeout_s, args.deadline)
     compile_runs = {"off": (False,), "on": (True,), "both": (False, True)}[args.compile]
-    with tempfile.TemporaryDirectory(prefix="gpu_check_") as folder:
-        table, passed = check(setup, dry_run, args.tests, compile_runs, Path(folder))
+    with tempfile.TemporaryDirectory(prefix="gpu_check_") as scratch:
+        folder = Path(args.log_dir) if args.log_dir else Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        table, passed, steps = check(setup, dry_run, args.tests, compile_runs, folder)
+        if args.log_dir:
+            keep_logs(steps, folder)
     partial = Path(f"{args.output}.partial")
     partial.write_text(table, encoding="utf-8")
     os.replace(partial, args.output)  # never a half-written table

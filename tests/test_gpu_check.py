@@ -4,6 +4,7 @@ code on CPU with the tiny preset; the GPU table's cells are checked on a CUDA-sh
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -39,8 +40,16 @@ def test_the_dry_run_writes_the_table_from_the_same_code(gpu_check, tmp_path, ca
     marked = tmp_path / "test_marked.py"
     marked.write_text(MARKED_TESTS)
     output = tmp_path / "check.md"
-    code = gpu_check.main(["--dry-run", "--compile", "off", "--tests", str(marked), "-o", str(output)])
+    logs = tmp_path / "logs"
+    code = gpu_check.main(["--dry-run", "--compile", "off", "--tests", str(marked), "-o", str(output), "--log-dir", str(logs)])
     table = output.read_text()
+    kept = {path.name for path in logs.iterdir()}
+    assert {"bench_compile_off.log", "bench_eager.json", "gpu_marked_tests.log"} <= kept
+    bench_log = (logs / "bench_compile_off.log").read_text().splitlines()
+    assert bench_log[0].endswith("-m verifier bench --preset tiny --device cpu --time-budget 5 -o " + str(logs / "bench_eager.json") + " --force")
+    assert bench_log[1].startswith("# exit code 0 after ")
+    assert json.loads((logs / "bench_eager.json").read_text())["modes"][0]["mode"] == "fp32"
+    assert "1 skipped, 1 deselected" in (logs / "gpu_marked_tests.log").read_text()
     assert code == 0 and capsys.readouterr().out == table
     lines = table.splitlines()
     assert lines[0] == "# GPU check (dry run on CPU: the same code, the tiny preset)"
