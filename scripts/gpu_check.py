@@ -290,13 +290,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile", choices=("off", "on", "both"), default="both", help="bench compile settings (default: both)")
     parser.add_argument("--deadline", type=float, help=f"seconds the whole check may take (default: {DEADLINE_S:g})")
     parser.add_argument(
+        "--bench-budget", type=float,
+        help="seconds for the eager bench, accuracy runs included (default: 150 on a GPU, 5 on the dry run)",
+    )
+    parser.add_argument(
         "--log-dir", help="keep each step's output (<step>.log) and each bench's JSON result in this folder",
     )
     args = parser.parse_args(argv)
     dry_run = args.dry_run or not _cuda_available()
     setup = DRY_RUN if dry_run else GPU
-    if args.deadline:
-        setup = Setup(setup.preset, setup.device, setup.bench_budget_s, setup.tests_timeout_s, args.deadline)
+    if args.deadline or args.bench_budget:
+        setup = Setup(
+            setup.preset, setup.device, args.bench_budget or setup.bench_budget_s, setup.tests_timeout_s,
+            args.deadline or setup.deadline_s,
+        )
     compile_runs = {"off": (False,), "on": (True,), "both": (False, True)}[args.compile]
     with tempfile.TemporaryDirectory(prefix="gpu_check_") as scratch:
         folder = Path(args.log_dir) if args.log_dir else Path(scratch)

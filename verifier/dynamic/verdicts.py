@@ -199,9 +199,22 @@ def _accuracy(baseline: ModeResult, amp: ModeResult, thresholds: Thresholds) -> 
     not_judged = _without_power(baseline, amp)
     if not_judged:
         return _verdict("accuracy_degradation", amp.mode, thresholds, measured, VerdictStatus.NOT_EVALUATED, not_judged)
-    differences = paired_differences(baseline, amp)
+    unlearned = _seeds_not_learned(baseline)
+    learned = [run.seed for run in baseline.accuracy_runs if run.accuracy is not None and run.seed not in unlearned]
+    if unlearned and len(learned) < 2:
+        return _verdict(
+            "accuracy_degradation", amp.mode, thresholds, measured, VerdictStatus.NOT_EVALUATED,
+            f"not judged: {baseline.mode.upper()} learned the task in {len(learned)} of {len(learned) + len(unlearned)} "
+            f"seeds ({_listed(unlearned, baseline)} stayed below twice chance, {_share(2 * baseline.chance_accuracy)}): "
+            "the runs are at the edge of learning, so seeds differ by whether they learned, not by precision; "
+            "re-run with a longer --accuracy-steps",
+        )
+    differences = paired_differences(baseline, amp, only=set(learned) if unlearned else None)
     band = seed_band(differences)
     shown = f"{baseline.mode.upper()} {baseline.accuracy:.4f} - {amp.mode} {amp.accuracy:.4f} = {measured:+.4f}"
+    if unlearned:
+        shown += f" (mean of every seed; judged on the {len(learned)} seeds {baseline.mode.upper()} learned, " \
+            f"leaving out {_listed(unlearned, baseline)}, below twice chance)"
     if band is None:
         return _verdict(
             "accuracy_degradation", amp.mode, thresholds, measured, VerdictStatus.NOT_EVALUATED,
@@ -231,14 +244,35 @@ def _with_cut(verdict: Verdict, cut: str) -> Verdict:
     return replace(verdict, reason=f"{verdict.reason}; cut by the time budget: {cut}")
 
 
-def paired_differences(baseline: ModeResult, amp: ModeResult) -> list[float]:
-    """FP32 - AMP accuracy seed by seed, for the seeds both measured."""
+def paired_differences(baseline: ModeResult, amp: ModeResult, only: set[int] | None = None) -> list[float]:
+    """FP32 - AMP accuracy seed by seed, for the seeds both measured (and in `only`, if given)."""
     amp_by_seed = {run.seed: run.accuracy for run in amp.accuracy_runs if run.accuracy is not None}
     return [
         run.accuracy - amp_by_seed[run.seed]
         for run in baseline.accuracy_runs
-        if run.accuracy is not None and run.seed in amp_by_seed
+        if run.accuracy is not None and run.seed in amp_by_seed and (only is None or run.seed in only)
     ]
+
+
+def _seeds_not_learned(baseline: ModeResult) -> list[int]:
+    """Seeds whose baseline run ended below twice chance. A task learned suddenly (a copy task's
+    induction step) splits seeds into learned and not at a fixed run length; such a seed says
+    nothing about precision, and a mean over both kinds is no reference."""
+    chance = baseline.chance_accuracy
+    if chance is None:
+        return []
+    return [run.seed for run in baseline.accuracy_runs if run.accuracy is not None and run.accuracy < 2 * chance]
+
+
+def _listed(seeds: list[int], baseline: ModeResult) -> str:
+    accuracy = {run.seed: run.accuracy for run in baseline.accuracy_runs}
+    return ", ".join(f"seed {seed} {_share(accuracy[seed])}" for seed in seeds)
+
+
+def _share(value: float) -> str:
+    """An accuracy to four places, or to three significant digits below 0.01, so that a chance
+    level of a large vocabulary (1/8192) is not printed as the same 0.0002 as the run below it."""
+    return f"{value:.4f}" if value >= 0.01 else f"{value:.3g}"
 
 
 def _without_power(baseline: ModeResult, amp: ModeResult) -> str:
@@ -252,7 +286,7 @@ def _without_power(baseline: ModeResult, amp: ModeResult) -> str:
     chance = baseline.chance_accuracy
     if chance is not None and baseline.accuracy < 2 * chance:
         return (
-            f"not judged: FP32 is untrained (accuracy {baseline.accuracy:.4f} is below twice chance, {2 * chance:.4f}), "
+            f"not judged: FP32 is untrained (accuracy {_share(baseline.accuracy)} is below twice chance, {_share(2 * chance)}), "
             "so its accuracy is no reference"
         )
     runs = [(f"seed {r.seed}: ", r.train_loss_first, r.train_loss_last) for r in baseline.accuracy_runs]
