@@ -209,17 +209,19 @@ print(running.item() / len(loader))
         # Under `if step % log_every == 0:` the read happens once per interval: the recommended pattern.
         if sync is None or self._raising or self.guarded:
             return
+        placement = self.context.places.placement_of(sync.subject)
+        if placement is not None and placement.place is Place.HOST:
+            return  # a host tensor: reading it waits for nothing
         # A module that never names a device holds host tensors, unless a function of it is
-        # called from a module that does (a helper the training script calls every step).
-        function = None if self.context.may_use_accelerator else self.context.heat.where().function
-        if function is None and not self.context.may_use_accelerator:
+        # called from a module that does (a helper the training script calls every step), or
+        # the value is shown on the device (returned there by a helper of another module).
+        shown = placement is not None and placement.place is Place.DEVICE
+        function = None if self.context.may_use_accelerator or shown else self.context.heat.where().function
+        if function is None and not (self.context.may_use_accelerator or shown):
             return
         statement = id(self._statement) if self._statement is not None else None
         if statement is not None and statement in self._reported:
             return
-        placement = self.context.places.placement_of(sync.subject)
-        if placement is not None and placement.place is Place.HOST:
-            return  # a host tensor: reading it waits for nothing
         if statement is not None and type(sync.node) is not cst.If and type(sync.node) is not cst.While:
             self._reported.add(statement)
         subject = self.context.code_for(sync.subject)

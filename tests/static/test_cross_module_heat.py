@@ -261,7 +261,8 @@ NOT_ANALYSED_AGAIN = {
         """,
     }),
     # VP402 reads, outside loops, only whether the function runs every step: a helper that turns
-    # from run-once into eval code is judged the same.
+    # from run-once into eval code is judged the same (what it is handed is not known here: a
+    # tensor handed in would be a fact of its own, which may change a finding).
     "history-kept-by-a-helper-an-eval-loop-calls": ("VP402", {
         "helpers.py": """
             import torch
@@ -279,7 +280,7 @@ NOT_ANALYSED_AGAIN = {
             def evaluate(model, loader):
                 model.eval()
                 for x in loader:
-                    remember(model(x.cuda()))
+                    remember(predict(model, x))
         """,
     }),
 }

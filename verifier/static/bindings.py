@@ -246,12 +246,14 @@ class Bindings:
         if class_key is not None:
             return ("instance", class_key)
         callee = self._heat.callee_key(call)
+        tensor = self._tensor(call) if concrete else None
         if callee is None or (type(call.func) is cst.Name and call.func.value in _BUILTINS):
-            return None
+            return tensor
         if unrooted(callee).split(".", 1)[0] in _LIBRARIES:
             # `F.nll_loss(...)` is no project function: what the walk knows of it says more.
-            return None
-        return ("result", callee)
+            return tensor
+        # What the project's function returns; else the tensor the walk knows (`loss.detach()`).
+        return _bounded(("or", ("result", callee), tensor)) if tensor is not None else ("result", callee)
 
     def _wrapped_module(self, call: cst.Call, first: cst.BaseExpression | None) -> tuple | None:
         """`Net().cuda()`, `model.to(device)`, `torch.compile(model)`, `DDP(model, ...)`: the same
@@ -296,6 +298,10 @@ class Bindings:
             # `self.data` is a tensor by its name only: no fact; `self.loss` after
             # `self.loss.backward()` is one the walk learned.
             if self._facts.lookup(dotted_name(node) or "") is not Kind.TENSOR:
+                return None
+        elif type(node) is cst.Call:
+            # `loss.detach()`, `torch.stack(parts)`; not a tensor by its callee's name alone.
+            if self._facts.kind_of(node) is not Kind.TENSOR or self._facts.tensor_by_name_only(node):
                 return None
         elif self._facts.kind_of(node) is not Kind.TENSOR:
             return None
@@ -665,6 +671,17 @@ class _Project:
         found = {self.value(t) for t in function.results}
         return found.pop() if len(found) == 1 else None
 
+    def returned(self, key: str) -> tuple | None:
+        """What a function gives its callers when every `return` agrees: a number, or a tensor
+        (on the accelerator when every one is shown there). A generator returns none of these."""
+        functions = self.functions.get(key, ())
+        if len(functions) != 1 or functions[0].yields:
+            return None
+        found = {self.value(t) for t in functions[0].results}
+        if found and found <= {TENSOR, DEVICE_TENSOR}:
+            return DEVICE_TENSOR if found == {DEVICE_TENSOR} else TENSOR
+        return NUMBER if found == {NUMBER} else None
+
     def attribute(self, class_key: str, name: str) -> tuple | None:
         """What `self.name` holds, from the nearest class that assigns it (unknown if reassigned)."""
         for key in self._lineage(class_key):
@@ -753,6 +770,26 @@ def bind_project(models: list[HeatModel]) -> None:
                 if (fact := project.parameter(key, name)) in SEEDED
             )
             function.bound = bound
+    for key, functions in project.functions.items():
+        returned = project.returned(key)
+        for function in functions:
+            function.returns = returned
+    for model in models:
+        model.answered = [
+            (*asker, project.functions[key][0].returns == DEVICE_TENSOR) for asker, callee, assumed in model.asked_results
+            if (key := project.function_key(callee)) is not None
+            and _changes_a_kind(project.functions[key][0].returns, assumed)
+        ]
+
+
+def _changes_a_kind(returned: tuple | None, assumed: str | None) -> bool:
+    """A number where a tensor was assumed, a tensor where nothing was, or a tensor shown on the
+    accelerator where one was only assumed (a premise then proven): a finding may change."""
+    if returned is None:
+        return False
+    if assumed == "tensor":
+        return returned in (NUMBER, DEVICE_TENSOR)
+    return True
 
 
 def _another_target(site: CallSite) -> CallSite:
@@ -769,7 +806,17 @@ def _another_target(site: CallSite) -> CallSite:
 def needs_reanalysis(model: HeatModel) -> bool:
     """Did the project pass bind a fact to a parameter whose unknown value the walk asked about
     (`HeatModel.asked`): a number where a rule asked for one, a batch or batch source where the
-    host-data tracker did? Only then can the file's findings change."""
+    host-data tracker did? Or learn what a function returns whose call's result the walk asked
+    about, in code that runs more than once? Only then can the file's findings change."""
+    if model.answered:
+        # Asked in code that runs more than once and may run on a device (its own or lent, or
+        # the one the answer shows the value on).
+        functions = {function.key: function for function in model.functions}
+        for key, in_loop, on_device in model.answered:
+            function = functions.get(key)
+            accelerated = on_device or (function.accelerated if function is not None else model.accelerated)
+            if accelerated and (in_loop or (function is not None and function.heat > Heat.ONCE)):
+                return True
     return any(
         (function.key, name, _ASKED_AS.get(fact, "origin")) in model.asked
         # A tensor handed to code that runs once changes no finding: every tensor rule is

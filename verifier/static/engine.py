@@ -284,7 +284,9 @@ def analyze_source(
     if external:
         # What every visible call site passes: the parameters start with it (`bindings.py`).
         heat.seeds = {key: known.bound for key, known in external.items() if known.bound}
+        heat.returned = {key: known.returns for key, known in external.items() if known.returns}
     facts = NameFacts(imports)
+    facts.returned_by = heat.returned_by
     places = PlaceFacts(imports, facts)
     context = ModuleContext(path, source.text, module, imports, heat, facts, places, config_defaults=settings.config_defaults)
     # A module that never names a device runs on the host unless a caller's module does.
@@ -296,7 +298,11 @@ def analyze_source(
     # The branch each call and finding runs under: part of its frequency premise (`proofs.py`).
     conditions = context.tracker(Conditions)
     heat.condition_probe = context.condition_probe = conditions.current
-    active = [rule(context) for rule in rules if context.mentions(*rule.tokens)]
+    # A call of a project function known to return a tensor or a number brings values the
+    # file's own text may never name (`running = one_step(...)`, then `if running > 10:`).
+    returning = tuple({f"{key.rsplit('.', 1)[-1]}(" for key in heat.returned})
+    calls_returning = bool(returning) and context.mentions(*returning)
+    active = [rule(context) for rule in rules if calls_returning or context.mentions(*rule.tokens)]
     host = context.trackers.get(HostData)
     is_host_batch = (lambda node: host.origin_of(node) is Origin.BATCH) if host is not None else (lambda node: False)
     on_device = lambda node: (found := places.placement_of(node)) is not None and found.place is Place.DEVICE  # noqa: E731

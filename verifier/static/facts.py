@@ -9,6 +9,7 @@ a false alarm costs more than a missed one in a merge gate.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -91,6 +92,9 @@ class NameFacts:
         self._backward_params: dict[str, set[int]] = {}
         # The string-keyed items each name was last given by a dict literal (`bind`).
         self._keys: dict[str, set[str]] = {}
+        # What a call of a project function returns, as the project pass found it (set by the
+        # engine: `HeatModel.returned_by`); nothing is known before that pass.
+        self.returned_by: Callable[[cst.Call, str | None], tuple | None] = _nothing_returned
 
     def enter_function(self, name: str = "", params: tuple[str, ...] = (), losses: frozenset[str] = frozenset()) -> None:
         """`losses`: names the function hands to a backward somewhere in its body (`losses.py`);
@@ -257,7 +261,7 @@ class NameFacts:
         kind = self.kind_of(value) if value is not None and not literal else None
         # A helper that is a tensor only by its loss-like name returns the loss first
         # (`loss, parts = compute_loss(...)`); what follows it is not known.
-        first_only = kind is Kind.TENSOR and type(value) is cst.Call and self._tensor_by_name_only(value)
+        first_only = kind is Kind.TENSOR and type(value) is cst.Call and self.tensor_by_name_only(value)
         for index, element in enumerate(elements):
             if type(element) is cst.StarredElement:
                 self.bind(element, None)
@@ -386,7 +390,7 @@ class NameFacts:
             return Kind.NUMPY
         if qualified in _NUMBER_FUNCTIONS or qualified.startswith("math."):
             return Kind.NUMBER
-        if type(call.func) is cst.Name and not qualified and call.func.value in self._returns:
+        if type(call.func) is cst.Name and not qualified and self._returns.get(call.func.value) is not None:
             return self._returns[call.func.value]
         if last == "GradScaler":
             return Kind.SCALER
@@ -417,13 +421,14 @@ class NameFacts:
         if func_name in _NUMBER_BUILTINS and not qualified:
             return Kind.NUMBER
         callee = terminal_name(call.func)
-        if is_model_name(callee) or (func_name and self.lookup(func_name) is Kind.MODULE):
-            return Kind.TENSOR
-        if _computes_a_loss(callee):
-            return Kind.TENSOR
-        return None
+        by_name = is_model_name(callee) or bool(func_name and self.lookup(func_name) is Kind.MODULE) or _computes_a_loss(callee)
+        returned = self.returned_by(call, "tensor" if by_name else None)
+        if returned is not None:
+            # The project's own function, wherever it is defined: what its returns give.
+            return Kind.NUMBER if returned[0] == "number" else Kind.TENSOR
+        return Kind.TENSOR if by_name else None
 
-    def _tensor_by_name_only(self, call: cst.Call) -> bool:
+    def tensor_by_name_only(self, call: cst.Call) -> bool:
         """A tensor only because its callee is named like a loss (not a module, not torch)."""
         func_name = dotted_name(call.func)
         callee = terminal_name(call.func)
@@ -450,6 +455,10 @@ class NameFacts:
         else:
             kind = Kind.TENSOR if self.kind_of(first) is Kind.TENSOR else None
         return kind if kind in (Kind.TENSOR, Kind.NUMBER) else None
+
+
+def _nothing_returned(call: cst.Call, assumed: str | None = None) -> tuple | None:
+    return None
 
 
 # Functions that set things up, whatever they are named after (`_setup_early_exit_loss`).

@@ -283,6 +283,9 @@ class FunctionInfo:
     yields: list = field(default_factory=list)
     # Facts every visible call site agrees on, per parameter: ((name, fact), ...).
     bound: tuple = ()
+    # What every `return` gives, across the project (a tensor, one on the accelerator, a
+    # number; `bindings.py`), else None.
+    returns: tuple | None = None
 
 
 @dataclass(eq=False)
@@ -351,6 +354,14 @@ class HeatModel:
         self.classes: dict[str, ClassSummary] = {}
         self.asked: set = set()
         self.seeds: dict = {}
+        # What the project's functions return (`FunctionFacts.returns`), given to a re-analysis;
+        # the calls whose result the walk asked about and no one knew, as ((asking function's key
+        # or None, asked inside a loop), callee, what the walk assumed); and the askers the
+        # project pass answered otherwise than they assumed.
+        self.returned: dict = {}
+        self.asked_results: set = set()
+        self.answered: list = []
+        self._results_seen: dict[int, tuple] = {}  # (callee, answer) by call node, during the walk
         # The current `Where`, shared by every ask until a function or loop opens or closes.
         self._where: Where | None = None
         # A `for` whose header is being walked: it becomes active when its body starts.
@@ -527,6 +538,24 @@ class HeatModel:
         function = self._function_stack[-1] if self._function_stack else None
         if function is not None and name in function.params:
             self.asked.add((function.key, name, what))
+
+    def returned_by(self, call: cst.Call, assumed: str | None = None) -> tuple | None:
+        """What a call of a project function returns, from the project pass (`returned`). When
+        nothing is known yet, the question is kept with what the walk assumes instead (`assumed`:
+        "tensor" by the callee's name, or None), so that a different answer brings the file back."""
+        seen = self._results_seen.get(id(call), _UNSEEN)
+        if seen is _UNSEEN:
+            callee = self.callee_key(call)
+            if callee is not None and unrooted(callee).split(".", 1)[0] in LIBRARY_ROOTS:
+                callee = None
+            found = self.returned.get(resolve_key(callee, self.returned)) if callee and self.returned else None
+            self._results_seen[id(call)] = seen = (callee, found)
+        callee, found = seen
+        if callee is not None and found is None:
+            function = self._function_stack[-1] if self._function_stack else None
+            asker = (function.key if function is not None else None, bool(self._loop_stack[-1]))
+            self.asked_results.add((asker, callee, assumed))
+        return found
 
     def on_call(self, call: cst.Call, via: tuple | None = None) -> CallSite | None:
         """Record a call; returns its call site (None when the callee cannot be named and no
@@ -866,6 +895,7 @@ class HeatModel:
         self.__dict__.pop("condition_probe", None)
         self._site_nodes = []
         self._named_lambdas = {}  # ids of nodes no longer there
+        self._results_seen = {}
         for fn in self._all_functions:
             fn.node = None
             for loop in fn.loops:
@@ -1071,6 +1101,8 @@ class FunctionFacts:
     trace: tuple[TraceStep, ...] = ()
     # What every visible call site passes to its parameters (`FunctionInfo.bound`).
     bound: tuple = ()
+    # What it returns wherever it is called (`FunctionInfo.returns`).
+    returns: tuple | None = None
 
     def merge(self, other: FunctionFacts) -> FunctionFacts:
         return FunctionFacts(
@@ -1081,6 +1113,7 @@ class FunctionFacts:
             self.accelerated or other.accelerated,
             other.trace if other.heat > self.heat else self.trace,
             self.bound if self.bound == other.bound else (),
+            self.returns if self.returns == other.returns else None,
         )
 
 
@@ -1353,13 +1386,15 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     for fn in functions:
         mine = FunctionFacts(
             fn.trains_transitively, fn.has_step_loop, fn.heat, fn.steps_transitively, fn.accelerated,
-            function_trace(fn), fn.bound,
+            function_trace(fn), fn.bound, fn.returns,
         )
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.
     facts.update((ELSEWHERE + dotted, facts[key]) for dotted, key in defined_once(fn.key for fn in functions).items())
     return facts
 
+
+_UNSEEN = object()
 
 # Key prefix of a function known under exactly one import root, for callers under another root.
 ELSEWHERE = "*:"

@@ -230,6 +230,9 @@ class PlaceFacts:
         module = self._callee_placement(call.func)
         if module is not None and module.place is Place.DEVICE:
             return Placement(Place.DEVICE, f"the output of `{dotted_name(call.func)}`, which is {module.why}", module.node)
+        if self._facts.returned_by(call, "tensor") == ("tensor", "device"):
+            # The project's own function, whose every `return` gives a tensor on the accelerator.
+            return Placement(Place.DEVICE, f"returned on the accelerator by `{dotted_name(call.func) or 'it'}`", call)
         if owner is not None and method is not None and not qualified:
             # A tensor method keeps its receiver's place (`loss.detach()`, `x.float()`).
             return _joined(self.placement_of(owner), *map(self.placement_of, arguments))

@@ -1,0 +1,161 @@
+"""What a project function returns reaches its callers, in any module: a tensor on the device
+made by a helper is read on the host where it is returned, and a number is no tensor, however
+the helper is named."""
+
+from __future__ import annotations
+
+from tests.static.test_cross_module_heat import findings, write
+
+STEP = """
+    import torch
+
+
+    def forward_backward(model, batch, device):
+        inputs, targets = batch
+        outputs = model(inputs.to(device, non_blocking=True))
+        loss = torch.nn.functional.cross_entropy(outputs, targets.to(device, non_blocking=True))
+        loss.backward()
+        return loss.detach()
+
+
+    def scalar_of(value):
+        return value.item()
+
+
+    def compute_loss_value(model, batch, device):
+        return forward_backward(model, batch, device).item()
+"""
+
+LOOP = """
+    import torch
+    from step import forward_backward, scalar_of, compute_loss_value
+
+
+    def train(model, loader, optimizer, device):
+        for batch in loader:
+            optimizer.zero_grad()
+            value = forward_backward(model, batch, device)
+            optimizer.step()
+            if value > 10:
+                print("diverged")
+
+
+    def main():
+        device = torch.device("cuda")
+        model = torch.nn.Linear(4, 2).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        loader = torch.utils.data.DataLoader([], pin_memory=True, num_workers=2)
+        train(model, loader, optimizer, device)
+"""
+
+
+def test_a_device_tensor_returned_from_another_module_is_read_where_it_is_tested(tmp_path):
+    write(tmp_path, {"step.py": STEP, "train.py": LOOP})
+    assert findings(tmp_path, ("VP201",)) == [("train.py", "VP201", 11, "MEDIUM", "step")]
+
+
+def test_the_finding_proves_where_the_value_lives_from_the_return(tmp_path):
+    write(tmp_path, {"step.py": STEP, "train.py": LOOP})
+    from verifier.config import Settings
+    from verifier.static.runner import analyze_paths
+
+    [finding] = analyze_paths([str(tmp_path)], Settings(select=("VP201",))).findings
+    value = next(e for e in finding.evidence if e.premise.name == "VALUE")
+    assert (value.status.name, value.line) == ("PROVEN", 9)
+    assert value.text == "`value > 10` is on the accelerator: returned on the accelerator by `forward_backward`"
+
+
+def test_a_number_returned_by_a_helper_named_like_a_loss_is_no_tensor(tmp_path):
+    # `compute_loss_value(...)` is a tensor by its name alone; its return, `.item()`, says a number.
+    loop = LOOP.replace("value = forward_backward(model, batch, device)", "value = compute_loss_value(model, batch, device)")
+    write(tmp_path, {"step.py": STEP, "train.py": loop})
+    assert findings(tmp_path, ("VP201",)) == [("step.py", "VP201", 18, "MEDIUM", "step")]
+
+
+def test_a_method_returning_a_device_tensor_is_read_in_the_calling_method(tmp_path):
+    write(tmp_path, {"trainer.py": """
+        import torch
+
+
+        class Trainer:
+            def __init__(self, model, device):
+                self.model = model.to(device)
+                self.device = device
+
+            def compute(self, batch):
+                outputs = self.model(batch.to(self.device, non_blocking=True))
+                return outputs.mean()
+
+            def fit(self, loader, optimizer):
+                for batch in loader:
+                    optimizer.zero_grad()
+                    score = self.compute(batch)
+                    score.backward()
+                    optimizer.step()
+                    print(f"score {float(score):.3f}")
+    """})
+    assert [f[1:] for f in findings(tmp_path, ("VP201",))] == [("VP201", 20, "MEDIUM", "step")]
+
+
+def test_extracting_the_step_into_a_helper_keeps_the_finding(tmp_path):
+    """A refactoring that must not change findings: the step inline, and the same step moved into
+    a function of another module that returns the loss."""
+    inline = tmp_path / "inline"
+    write(inline, {"train.py": """
+        import torch
+
+
+        def train(model, loader, optimizer, device):
+            for inputs, targets in loader:
+                optimizer.zero_grad()
+                outputs = model(inputs.to(device, non_blocking=True))
+                loss = torch.nn.functional.cross_entropy(outputs, targets.to(device, non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                running = loss.detach()
+                if running > 10:
+                    print("diverged")
+    """})
+    extracted = tmp_path / "extracted"
+    write(extracted, {
+        "step.py": """
+            import torch
+
+
+            def one_step(model, inputs, targets, optimizer, device):
+                optimizer.zero_grad()
+                outputs = model(inputs.to(device, non_blocking=True))
+                loss = torch.nn.functional.cross_entropy(outputs, targets.to(device, non_blocking=True))
+                loss.backward()
+                optimizer.step()
+                return loss.detach()
+        """,
+        "train.py": """
+            from step import one_step
+
+
+            def train(model, loader, optimizer, device):
+                for inputs, targets in loader:
+                    running = one_step(model, inputs, targets, optimizer, device)
+                    if running > 10:
+                        print("diverged")
+        """,
+    })
+    before = [(f[1], f[3]) for f in findings(inline, ("VP201",))]
+    after = [(f[1], f[3]) for f in findings(extracted, ("VP201",))]
+    assert before == after == [("VP201", "MEDIUM")]
+
+
+def test_a_helper_whose_returns_disagree_lends_nothing(tmp_path):
+    step = STEP + """
+
+    def maybe_step(model, batch, device, skip):
+        if skip:
+            return 0.0
+        return forward_backward(model, batch, device)
+"""
+    loop = LOOP.replace("from step import forward_backward, scalar_of, compute_loss_value", "from step import maybe_step").replace(
+        "value = forward_backward(model, batch, device)", "value = maybe_step(model, batch, device, False)"
+    )
+    write(tmp_path, {"step.py": step, "train.py": loop})
+    assert findings(tmp_path, ("VP201",)) == []
