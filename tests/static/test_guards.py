@@ -159,3 +159,36 @@ def test_debug_code_a_compiled_graph_leaves_out_is_not_reported(analyse):
         optimizer.step()
     """
     assert analyse(code, select=("VP201",)) == []
+
+
+def test_an_interval_of_one_is_no_rate_limit():
+    assert not is_rate_limit(cst.parse_expression("(i + 1) % 1 == 0"), _imports())
+    # The same interval from an option whose default is 1: the test holds every step.
+    is_one = lambda node: cst.Module(body=()).code_for_node(node) == "args.log_steps"  # noqa: E731
+    assert not is_rate_limit(cst.parse_expression("(i + 1) % args.log_steps == 0"), _imports(), is_one)
+    assert is_rate_limit(cst.parse_expression("(i + 1) % args.log_steps == 0"), _imports())
+
+
+LOG_STEPS = """
+import argparse
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--log_steps", type=int, default={default})
+args = parser.parse_args()
+device = torch.device("cuda")
+
+def train(model, loader, optimizer):
+    for i, batch in enumerate(loader):
+        optimizer.zero_grad()
+        loss = model(batch.to(device)).sum()
+        loss.backward()
+        optimizer.step()
+        if (i + 1) % args.log_steps == 0:
+            print(f"loss {{loss:.4f}}")
+"""
+
+
+@pytest.mark.parametrize(("default", "expected"), [(1, [("VP201", 17, "LOW")]), (100, [])])
+def test_a_logging_interval_whose_default_is_one_logs_every_step(analyse, default, expected):
+    assert analyse(LOG_STEPS.format(default=default), select=("VP201",)) == expected

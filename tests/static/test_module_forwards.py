@@ -174,3 +174,51 @@ class Wide(BaseModel):
 def test_a_base_class_training_loop_runs_the_subclass_forward(analyse):
     # `self.train()` returns the instance, whose class may be any subclass: its forward runs per step.
     assert analyse(BASE_CLASS_FIT, select=("VP104",)) == [("VP104", 17, "MEDIUM")]
+
+
+SCORING_MODEL = """\
+import torch
+import torch.nn as nn
+
+
+class ScoringModel(nn.Module):
+    def __init__(self, gamma, name):
+        super().__init__()
+        self.name = name
+        self.gamma = nn.Parameter(torch.Tensor([gamma]), requires_grad=False)
+        self.width = nn.Parameter(torch.Tensor([self.gamma.item() / 8]), requires_grad=False)
+
+    def forward(self, x):
+        score = {"sum": self.by_sum, "norm": self.by_norm}
+        return score[self.name](x)
+
+    def by_sum(self, x):
+        return self.gamma.item() - x.sum(dim=1)
+
+    def by_norm(self, x):
+        return self.width.item() * x.norm(dim=1)
+
+    @staticmethod
+    def train_step(model, optimizer, batch):
+        optimizer.zero_grad()
+        loss = model(batch).mean()
+        loss.backward()
+        optimizer.step()
+
+
+def main(args, loader):
+    scoring_model = ScoringModel(args.gamma, args.name)
+    if args.cuda:
+        scoring_model = scoring_model.cuda()
+    optimizer = torch.optim.Adam(scoring_model.parameters())
+    for step in range(args.steps):
+        scoring_model.train_step(scoring_model, optimizer, next(loader))
+"""
+
+
+def test_a_parameter_read_in_a_method_the_forward_dispatches_to_is_read_every_step(analyse):
+    # A parameter is a tensor (not a module: `nn.Parameter` is a class of `torch.nn`); a dict of
+    # bound methods is a dispatch table whose entries the forward runs; a class named like a
+    # model builds one, and `.cuda()` keeps the instance its calls go to. The read in
+    # `__init__` runs once.
+    assert analyse(SCORING_MODEL, select=("VP201",)) == [("VP201", 17, "MEDIUM"), ("VP201", 20, "MEDIUM")]

@@ -168,6 +168,10 @@ class Bindings:
         if type(func) is cst.Name:
             term = self._symbolic(func)
             return (term, "__call__") if term is not None else None
+        if type(func) is cst.Subscript and type(func.value) in (cst.Name, cst.Attribute):
+            # `score[self.model_name](head, tail)`: an entry of a dispatch table of functions.
+            term = self._symbolic(func.value)
+            return (term, "__call__") if term is not None else None
         return None
 
     # ----- terms -----
@@ -203,6 +207,11 @@ class Bindings:
         if kind is cst.List and node.elements:
             # `hooks = [log_step, check_nan]`: a list of callbacks a loop over it calls in turn.
             members = [self._function(e.value) if type(e) is cst.Element else None for e in node.elements]
+            return _functions(members) if all(m is not None for m in members) else None
+        if kind is cst.Dict and node.elements:
+            # `score = {"TransE": self.TransE, "RotatE": self.RotatE}`: a dispatch table; a call
+            # through one of its entries may run any of them.
+            members = [self._function(e.value) if type(e) is cst.DictElement else None for e in node.elements]
             return _functions(members) if all(m is not None for m in members) else None
         if kind is cst.IfExp:
             # `fn = compiled_step if compiled_step is not None else train_step`: a call through
@@ -264,6 +273,8 @@ class Bindings:
             inner = self.term_of(first)
         else:
             return None
+        if inner is not None and inner[0] == "or":
+            inner = inner[1]  # the project's instance, not the walk's guess that it is a tensor
         return inner if inner is not None and inner[0] in ("instance", "self") else None
 
     def _element_of(self, iterable: cst.BaseExpression) -> tuple | None:

@@ -82,6 +82,13 @@ class CommandLine:
         value = _value(test, self)
         return None if value is _UNKNOWN else bool(value)
 
+    def is_by_default(self, node: cst.BaseExpression, value: object) -> bool:
+        """Whether `node` (`args.log_steps`, a literal) holds `value` when no option is passed."""
+        if not self.defaults or not self.namespaces:
+            return _literal(node) == value
+        found = _value(node, self)
+        return found is not _UNKNOWN and type(found) is type(value) and found == value
+
     def _copied_options(self, module: cst.Module) -> dict[str, str]:
         """`self.NAME = args.PATH` (once, or always the same) with a known default: `self.NAME`
         reads that option."""

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from verifier.static.cli_defaults import CommandLine
 from verifier.static.guards import Guards
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.lambda_scopes import LambdaScopes
@@ -107,7 +106,6 @@ class Conditions(LambdaScopes, Tracker):
         self._kinds: dict[int, ConditionKind] = {}
         # Rate limits, cadences and cache fills are the guards' verdicts, decided once per `if`.
         self._guards = context.tracker(Guards)
-        self._command_line: CommandLine | None = None
 
     # ----- what is asked -----
 
@@ -214,11 +212,10 @@ class Conditions(LambdaScopes, Tracker):
 
     def _off_by_default(self, test: cst.BaseExpression, branch: str) -> bool:
         """Whether the command line's defaults keep the walk out of `branch` of this test."""
-        if "add_argument" not in self.context.text and not self.context.config_defaults:
+        command_line = self.context.command_line()
+        if command_line is None:
             return False
-        if self._command_line is None:
-            self._command_line = CommandLine(self.context.text, self.context.config_defaults, self.context.module)
-        held = self._command_line.holds_by_default(test)
+        held = command_line.holds_by_default(test)
         if held is None:
             return False
         return held is (branch != "body")

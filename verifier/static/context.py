@@ -13,6 +13,7 @@ from typing import TypeVar
 
 import libcst as cst
 
+from verifier.static.cli_defaults import CommandLine
 from verifier.static.facts import NameFacts
 from verifier.static.heat import Condition, HeatModel
 from verifier.static.names import ImportTable
@@ -70,6 +71,12 @@ class ModuleContext:
         self._memo = {}
         self.condition_probe = lambda: None
         self.imports.forget_nodes()
+
+    def command_line(self) -> CommandLine | None:
+        """The defaults of the options this module (or, without its own, the project) reads."""
+        if "add_argument" not in self.text and not self.config_defaults:
+            return None
+        return self.memo(CommandLine, lambda: CommandLine(self.text, self.config_defaults, self.module))
 
     def memo(self, key: object, compute):
         """Compute a fact once per module for every rule that asks (e.g. AMP facts per `if`)."""

@@ -64,8 +64,12 @@ _MODULE_API = frozenset(
      "buffers", "named_buffers", "requires_grad_", "register_forward_hook", "register_forward_pre_hook",
      "register_full_backward_hook", "load_state_dict"}
 )
-# Functions outside the tensor namespaces that return a tensor on the parameters' device.
-_TENSOR_RETURNING = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.get_total_norm"})
+# Functions outside the tensor namespaces that return a tensor on the parameters' device, and
+# the classes of `torch.nn` whose instances are tensors (a module's parameters and buffers).
+_TENSOR_RETURNING = frozenset({
+    "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.get_total_norm",
+    "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer",
+})
 _NUMBER_BUILTINS = frozenset({"float", "int", "len", "round", "abs", "sum", "min", "max"})
 
 
@@ -421,7 +425,9 @@ class NameFacts:
         if func_name in _NUMBER_BUILTINS and not qualified:
             return Kind.NUMBER
         callee = terminal_name(call.func)
-        by_name = is_model_name(callee) or bool(func_name and self.lookup(func_name) is Kind.MODULE) or _computes_a_loss(callee)
+        # `model(x)` runs a forward; `KGEModel(...)`, a class by its spelling, builds a module.
+        forward = is_model_name(callee) and not (callee or "")[:1].isupper()
+        by_name = forward or bool(func_name and self.lookup(func_name) is Kind.MODULE) or _computes_a_loss(callee)
         returned = self.returned_by(call, "tensor" if by_name else None)
         if returned is not None:
             # The project's own function, wherever it is defined: what its returns give.

@@ -14,6 +14,7 @@ of gradient accumulation (`if (i + 1) % accum == 0: optimizer.step()`), not a ra
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -26,6 +27,10 @@ from verifier.static.rule import Rule
 from verifier.static.tracker import Tracker
 from verifier.static.walk import children, ends_with, iter_descendants
 
+def _is_literal_one(node: cst.BaseExpression) -> bool:
+    return type(node) is cst.Integer and node.evaluated_value == 1
+
+
 # `should_log`, `log_interval`, `print_freq`; not `logger` (a null check is no rate limit).
 _LOGGING_DECISION = re.compile(
     r"every|interval|freq|period|should_log|log_now|do_log|is_log|log_step|print_step|display", re.IGNORECASE
@@ -34,8 +39,19 @@ _INDEX = re.compile(r"^(i|j|k|n|it|idx)$|step|iter|batch|idx|count", re.IGNORECA
 _COUNTER = re.compile(r"^(i|j|k|n|it|idx)$|step|iter|batch|idx|count|^num_|^n_|total|printed|shown|seen", re.IGNORECASE)
 
 
-def is_rate_limit(test: cst.BaseExpression, imports: ImportTable) -> bool:
+def is_rate_limit(
+    test: cst.BaseExpression, imports: ImportTable, is_one: Callable[[cst.BaseExpression], bool] = _is_literal_one,
+) -> bool:
+    """`is_one`: whether an interval is 1 as the code runs by default (`% args.log_steps` with
+    `default=1`): taken modulo 1, the test holds every step, which is no rate limit."""
+    every_step = [
+        node for node in (test, *iter_descendants(test))
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.Modulo and is_one(node.right)
+    ]
+    skipped = {id(part) for node in every_step for part in (node, *iter_descendants(node))}
     for node in (test, *iter_descendants(test)):
+        if id(node) in skipped:
+            continue  # `(i + 1) % args.log_steps` with `default=1`: its names are no rate limit either
         kind = type(node)
         if kind is cst.BinaryOperation and type(node.operator) is cst.Modulo and not _measures_a_size(node.left):
             return True
@@ -316,6 +332,13 @@ class Guards(LambdaScopes, Tracker):
     def _is_guard(self, node: cst.If) -> bool:
         return self.guard_kind(node) in ("rate", "lazy", "eager")
 
+    def _is_one(self, interval: cst.BaseExpression) -> bool:
+        """An interval of 1 as written or as the options hold it by default (`default=1`)."""
+        if _is_literal_one(interval):
+            return True
+        command_line = self.context.command_line()
+        return command_line is not None and command_line.is_by_default(interval, 1)
+
     def guard_kind(self, node: cst.If) -> str | None:
         """What `node`'s test says, decided once per `if` for every tracker that asks
         (`conditions.py` asks too): "rate" (a rate limit: a guard), "cadence" (a rate-limit test
@@ -326,7 +349,7 @@ class Guards(LambdaScopes, Tracker):
         if found is _UNDECIDED:
             if _outside_compiled_code(node.test, self.context.imports):
                 found = "eager"
-            elif is_rate_limit(node.test, self.context.imports) or self._names_a_rate_limit(node.test):
+            elif is_rate_limit(node.test, self.context.imports, self._is_one) or self._names_a_rate_limit(node.test):
                 found = "cadence" if steps_an_optimizer(node.body) else "rate"
             else:
                 found = "lazy" if is_lazy_init(node) else None

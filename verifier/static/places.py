@@ -60,6 +60,7 @@ _HOST_FACTORIES = frozenset(
     )
 )
 _TO_HOST_METHODS = frozenset({"cpu", "numpy", "pin_memory"})
+_MODULE_STATE = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"})
 _MODULE_MOVES = frozenset({"to", "cuda"})
 # Objects whose `prepare`/`setup` place what they return on the accelerator.
 _PLACERS = frozenset({"accelerate.Accelerator", "lightning.fabric.Fabric", "lightning.Fabric", "lightning_fabric.Fabric"})
@@ -218,6 +219,8 @@ class PlaceFacts:
             return self._moved(call) or self.placement_of(owner)
         if method in _TO_HOST_METHODS:
             return Placement(Place.HOST, f"made on the host by `.{method}()`", call)
+        if qualified in _MODULE_STATE:
+            return None  # a parameter or buffer goes where its module is moved, later
         if qualified in _HOST_FACTORIES or (qualified.startswith("torch.") and qualified.endswith("_like")):
             return self._factory(call, qualified)
         if method in _PLACING_METHODS and owner is not None and self._is_placer(owner):
