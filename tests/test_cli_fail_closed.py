@@ -276,7 +276,15 @@ def test_when_no_file_could_be_analysed_there_is_no_score(folder, capsys):
     code, document = run_json(capsys, "src", "--isolated")
     assert code == 0
     assert document["score"]["total"] is None
-    assert document["score"]["not_scored"] == "nothing was analysed: none of the 1 files could be analysed"
+    assert document["score"]["not_scored"] == "nothing was analysed: the one file could not be analysed"
+
+
+def test_the_summary_counts_the_files_that_could_not_be_analysed(folder, capsys):
+    (folder / "broken.py").write_text("def train(:\n    pass\n")
+    (folder / "plain.py").write_text("import torch\n")
+    code = main(["src", "--isolated", "--no-report", "--no-cache"])
+    summary = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Found ")]
+    assert (code, summary) == (0, ["Found 1 finding (1 INFO) in 1 of 2 files, 1 of them analysed (1 file could not be)."])
 
 
 def test_a_project_file_the_runs_time_limit_cut_off_is_reported_and_blocks(folder, capsys):

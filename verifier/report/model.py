@@ -20,7 +20,9 @@ UNANALYSABLE_CODE = "VP900"
 
 def nothing_analysed(scorecard: Scorecard, files: int) -> Scorecard:
     """No score for a run that analysed nothing: never a silent 100/100."""
-    why = "no Python files found" if not files else f"none of the {files} files could be analysed"
+    why = "no Python files found" if not files else (
+        "the one file could not be analysed" if files == 1 else f"none of the {files} files could be analysed"
+    )
     categories = tuple(replace(c, scored=False, points=Fraction(0), note="nothing was analysed") for c in scorecard.categories)
     return Scorecard(None, categories, not_scored=f"nothing was analysed: {why}")
 
@@ -75,6 +77,11 @@ class Report:
     # Findings a suppression comment silenced: shown as a count (and in SARIF as suppressed results).
     suppressed: tuple[Finding, ...] = ()
     fixes: Fixes = Fixes()
+
+    @property
+    def unanalysable_files(self) -> int:
+        """Files that could not be analysed (a VP900 finding: unreadable, too large, timed out)."""
+        return len({f.path for f in self.findings if f.code == UNANALYSABLE_CODE} & set(self.files))
 
 
 def build_report(

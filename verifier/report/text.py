@@ -142,10 +142,17 @@ def summary_lines(report: Report) -> list[str]:
     if findings:
         listed = ", ".join(f"{n} {name}" for name, n in severity_counts(findings).items() if n)
         with_findings = len({f.path for f in findings})
-        lines.append(
-            f"Found {counted(len(findings), 'finding')} ({listed}) in {with_findings} of "
-            f"{counted(len(report.files), 'analysed file')}{heat}."
-        )
+        unanalysable = report.unanalysable_files
+        if unanalysable:
+            # Never "in 2 of 2 analysed files" beside "none of the 2 files could be analysed".
+            analysed = len(report.files) - unanalysable
+            where = (
+                f"{counted(len(report.files), 'file')}, {analysed} of them analysed "
+                f"({counted(unanalysable, 'file')} could not be)"
+            )
+        else:
+            where = counted(len(report.files), "analysed file")
+        lines.append(f"Found {counted(len(findings), 'finding')} ({listed}) in {with_findings} of {where}{heat}.")
     elif not report.files:
         lines.append("Nothing analysed: no Python files found under the given path(s).")
     else:
