@@ -5,7 +5,10 @@ model says the line runs per step or per epoch. `reset_peak_memory_stats()` is r
 when nothing in the same loop reads the peak back: a loop that resets and then reads
 `max_memory_allocated()` measures each iteration on purpose. Neither is reported in a loop that
 is per-step only because it is a benchmark function's innermost loop: autotuners release
-memory between measured candidates on purpose.
+memory between measured candidates on purpose. An `empty_cache()` on the statement right after
+a release (`del pipeline`, `pipeline = None`, `gc.collect()`) hands back the memory of what was
+just dropped (a validation pipeline, a finished evaluation model): once per epoch that is the
+intended use, and it is reported only where it runs every step.
 """
 
 from __future__ import annotations
@@ -97,6 +100,23 @@ for x, y in loader:
         self._bodies: list[_Body] = [_Body()]
         # How many bodies each function frame holds, so a function's reads stay its own.
         self._function_starts: list[int] = [0]
+        # Whether the statement just left released memory, and whether the one being walked
+        # comes right after such a statement in the same block.
+        self._released = False
+        self._after_release = False
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._released = False
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._after_release = self._released
+
+    def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._released = any(_releases(statement, self.context.imports) for statement in node.body)
+        self._after_release = False
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._released = False  # the compound statement that held the block is no release
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._function_starts.append(len(self._bodies))
@@ -129,11 +149,12 @@ for x, y in loader:
             # Under `if step % eval_every == 0:` it frees what a periodic eval or sample left.
             if self.guarded:
                 return
+            table = _AFTER_RELEASE if self._after_release else self.severity
             self.report(
                 node,
                 "`empty_cache()` every iteration returns cached blocks to the driver; the next "
                 "iteration re-allocates them through cudaMalloc (and freeing syncs the device)",
-                severity=_outside_benchmarks(self.severity, self.context.heat.where()),
+                severity=_outside_benchmarks(table, self.context.heat.where()),
             )
         elif qualified in _RESET_PEAK:
             self._bodies[-1].resets.append((node, self.context.heat.here()))
@@ -222,6 +243,21 @@ print(torch.cuda.max_memory_allocated())
             severity=Severity.MEDIUM,
         ),
     )
+
+
+# Right after a release: the intended use once per epoch; every step, the same cost as ever.
+_AFTER_RELEASE = SeverityByHeat(step=Severity.MEDIUM, epoch=None, once=None)
+
+
+def _releases(statement: cst.BaseSmallStatement, imports) -> bool:
+    """`del x`, `x = None`, `gc.collect()`: a statement that drops what holds device memory."""
+    if type(statement) is cst.Del:
+        return True
+    if type(statement) is cst.Assign:
+        return type(statement.value) is cst.Name and statement.value.value == "None"
+    if type(statement) is cst.Expr and type(statement.value) is cst.Call:
+        return imports.call_name(statement.value) == "gc.collect"
+    return False
 
 
 def _outside_benchmarks(severity: SeverityByHeat, where: Where) -> DeferredSeverity:

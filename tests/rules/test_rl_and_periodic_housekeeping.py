@@ -8,6 +8,8 @@ Freeing the cache after a periodic validation run is housekeeping, not a per-ste
 
 from __future__ import annotations
 
+import pytest
+
 ROLLOUT = """\
 import numpy as np
 import torch
@@ -70,6 +72,41 @@ def test_empty_cache_after_a_periodic_validation_is_quiet(analyse):
         torch.cuda.empty_cache()
     """
     assert analyse(code, select=("VP403",)) == [("VP403", 11, "MEDIUM")]
+
+
+EPOCH_VALIDATION = """\
+import gc
+import torch
+for epoch in range(epochs):
+    for batch in train_loader:
+        loss = model(batch.to("cuda")).mean()
+        loss.backward()
+        optimizer.step()
+    pipeline = make_pipeline(model).to("cuda")
+    images = [pipeline(prompt) for _ in range(4)]
+    {release}
+    torch.cuda.empty_cache()
+"""
+
+
+@pytest.mark.parametrize("release", ["del pipeline", "pipeline = None", "gc.collect()"])
+def test_empty_cache_right_after_a_release_once_per_epoch_is_quiet(analyse, release):
+    assert analyse(EPOCH_VALIDATION.format(release=release), select=("VP403",)) == []
+
+
+def test_empty_cache_once_per_epoch_without_a_release_is_low_and_after_one_every_step_medium(analyse):
+    assert analyse(EPOCH_VALIDATION.format(release="print(len(images))"), select=("VP403",)) == [("VP403", 11, "LOW")]
+    every_step = """\
+    import torch
+    for batch in train_loader:
+        outputs = model(batch.to("cuda"))
+        loss = outputs.mean()
+        loss.backward()
+        optimizer.step()
+        del outputs
+        torch.cuda.empty_cache()
+    """
+    assert analyse(every_step, select=("VP403",)) == [("VP403", 8, "MEDIUM")]
 
 
 def test_sum_of_loss_terms_is_a_tensor_and_sum_of_lengths_a_number(analyse):
