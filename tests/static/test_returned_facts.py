@@ -159,3 +159,39 @@ def test_a_helper_whose_returns_disagree_lends_nothing(tmp_path):
     )
     write(tmp_path, {"step.py": step, "train.py": loop})
     assert findings(tmp_path, ("VP201",)) == []
+
+
+def test_a_tuple_returned_on_every_path_is_unpacked_element_by_element(tmp_path):
+    write(tmp_path, {
+        "step.py": """
+            import torch
+
+
+            def train_step(model, batch, optimizer, device):
+                inputs = batch.to(device, non_blocking=True)
+                optimizer.zero_grad()
+                scores = model(inputs)
+                loss = scores.mean()
+                loss.backward()
+                optimizer.step()
+                return loss.detach(), inputs.shape[0], scores.max()
+        """,
+        "train.py": """
+            from step import train_step
+
+
+            def train(model, loader, optimizer, device):
+                for batch in loader:
+                    loss, count, top = train_step(model, batch, optimizer, device)
+                    if count > 1000:
+                        continue
+                    if top > 100:
+                        break
+                    print(f"{loss:.3f} over {count}")
+        """,
+    })
+    # `top` and `loss` are device tensors read on the host (the second right after the first:
+    # a round trip only); `count` is a number.
+    assert findings(tmp_path, ("VP201",)) == [
+        ("train.py", "VP201", 10, "MEDIUM", "step"), ("train.py", "VP201", 12, "LOW", "step"),
+    ]

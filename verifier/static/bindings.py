@@ -689,9 +689,13 @@ class _Project:
         if len(functions) != 1 or functions[0].yields:
             return None
         found = {self.value(t) for t in functions[0].results}
-        if found and found <= {TENSOR, DEVICE_TENSOR}:
-            return DEVICE_TENSOR if found == {DEVICE_TENSOR} else TENSOR
-        return NUMBER if found == {NUMBER} else None
+        tuples = {len(fact) for fact in found if fact is not None and fact[0] == "tuple"}
+        if len(tuples) == 1 and all(fact is not None and fact[0] == "tuple" for fact in found):
+            # `return loss, logits` on every path: what each position gives, element by element.
+            width = tuples.pop()
+            elements = tuple(_agreed({fact[i] for fact in found}) for i in range(1, width))
+            return ("tuple", *elements) if any(e is not None for e in elements) else None
+        return _agreed(found)
 
     def attribute(self, class_key: str, name: str) -> tuple | None:
         """What `self.name` holds, from the nearest class that assigns it (unknown if reassigned)."""
@@ -793,11 +797,21 @@ def bind_project(models: list[HeatModel]) -> None:
         ]
 
 
+def _agreed(found: set) -> tuple | None:
+    """One fact for values that must all hold it: a number, or a tensor (on the accelerator when
+    every one is shown there); anything else, or a disagreement, is unknown."""
+    if found and found <= {TENSOR, DEVICE_TENSOR}:
+        return DEVICE_TENSOR if found == {DEVICE_TENSOR} else TENSOR
+    return NUMBER if found == {NUMBER} else None
+
+
 def _changes_a_kind(returned: tuple | None, assumed: str | None) -> bool:
     """A number where a tensor was assumed, a tensor where nothing was, or a tensor shown on the
     accelerator where one was only assumed (a premise then proven): a finding may change."""
     if returned is None:
         return False
+    if returned[0] == "tuple":
+        return True  # element by element: more than the call's one kind could say
     if assumed == "tensor":
         return returned in (NUMBER, DEVICE_TENSOR)
     return True

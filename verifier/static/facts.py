@@ -262,6 +262,15 @@ class NameFacts:
             return
         elements = target.elements
         literal = type(value) in (cst.Tuple, cst.List)
+        returned = self.returned_by(value) if type(value) is cst.Call else None
+        if returned is not None and returned[0] == "tuple" and len(returned) == len(elements) + 1:
+            # `errD, errG = train_step()`: each target is what that position of every return is.
+            for element, fact in zip(elements, returned[1:]):
+                if type(element) is cst.StarredElement or type(element.value) in (cst.Tuple, cst.List):
+                    self.bind(element if type(element) is cst.StarredElement else element.value, None)
+                else:
+                    self._set(element.value, _kind_of_fact(fact))
+            return
         kind = self.kind_of(value) if value is not None and not literal else None
         # A helper that is a tensor only by its loss-like name returns the loss first
         # (`loss, parts = compute_loss(...)`); what follows it is not known.
@@ -430,8 +439,9 @@ class NameFacts:
         by_name = forward or bool(func_name and self.lookup(func_name) is Kind.MODULE) or _computes_a_loss(callee)
         returned = self.returned_by(call, "tensor" if by_name else None)
         if returned is not None:
-            # The project's own function, wherever it is defined: what its returns give.
-            return Kind.NUMBER if returned[0] == "number" else Kind.TENSOR
+            # The project's own function, wherever it is defined: what its returns give (a
+            # tuple is unpacked element by element, `_unpack`).
+            return None if returned[0] == "tuple" else _kind_of_fact(returned)
         return Kind.TENSOR if by_name else None
 
     def tensor_by_name_only(self, call: cst.Call) -> bool:
@@ -465,6 +475,13 @@ class NameFacts:
 
 def _nothing_returned(call: cst.Call, assumed: str | None = None) -> tuple | None:
     return None
+
+
+def _kind_of_fact(fact: tuple | None) -> Kind | None:
+    """The kind a project fact says: a number, or a tensor (wherever it lives)."""
+    if fact is None:
+        return None
+    return Kind.NUMBER if fact[0] == "number" else Kind.TENSOR if fact[0] == "tensor" else None
 
 
 # Functions that set things up, whatever they are named after (`_setup_early_exit_loss`).

@@ -114,6 +114,13 @@ class PlaceFacts:
                 for element, item in pairs:
                     self.bind(element, item)
                 return
+            returned = self._facts.returned_by(value, "tensor") if type(value) is cst.Call else None
+            if returned is not None and returned[0] == "tuple" and len(returned) == len(target.elements) + 1:
+                # `errD, errG = train_step()`: each where that position of every return lives.
+                for element, fact in zip(target.elements, returned[1:]):
+                    shown = Placement(Place.DEVICE, f"returned on the accelerator by `{dotted_name(value.func) or 'it'}`", value)
+                    self._unpacked(element.value, shown if fact == ("tensor", "device") else None)
+                return
             # `model, opt, loader = accelerator.prepare(model, opt, loader)`, `logits, loss = model(x)`.
             placement = self.placement_of(value) if value is not None else None
             for element in target.elements:
