@@ -64,12 +64,10 @@ _MODULE_API = frozenset(
      "buffers", "named_buffers", "requires_grad_", "register_forward_hook", "register_forward_pre_hook",
      "register_full_backward_hook", "load_state_dict"}
 )
-# Functions outside the tensor namespaces that return a tensor on the parameters' device, and
-# the classes of `torch.nn` whose instances are tensors (a module's parameters and buffers).
-_TENSOR_RETURNING = frozenset({
-    "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.get_total_norm",
-    "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer",
-})
+# The classes of `torch.nn` whose instances are tensors: a module's parameters and buffers.
+MODULE_STATE = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"})
+# Functions outside the tensor namespaces that return a tensor on the parameters' device.
+_TENSOR_RETURNING = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.get_total_norm"}) | MODULE_STATE
 _NUMBER_BUILTINS = frozenset({"float", "int", "len", "round", "abs", "sum", "min", "max"})
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from verifier.static.devices import destination
-from verifier.static.facts import Kind, NameFacts
+from verifier.static.facts import MODULE_STATE, Kind, NameFacts
 from verifier.static.scopes import ScopedNames
 from verifier.static.names import (
     ImportTable,
@@ -60,7 +60,6 @@ _HOST_FACTORIES = frozenset(
     )
 )
 _TO_HOST_METHODS = frozenset({"cpu", "numpy", "pin_memory"})
-_MODULE_STATE = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"})
 _MODULE_MOVES = frozenset({"to", "cuda"})
 # Objects whose `prepare`/`setup` place what they return on the accelerator.
 _PLACERS = frozenset({"accelerate.Accelerator", "lightning.fabric.Fabric", "lightning.Fabric", "lightning_fabric.Fabric"})
@@ -117,8 +116,8 @@ class PlaceFacts:
             returned = self._facts.returned_by(value, "tensor") if type(value) is cst.Call else None
             if returned is not None and returned[0] == "tuple" and len(returned) == len(target.elements) + 1:
                 # `errD, errG = train_step()`: each where that position of every return lives.
+                shown = Placement(Place.DEVICE, f"returned on the accelerator by `{dotted_name(value.func) or 'it'}`", value)
                 for element, fact in zip(target.elements, returned[1:]):
-                    shown = Placement(Place.DEVICE, f"returned on the accelerator by `{dotted_name(value.func) or 'it'}`", value)
                     self._unpacked(element.value, shown if fact == ("tensor", "device") else None)
                 return
             # `model, opt, loader = accelerator.prepare(model, opt, loader)`, `logits, loss = model(x)`.
@@ -226,7 +225,7 @@ class PlaceFacts:
             return self._moved(call) or self.placement_of(owner)
         if method in _TO_HOST_METHODS:
             return Placement(Place.HOST, f"made on the host by `.{method}()`", call)
-        if qualified in _MODULE_STATE:
+        if qualified in MODULE_STATE:
             return None  # a parameter or buffer goes where its module is moved, later
         if qualified in _HOST_FACTORIES or (qualified.startswith("torch.") and qualified.endswith("_like")):
             return self._factory(call, qualified)
