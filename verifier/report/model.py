@@ -81,7 +81,11 @@ class Report:
     @property
     def unanalysable_files(self) -> int:
         """Files that could not be analysed (a VP900 finding: unreadable, too large, timed out)."""
-        return len({f.path for f in self.findings if f.code == UNANALYSABLE_CODE} & set(self.files))
+        return len(unanalysable_paths(self.findings) & set(self.files))
+
+
+def unanalysable_paths(findings) -> set[str]:
+    return {f.path for f in findings if f.code == UNANALYSABLE_CODE}
 
 
 def build_report(
@@ -103,7 +107,7 @@ def build_report(
     checked = checked_categories(rules)
     scorecard = score(ordered, dynamic, dynamic_note, checked)
     scorecard = replace(scorecard, proven_total=score([f for f in ordered if f.proven], dynamic, dynamic_note, checked).total)
-    unanalysable = {f.path for f in ordered if f.code == UNANALYSABLE_CODE}
+    unanalysable = unanalysable_paths(ordered)
     if not any(path not in unanalysable for path in files):
         scorecard = nothing_analysed(scorecard, len(files))
     decision = decide(

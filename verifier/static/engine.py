@@ -12,6 +12,7 @@ import ast
 import functools
 import itertools
 import os
+import re
 import signal
 import threading
 import time
@@ -54,6 +55,8 @@ UNANALYSABLE = "VP900"
 # wait(x)`) carries the step's heat to the module it calls.
 HEAT_TOKENS = ("backward", "loader", ".step(", "zero_grad", "batches", "def", "lambda")
 _MAX_SNIPPET_LINES = 12
+# A name followed by a call's parenthesis (`one_step(`): what a file may call.
+_CALLED_NAME = re.compile(r"(\w+)\(")
 
 
 @dataclass
@@ -300,8 +303,9 @@ def analyze_source(
     heat.condition_probe = context.condition_probe = conditions.current
     # A call of a project function known to return a tensor or a number brings values the
     # file's own text may never name (`running = one_step(...)`, then `if running > 10:`).
-    returning = tuple({f"{key.rsplit('.', 1)[-1]}(" for key in heat.returned})
-    calls_returning = bool(returning) and context.mentions(*returning)
+    # One scan of the text for the names it calls, not one search per known function.
+    returning = {key.rsplit(".", 1)[-1] for key in heat.returned}
+    calls_returning = bool(returning) and not returning.isdisjoint(_CALLED_NAME.findall(source.text))
     active = [rule(context) for rule in rules if calls_returning or context.mentions(*rule.tokens)]
     host = context.trackers.get(HostData)
     is_host_batch = (lambda node: host.origin_of(node) is Origin.BATCH) if host is not None else (lambda node: False)

@@ -431,10 +431,7 @@ class NameFacts:
             return self._kind_of_sum(call)
         if func_name in _NUMBER_BUILTINS and not qualified:
             return Kind.NUMBER
-        callee = terminal_name(call.func)
-        # `model(x)` runs a forward; `KGEModel(...)`, a class by its spelling, builds a module.
-        forward = is_model_name(callee) and not (callee or "")[:1].isupper()
-        by_name = forward or bool(func_name and self.lookup(func_name) is Kind.MODULE) or _computes_a_loss(callee)
+        by_name = self._tensor_by_name(call) is not None
         returned = self.returned_by(call, "tensor" if by_name else None)
         if returned is not None:
             # The project's own function, wherever it is defined: what its returns give (a
@@ -444,15 +441,23 @@ class NameFacts:
 
     def tensor_by_name_only(self, call: cst.Call) -> bool:
         """A tensor only because its callee is named like a loss (not a module, not torch)."""
-        func_name = dotted_name(call.func)
-        callee = terminal_name(call.func)
         return (
             not self._imports.call_name(call)
             and method_name(call) not in TENSOR_METHODS
-            and not is_model_name(callee)
-            and not (func_name and self.lookup(func_name) is Kind.MODULE)
-            and _computes_a_loss(callee)
+            and self._tensor_by_name(call) == "loss"
         )
+
+    def _tensor_by_name(self, call: cst.Call) -> str | None:
+        """Why the callee's name alone says the call gives a tensor: "forward" (`model(x)`, or a
+        name known to hold a module; `KGEModel(...)`, a class by its spelling, builds one), "loss"
+        (`criterion(...)`, `compute_loss(...)`), or None."""
+        func_name = dotted_name(call.func)
+        callee = terminal_name(call.func)
+        if (is_model_name(callee) and not (callee or "")[:1].isupper()) or (
+            func_name and self.lookup(func_name) is Kind.MODULE
+        ):
+            return "forward"
+        return "loss" if _computes_a_loss(callee) else None
 
 
     def _kind_of_sum(self, call: cst.Call) -> Kind | None:
