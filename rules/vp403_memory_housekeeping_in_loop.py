@@ -8,7 +8,10 @@ is per-step only because it is a benchmark function's innermost loop: autotuners
 memory between measured candidates on purpose. An `empty_cache()` on the statement right after
 a release (`del pipeline`, `pipeline = None`, `gc.collect()`) hands back the memory of what was
 just dropped (a validation pipeline, a finished evaluation model): once per epoch that is the
-intended use, and it is reported only where it runs every step.
+intended use, and it is reported only where it runs every step. A release also covers the first
+statement of each branch of the `if`/`with`/`try` right after it (`gc.collect()` then
+`if cuda: torch.cuda.empty_cache()`). A class whose methods reset the peak and read it back (a
+memory tracer resetting in `__enter__` and reading in `__exit__`) measures on purpose.
 """
 
 from __future__ import annotations
@@ -101,12 +104,21 @@ for x, y in loader:
         # How many bodies each function frame holds, so a function's reads stay its own.
         self._function_starts: list[int] = [0]
         # Whether the statement just left released memory, and whether the one being walked
-        # comes right after such a statement in the same block.
+        # comes right after such a statement in the same block. `_carried` holds, per compound
+        # statement being walked, whether its blocks start right after a release: the branches
+        # of an `if`/`with`/`try` that follows one do; a loop's or a function's body does not.
         self._released = False
         self._after_release = False
+        self._carried: list[bool] = [False]
+        # Per class being walked: resets its methods left unread, and whether any method reads
+        # the peak (a tracer resets in `__enter__` and reads in `__exit__`); and, per function,
+        # whether it is a method of the class around it.
+        self._classes: list[_Body] = []
+        self._methods: list[bool] = []
+        self._class_function_depths: list[int] = []
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._released = False
+        self._released = self._carried[-1]
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self._after_release = self._released
@@ -116,30 +128,74 @@ for x, y in loader:
         self._after_release = False
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._released = False  # the compound statement that held the block is no release
+        self._released = self._carried[-1]  # an `elif`/`else` starts where its `if` did
+
+    def _open_compound(self, carries: bool) -> None:
+        self._carried.append(self._released if carries else False)
+
+    def _close_compound(self) -> None:
+        self._carried.pop()
+        self._released = False  # the compound statement as a whole is no release
+
+    def visit_If(self, node: cst.If) -> None:
+        self._open_compound(True)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._close_compound()
+
+    def visit_With(self, node: cst.With) -> None:
+        self._open_compound(True)
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self._close_compound()
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self._open_compound(True)
+
+    def leave_Try(self, original_node: cst.Try) -> None:
+        self._close_compound()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._open_compound(False)
+        self._classes.append(_Body())
+        self._class_function_depths.append(len(self._methods))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._close_compound()
+        self._class_function_depths.pop()
+        tracer = self._classes.pop()
+        if not tracer.reads_peak:
+            self._report_unread(tracer.resets)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._open_compound(False)
+        self._methods.append(bool(self._classes) and len(self._methods) == self._class_depth())
         self._function_starts.append(len(self._bodies))
         self._bodies.append(_Body())
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._close_body()
+        self._close_scope(method=self._methods.pop())
         self._function_starts.pop()
+        self._close_compound()
 
     def visit_For(self, node: cst.For) -> None:
+        self._open_compound(False)
         self._bodies.append(_Body())
 
     def leave_For(self, node: cst.For) -> None:
-        self._close_body()
+        self._close_scope()
+        self._close_compound()
 
     def visit_While(self, node: cst.While) -> None:
+        self._open_compound(False)
         self._bodies.append(_Body())
 
     def leave_While(self, node: cst.While) -> None:
-        self._close_body()
+        self._close_scope()
+        self._close_compound()
 
     def leave_Module(self, node: cst.Module) -> None:
-        self._close_body()
+        self._close_scope()
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.context.imports.call_name(node)
@@ -161,12 +217,24 @@ for x, y in loader:
         elif qualified.rsplit(".", 1)[-1] in _PEAK_READS:
             for body in self._bodies[self._function_starts[-1]:]:
                 body.reads_peak = True
+            if self._classes:
+                self._classes[-1].reads_peak = True
 
-    def _close_body(self) -> None:
+    def _class_depth(self) -> int:
+        """How many functions enclose the innermost class: a `def` at that depth is its method."""
+        return self._class_function_depths[-1] if self._class_function_depths else 0
+
+    def _close_scope(self, method: bool = False) -> None:
         body = self._bodies.pop()
         if body.reads_peak:
             return
-        for call, where in body.resets:
+        if method:
+            self._classes[-1].resets.extend(body.resets)  # judged when the whole class is seen
+            return
+        self._report_unread(body.resets)
+
+    def _report_unread(self, resets: list[tuple[cst.Call, Where]]) -> None:
+        for call, where in resets:
             self.report(
                 call,
                 "`reset_peak_memory_stats()` every iteration discards earlier peaks and nothing in "

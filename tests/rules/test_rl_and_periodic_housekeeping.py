@@ -109,6 +109,61 @@ def test_empty_cache_once_per_epoch_without_a_release_is_low_and_after_one_every
     assert analyse(every_step, select=("VP403",)) == [("VP403", 8, "MEDIUM")]
 
 
+MEMORY_TRACER = """\
+import gc
+import torch
+
+
+class MemoryTrace:
+    def __enter__(self):
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        return self
+
+    def __exit__(self, *exc):
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+            {read}
+
+
+for epoch in range(epochs):
+    with MemoryTrace() as trace:
+        for batch in train_loader:
+            loss = model(batch.to("cuda")).mean()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_a_memory_tracer_used_once_per_epoch_is_quiet(analyse):
+    # The release's branches start right after it; the peak reset in `__enter__` is read in `__exit__`.
+    code = MEMORY_TRACER.format(read="self.peak = torch.cuda.max_memory_allocated()")
+    assert analyse(code, select=("VP403",)) == []
+
+
+def test_a_tracer_that_never_reads_its_peak_still_reports_the_reset(analyse):
+    code = MEMORY_TRACER.format(read="self.end = torch.cuda.memory_allocated()")
+    assert analyse(code, select=("VP403",)) == [("VP403", 10, "LOW")]
+
+
+def test_a_release_before_a_loop_does_not_cover_the_loop_body(analyse):
+    code = """\
+    import gc
+    import torch
+    for epoch in range(epochs):
+        gc.collect()
+        for batch in train_loader:
+            loss = model(batch.to("cuda")).mean()
+            loss.backward()
+            optimizer.step()
+            torch.cuda.empty_cache()
+    """
+    assert analyse(code, select=("VP403",)) == [("VP403", 9, "MEDIUM")]
+
+
 def test_sum_of_loss_terms_is_a_tensor_and_sum_of_lengths_a_number(analyse):
     code = """\
     import torch
