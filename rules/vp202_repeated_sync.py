@@ -50,12 +50,16 @@ if loss_value > best:
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        # One map per scope: source of the synced expression -> how it was first read.
-        self._seen: list[dict[str, str]] = [{}]
+        # One map per scope: source of the synced expression -> how it was first read, and in
+        # which arm of each conditional expression around it (`_arms`).
+        self._seen: list[dict[str, tuple[str, frozenset[tuple[int, bool]]]]] = [{}]
+        # The conditional expressions (`a if c else b`) being walked, with the calls in their
+        # `else` arm: `x.item() if first else total + x.item()` reads `x` once, not twice.
+        self._conditional_arms: list[tuple[int, frozenset[int], frozenset[int]]] = []
 
         # Reads in one branch of an `if` never run together with reads in the other branch.
-        self._before_branch: dict[int, dict[str, str]] = {}
-        self._before_if: list[dict[str, str]] = []
+        self._before_branch: dict[int, dict[str, tuple[str, frozenset[tuple[int, bool]]]]] = {}
+        self._before_if: list[dict[str, tuple[str, frozenset[tuple[int, bool]]]]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._seen.append({})
@@ -80,6 +84,23 @@ if loss_value > best:
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._seen.pop()
 
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        def calls(arm: cst.BaseExpression) -> frozenset[int]:
+            return frozenset(id(n) for n in (arm, *iter_descendants(arm)) if type(n) is cst.Call)
+
+        self._conditional_arms.append((id(node), calls(node.body), calls(node.orelse)))
+
+    def leave_IfExp(self, node: cst.IfExp) -> None:
+        self._conditional_arms.pop()
+
+    def _arms_of(self, call: cst.Call) -> frozenset[tuple[int, bool]]:
+        """For each conditional expression around `call`: whether it sits in the `if` arm."""
+        return frozenset(
+            (conditional, id(call) in body)
+            for conditional, body, orelse in self._conditional_arms
+            if id(call) in body or id(call) in orelse
+        )
+
     def visit_Call(self, node: cst.Call) -> None:
         sync = sync_of_call(node, self.context.facts, self.context.imports)
         if sync is None or not sync.is_explicit_read or self.guarded:
@@ -91,14 +112,18 @@ if loss_value > best:
         subject = self.context.code_for(sync.subject)
         key = f"{id(loop)}:{subject}"
         seen = self._seen[-1]
-        if key in seen:
-            self.report(
-                node,
-                f"`{subject}` is read on the host again with `{sync.how}` "
-                f"(already read with `{seen[key]}` in this scope, unchanged since)",
-            )
-        else:
-            seen[key] = sync.how
+        arms = self._arms_of(node) if self._conditional_arms else frozenset()
+        if key not in seen:
+            seen[key] = (sync.how, arms)
+            return
+        first_how, first_arms = seen[key]
+        if any((conditional, not in_body) in first_arms for conditional, in_body in arms):
+            return  # the other arm of the same conditional expression: one read runs, not both
+        self.report(
+            node,
+            f"`{subject}` is read on the host again with `{sync.how}` "
+            f"(already read with `{first_how}` in this scope, unchanged since)",
+        )
 
     def leave_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
