@@ -60,3 +60,52 @@ def test_a_module_put_in_eval_mode_by_name_is_a_forward(analyse):
             quantized(x)
     """
     assert analyse(code, select=SELECT) == [("VP404", 6, "MEDIUM")]
+
+
+MODEL_WITH_PROPAGATION = """\
+import torch
+from torch import nn
+
+
+class LabelSmoothing(nn.Module):
+    def __init__(self, n_items, dim, n_iter):
+        super().__init__()
+        self.embed = nn.Embedding(n_items, dim)
+        self.softmax = nn.Softmax(dim=-1)
+        self.n_iter = n_iter
+
+    def forward(self, users, items):
+        return self.embed(users) * self.embed(items)
+
+    def label_smoothness_predict(self, labels, neighbours, weights):
+        for _ in range(self.n_iter):
+            scores = self.softmax(torch.mean(weights * neighbours, dim=-1))
+            labels = (scores * labels).sum(dim=-1)
+        return labels
+
+    def calculate_loss(self, users, items, labels):
+        labels = labels.float().to(self.device)
+        return self.label_smoothness_predict(labels, self.embed(items), self.embed(users)).mean()
+{outside}"""
+
+
+def test_tensor_work_over_a_counter_in_a_model_method_is_not_an_evaluation(analyse):
+    # A helper of the model's own loss, named like a prediction: its loop is part of one call of
+    # the model's method, not a loop over evaluation batches.
+    assert analyse(MODEL_WITH_PROPAGATION.format(outside=""), select=SELECT) == []
+
+
+def test_the_same_loop_outside_a_model_class_is_still_an_evaluation_loop(analyse):
+    outside = """\
+
+
+softmax = nn.Softmax(dim=-1)
+
+
+def label_smoothness_predict(labels, neighbours, weights, n_iter):
+    for _ in range(n_iter):
+        scores = softmax(torch.mean(weights * neighbours, dim=-1))
+        labels = (scores * labels).sum(dim=-1)
+    return labels
+"""
+    assert analyse(MODEL_WITH_PROPAGATION.format(outside=outside), select=SELECT) == [("VP404", 31, "MEDIUM")]

@@ -239,6 +239,9 @@ class LoopInfo:
     # In a module's `forward` (`for layer in self.layers: x = layer(x)`): its iterations are
     # parts of one forward, never evaluation batches; it runs as often as the forward.
     in_forward: bool = False
+    # Directly in a method of a class, the key its `forward` would have: in a model's other
+    # methods (a loss, a propagation helper) a loop of tensor work is part of one call too.
+    sibling_forward: str = ""
 
 
 @dataclass(eq=False)
@@ -462,6 +465,8 @@ class HeatModel:
             in_forward=bool(self._class_stack and self._function_stack)
             and getattr(self._function_stack[-1].node, "name", None) is not None
             and self._function_stack[-1].node.name.value == "forward",
+            sibling_forward=self._local_key(f"{self._class_stack[-1]}.forward")
+            if self._class_stack and len(self._function_stack) == 1 and self._function_stack[0].method else "",
         )
         self._loop_order.append(info)
         if parent is not None:
@@ -1278,8 +1283,12 @@ class _Resolver:
         # A loop over the parts of one batch in the step's own body (crops, clips, chunks) runs
         # the model as part of that step, not as an evaluation over batches.
         part_of_step = not loop.data_source and any(outer.steps_here for outer in _ancestors(loop))
+        # In a method of a model (its class defines `forward`), tensor work over a counter is part
+        # of that method's one call (label propagation, a loss over parts); only running a model
+        # makes it an evaluation.
+        in_model_method = bool(loop.sibling_forward) and loop.sibling_forward in self.by_key
         loop.is_eval = not loop.is_step and not contains_step and not trains and not loop.in_forward and not part_of_step and (
-            runs_model or (loop.data_source and loop.tensor_work)
+            runs_model or (loop.data_source and loop.tensor_work and not in_model_method)
         )
         loop.because_loop = nested_step if contains_step else None
         loop.steps_in_call = step_call is not None
