@@ -20,6 +20,8 @@ CUDA = 'model.to("cuda")\n'
         ("from torch.utils.data import DataLoader as DL", "DL(ds, batch_size=8)"),
         ("from torch.utils import data", "data.DataLoader(ds, batch_size=8)"),
         ("from torch.utils.data.dataloader import DataLoader", "DataLoader(ds, batch_size=8)"),
+        # torchdata's drop-in subclass keeps DataLoader's defaults: no workers, no pinning.
+        ("from torchdata.stateful_dataloader import StatefulDataLoader", "StatefulDataLoader(ds, batch_size=8)"),
     ],
 )
 def test_every_spelling_of_torch_dataloader_is_found(analyse, imports, call):

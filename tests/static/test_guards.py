@@ -192,3 +192,41 @@ def train(model, loader, optimizer):
 @pytest.mark.parametrize(("default", "expected"), [(1, [("VP201", 17, "LOW")]), (100, [])])
 def test_a_logging_interval_whose_default_is_one_logs_every_step(analyse, default, expected):
     assert analyse(LOG_STEPS.format(default=default), select=("VP201",)) == expected
+
+
+FOLDS = """\
+import torch
+device = "cuda"
+for i in range(folds):
+    train(i)
+    for step, batch in enumerate(test_dataloader):
+        with torch.no_grad():
+            predictions = model(batch.to(device))
+        fold_predictions.append(predictions.cpu())
+        if {test}:
+            references.append(batch.to(device).cpu())
+"""
+
+
+def test_a_test_of_an_outer_loops_counter_is_no_rate_limit_of_the_loader_loop(analyse):
+    # Within the loop over the test loader, the fold index `i == 0` holds on every batch or on none.
+    assert analyse(FOLDS.format(test="i == 0"), select=("VP201",)) == [
+        ("VP201", 8, "LOW"), ("VP201", 10, "LOW"),
+    ]
+    # The loader loop's own counter is still a rate limit.
+    assert analyse(FOLDS.format(test="step == 0"), select=("VP201",)) == [("VP201", 8, "LOW")]
+
+
+def test_over_the_parts_of_one_step_the_outer_index_is_the_steps_counter(analyse):
+    code = """\
+    import torch
+    device = "cuda"
+    for i, batch in enumerate(train_loader):
+        for chunk in batch.to(device).chunk(4):
+            loss = model(chunk).mean()
+            loss.backward()
+            if i % 100 == 0:
+                print(loss.item())
+        optimizer.step()
+    """
+    assert analyse(code, select=("VP201",)) == []

@@ -12,7 +12,12 @@ import libcst as cst
 
 from verifier.static.names import ImportTable, has_star_args, is_false, is_true, keyword_arg, positional_arg
 
-DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# torchdata's `StatefulDataLoader` is a drop-in subclass: the same arguments, positions and defaults.
+DATALOADERS = frozenset({
+    "torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
+    "torchdata.stateful_dataloader.StatefulDataLoader",
+    "torchdata.stateful_dataloader.stateful_dataloader.StatefulDataLoader",
+})
 # Positions in DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers,
 # collate_fn, pin_memory, ...); persistent_workers is keyword-only.
 _NUM_WORKERS_AT = 5

@@ -36,6 +36,7 @@ _LOGGING_DECISION = re.compile(
     r"every|interval|freq|period|should_log|log_now|do_log|is_log|log_step|print_step|display", re.IGNORECASE
 )
 _INDEX = re.compile(r"^(i|j|k|n|it|idx)$|step|iter|batch|idx|count", re.IGNORECASE)
+_LOADER = re.compile(r"loader", re.IGNORECASE)
 _COUNTER = re.compile(r"^(i|j|k|n|it|idx)$|step|iter|batch|idx|count|^num_|^n_|total|printed|shown|seen", re.IGNORECASE)
 
 
@@ -221,6 +222,10 @@ class _Frame:
     # The `if`s whose body the walk is in; whether each is a guard is asked only when needed.
     open_ifs: list[cst.If] = field(default_factory=list)
     loops: list[bool] = field(default_factory=list)
+    # The names each of those loops binds (`for fold, ...` -> {"fold"}; a `while` binds none),
+    # and whether it iterates a data loader (`for step, batch in enumerate(test_dataloader)`).
+    loop_targets: list[frozenset[str]] = field(default_factory=list)
+    over_loader: list[bool] = field(default_factory=list)
     # Entry i, once asked: whether any of open_ifs[:i + 1] is a guard (the outer ones are not
     # asked again for each call in an inner body).
     guarded_ifs: list[bool] = field(default_factory=list)
@@ -271,18 +276,31 @@ class Guards(LambdaScopes, Tracker):
 
     def visit_For(self, node: cst.For) -> None:
         self._frames[-1].loops.append(False)
+        self._frames[-1].loop_targets.append(frozenset(
+            n.value for n in (node.target, *iter_descendants(node.target)) if type(n) is cst.Name
+        ))
+        self._frames[-1].over_loader.append(any(
+            type(n) in (cst.Name, cst.Attribute) and _LOADER.search(terminal_name(n) or "")
+            for n in (node.iter, *iter_descendants(node.iter))
+        ))
         self._answer = None
 
     def leave_For(self, node: cst.For) -> None:
         self._frames[-1].loops.pop()
+        self._frames[-1].loop_targets.pop()
+        self._frames[-1].over_loader.pop()
         self._answer = None
 
     def visit_While(self, node: cst.While) -> None:
         self._frames[-1].loops.append(False)
+        self._frames[-1].loop_targets.append(frozenset())
+        self._frames[-1].over_loader.append(False)
         self._answer = None
 
     def leave_While(self, node: cst.While) -> None:
         self._frames[-1].loops.pop()
+        self._frames[-1].loop_targets.pop()
+        self._frames[-1].over_loader.pop()
         self._answer = None
 
     def visit_If(self, node: cst.If) -> None:
@@ -349,13 +367,30 @@ class Guards(LambdaScopes, Tracker):
         if found is _UNDECIDED:
             if _outside_compiled_code(node.test, self.context.imports):
                 found = "eager"
-            elif is_rate_limit(node.test, self.context.imports, self._is_one) or self._names_a_rate_limit(node.test):
+            elif (
+                is_rate_limit(node.test, self.context.imports, self._is_one) or self._names_a_rate_limit(node.test)
+            ) and not self._counts_outer_loops_only(node.test):
                 found = "cadence" if steps_an_optimizer(node.body) else "rate"
             else:
                 found = "lazy" if is_lazy_init(node) else None
             self._verdicts[id(node)] = found
         return found
 
+
+    def _counts_outer_loops_only(self, test: cst.BaseExpression) -> bool:
+        """`if fold == 0:` inside `for fold ...: for step, batch in enumerate(test_loader):`: the
+        counters the test reads are bound by loops around the innermost one, a loop over a data
+        loader, so within it the test holds on every batch or on none: no rate limit of it. (Over
+        the micro-batches or chunks of one step, the outer index is the step's own counter.)"""
+        frame = self._frames[-1]
+        targets = frame.loop_targets
+        if len(targets) < 2 or not frame.over_loader[-1]:
+            return False
+        counters = {
+            n.value for n in (test, *iter_descendants(test)) if type(n) is cst.Name and _COUNTER.search(n.value)
+        }
+        outer = frozenset().union(*targets[:-1])
+        return bool(counters) and counters <= outer and not counters & targets[-1]
 
     def _names_a_rate_limit(self, test: cst.BaseExpression) -> bool:
         """`if is_metric_step:` where the function binds `is_metric_step = i % every == 0 or
