@@ -1,6 +1,7 @@
 """VP103 dataloader-starves-gpu: a DataLoader that loads in the training process or skips pinning.
 
-One finding per `torch.utils.data.DataLoader(...)` call (or torchdata's drop-in `StatefulDataLoader`; by qualified name, however imported)
+One finding per `torch.utils.data.DataLoader(...)` call (or torchdata's drop-in `StatefulDataLoader`;
+by qualified name, however imported)
 naming every problem: `num_workers` missing or 0; `pin_memory` missing or False in a module that
 uses CUDA (a `torch.cuda.*` call, a `.cuda()` call, or a `"cuda"`/`"cuda:N"` device string);
 `persistent_workers` missing or False while `num_workers` > 0. A setting passed as a variable
