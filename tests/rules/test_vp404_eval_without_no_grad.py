@@ -109,3 +109,42 @@ def label_smoothness_predict(labels, neighbours, weights, n_iter):
     return labels
 """
     assert analyse(MODEL_WITH_PROPAGATION.format(outside=outside), select=SELECT) == [("VP404", 31, "MEDIUM")]
+
+
+def test_a_model_method_over_a_data_loader_is_still_an_evaluation_loop(analyse):
+    # Layer-wise inference: each layer over every batch of a loader, in a model's method.
+    code = """\
+    import torch
+    from torch import nn
+
+    device = torch.device("cuda")
+
+
+    class GraphModel(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(width, width), nn.Linear(width, width)])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+        def layerwise(self, features):
+            for layer in self.layers:
+                outputs = []
+                for batch in node_loader:
+                    x = features[batch.ids].to(device)
+                    x = torch.relu(layer(x))
+                    outputs.append(x.cpu())
+                features = torch.cat(outputs)
+            return features
+
+
+    model = GraphModel(8).to(device)
+    for batch in train_loader:
+        loss = model(batch.x.to(device)).mean()
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=("VP201",)) == [("VP201", 23, "LOW")]

@@ -1284,9 +1284,11 @@ class _Resolver:
         # the model as part of that step, not as an evaluation over batches.
         part_of_step = not loop.data_source and any(outer.steps_here for outer in _ancestors(loop))
         # In a method of a model (its class defines `forward`), tensor work over a counter is part
-        # of that method's one call (label propagation, a loss over parts); only running a model
-        # makes it an evaluation.
-        in_model_method = bool(loop.sibling_forward) and loop.sibling_forward in self.by_key
+        # of that method's one call (label propagation, a loss over parts); iterating a data
+        # source (layer-wise inference over a loader) or running a model makes it an evaluation.
+        in_model_method = (
+            bool(loop.sibling_forward) and loop.sibling_forward in self.by_key and not loop.header.startswith("iterates ")
+        )
         loop.is_eval = not loop.is_step and not contains_step and not trains and not loop.in_forward and not part_of_step and (
             runs_model or (loop.data_source and loop.tensor_work and not in_model_method)
         )
