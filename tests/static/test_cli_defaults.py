@@ -114,6 +114,35 @@ def test_a_module_without_options_reads_the_projects_through_its_config_objects(
     assert found() == [("exp.py", 13, "LOW")]
 
 
+def test_a_config_object_named_like_one_reads_the_projects_dataclass_fields(tmp_path):
+    from verifier.config import Settings
+    from verifier.static.runner import analyze_paths
+
+    (tmp_path / "train_utils.py").write_text(
+        "import torch\n\n\n"
+        "def train(model, loader, optimizer, train_config):\n"
+        "    history = []\n"
+        "    for x in loader:\n"
+        "        loss = model(x.cuda()).sum()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        if train_config.save_metrics:\n"
+        "            history.append(loss.detach().float().item())\n"
+    )
+
+    def found():
+        result = analyze_paths([str(tmp_path)], Settings(select=("VP201",)))
+        return [(f.path.rsplit("/", 1)[-1], f.line, f.severity.name) for f in result.findings]
+
+    assert found() == [("train_utils.py", 11, "MEDIUM")]
+    # A field `save_metrics: bool = False` of the project's config dataclass: the read is opt-in.
+    (tmp_path / "configs.py").write_text(
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass train_config:\n"
+        "    save_metrics: bool = False\n"
+    )
+    assert found() == [("train_utils.py", 11, "LOW")]
+
+
 def test_reading_the_defaults_prints_no_warning_about_the_users_strings(recwarn):
     from verifier.static.cli_defaults import project_defaults
 

@@ -11,14 +11,16 @@ reads `self.args.use_amp`), and trainers read fields of a config dataclass defin
 (`use_liger_kernel: bool = field(default=False)`), or a yacs tree of defaults
 (`_C = CfgNode(); _C.TRAIN.ENABLE = True`, read as `cfg.TRAIN.ENABLE`). `project_defaults` reads
 them across the project's files before the analysis; a module without options of its own
-evaluates tests on conventional configuration objects (`args`, `self.args`, `cfg`, `config`, ...)
-and their sections (`config.general.ignore_sanity_checks`) against them.
+evaluates tests on conventional configuration objects (`args`, `self.args`, `cfg`, `config`, ...,
+and names ending in one: `train_config`, `self.model_args`) and their sections
+(`config.general.ignore_sanity_checks`) against them.
 """
 
 from __future__ import annotations
 
 import ast
 import operator
+import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 
@@ -41,6 +43,24 @@ CONFIG_OBJECTS = frozenset(
     {"args", "opt", "opts", "cfg", "config", "hparams", "flags", "FLAGS",
      "self.args", "self.opt", "self.cfg", "self.config", "self.hparams"}
 )
+# Any other name of a configuration object (`train_config.save_metrics`, `self.model_args.x`,
+# `training_args.fp16`): its last part is, or ends in `_`, one of the conventional names.
+_CONFIG_NAMED = re.compile(r"(?:^|_)(?:config|cfg|conf|args|opts?|options|hparams|settings|flags)$", re.IGNORECASE)
+
+
+class _ConfigurationObjects:
+    """The names the project's defaults are read through in a module without options of its own:
+    the conventional objects and anything named like one."""
+
+    def __contains__(self, prefix: object) -> bool:
+        return isinstance(prefix, str) and (
+            prefix in CONFIG_OBJECTS or bool(_CONFIG_NAMED.search(prefix.rsplit(".", 1)[-1]))
+        )
+
+    def __bool__(self) -> bool:
+        return True
+
+
 # What a module must say for `project_defaults` to parse it.
 _MARKERS = ("add_argument(", "@dataclass", "field(default", "CfgNode(", "CN(")
 # The constructors of a yacs configuration tree (`from yacs.config import CfgNode as CN`).
@@ -57,7 +77,7 @@ class CommandLine:
     ) -> None:
         tree = _parsed(text) if "add_argument(" in text else None
         self.defaults: dict[str, object] = {}
-        self.namespaces: set[str] = set()
+        self.namespaces: set[str] | _ConfigurationObjects = set()
         for node in ast.walk(tree) if tree is not None else ():
             if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "add_argument":
                 for name, value in _ast_option(node):
@@ -69,7 +89,7 @@ class CommandLine:
         self.defaults = {name: value for name, value in self.defaults.items() if value is not _AMBIGUOUS}
         if not self.defaults and project:
             self.defaults = dict(project)
-            self.namespaces = set(CONFIG_OBJECTS)
+            self.namespaces = _ConfigurationObjects()
         # `self.use_amp = args.use_amp` in a constructor: the attribute holds that option.
         self.copies: dict[str, str] = {}
         if self.defaults and "self." in text:
@@ -223,7 +243,7 @@ def _literal(node: cst.BaseExpression) -> object:
     return _UNKNOWN
 
 
-def _option_value(name: str, defaults: Mapping[str, object], namespaces: set[str]) -> object:
+def _option_value(name: str, defaults: Mapping[str, object], namespaces: set[str] | _ConfigurationObjects) -> object:
     """`args.lr`, `cfg.SOLVER.BASE_LR` (a yacs path), `config.general.ignore_sanity_checks` (a
     field of a section): the default of the path below the configuration object, else of the
     field it ends in."""
