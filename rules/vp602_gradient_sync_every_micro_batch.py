@@ -8,7 +8,7 @@ from verifier.findings import Category, Premise, Severity, SeverityByHeat, Statu
 from verifier.static.distributed import wrapper_kind
 from verifier.static.guards import steps_an_optimizer
 from verifier.static.heat import Where
-from verifier.static.names import dotted_name, method_name
+from verifier.static.names import dotted_name, method_name, terminal_name
 from verifier.static.rule import Invalid, Proof, Rule
 from verifier.static.walk import children, iter_descendants
 
@@ -84,12 +84,33 @@ for step in range(max_steps):
         self._cadences: dict[int, bool] = {}
         # Per cadence loop: the `N` of `step % N == 0`, the accumulation factor.
         self._factors: dict[int, cst.BaseExpression | None] = {}
+        # Calls made in a loop, by callee key: where, and whether under an update cadence. A
+        # backward in a function of its own (`train_step(batch)` per micro-batch) is judged at
+        # the loop that calls it, as if it were written there.
+        self._loop_calls: dict[str, list[tuple[Where, bool]]] = {}
+        self._definitions: dict[str, list[cst.FunctionDef]] | None = None
 
     def _is_cadence(self, node: cst.If) -> bool:
         known = self._cadences.get(id(node))
         if known is None:
-            known = self._cadences[id(node)] = _is_update_cadence(node)
+            known = self._cadences[id(node)] = _has_modulo(node.test) and (
+                steps_an_optimizer(node.body) or self._calls_a_stepping_function(node.body)
+            )
         return known
+
+    def _calls_a_stepping_function(self, body: cst.CSTNode) -> bool:
+        """`if (i + 1) % accum == 0: update(optimizer)` where this module's `update` steps it."""
+        if self._definitions is None:
+            self._definitions = {}
+            for node in iter_descendants(self.context.module):
+                if type(node) is cst.FunctionDef:
+                    self._definitions.setdefault(node.name.value, []).append(node)
+        for node in iter_descendants(body):
+            if type(node) is cst.Call:
+                name = terminal_name(node.func) if type(node.func) in (cst.Name, cst.Attribute) else None
+                if any(steps_an_optimizer(found.body) for found in self._definitions.get(name or "", ())):
+                    return True
+        return False
 
     def visit_If(self, node: cst.If) -> None:
         cadence = self._is_cadence(node)
@@ -110,23 +131,44 @@ for step in range(max_steps):
             self._wrappers.setdefault(function.key if function is not None else "", kind)
         if method_name(node) == "backward" or self.context.imports.call_name(node) == "torch.autograd.backward":
             where = self.context.heat.here()
-            if where.loops:
+            if where.loops or where.function is not None:
                 self._backwards.append((node, where, self._cadence_ifs > 0))
+            return
+        where = self.context.heat.where()
+        if where.loops:
+            callee = self.context.heat.callee_key(node)
+            if callee is not None:
+                self._loop_calls.setdefault(callee, []).append((where, self._cadence_ifs > 0))
 
     def leave_Module(self, node: cst.Module) -> None:
         if not self._wrappers or not self._backwards or self.context.mentions_in_code(*_OWN_ACCUMULATION):
             return
         for call, where, in_cadence in self._backwards:
-            wrapper = self._wrapper_for(where)
-            if wrapper is not None and not in_cadence and self._accumulates(where) and not self._skips_sync(where):
+            for at, under_cadence in self._loops_running(where, in_cadence):
+                wrapper = self._wrapper_for(at) or self._wrapper_for(where)
+                if wrapper is None or under_cadence or not self._accumulates(at):
+                    continue
+                if self._skips_sync(where) or self._skips_sync(at):
+                    continue
                 self.report(
                     call,
                     f"under gradient accumulation this backward synchronises the {wrapper} gradients on every "
                     "micro-batch; only the last one before the optimizer step needs to",
-                    where=where,
+                    where=at,
                     fix=_FIX[wrapper],
-                    evidence=(self._factor_premise(where),),
+                    evidence=(self._factor_premise(at),),
                 )
+                break
+
+    def _loops_running(self, where: Where, in_cadence: bool) -> list[tuple[Where, bool]]:
+        """Where the backward runs in a loop: its own loops, else each loop of this module that
+        calls its function (and whether that call is under an update cadence)."""
+        if where.loops:
+            return [(where, in_cadence)]
+        function = where.function
+        if function is None or in_cadence:
+            return []
+        return [(at, cadence) for at, cadence in self._loop_calls.get(function.key, ())]
 
     def _factor_premise(self, where: Where) -> Proof:
         """The rule's premise: the accumulation factor can exceed 1. A literal shows it; a setting
@@ -173,11 +215,14 @@ for step in range(max_steps):
 
     def _accumulates(self, where: Where) -> bool:
         """The optimizer steps in a loop around the backward's loop (a micro-batch loop), or on
-        an `i % accum` cadence inside the same loop."""
+        an `i % accum` cadence inside the same loop; here or in a function of this module the
+        loop calls."""
         inner = where.loops[-1]
-        if inner.steps_here:
-            return id(inner) in self._cadence_loops
-        return any(loop.steps_here for loop in where.loops[:-1])
+        if id(inner) in self._cadence_loops:
+            return True
+        if inner.steps_here or self._calls_a_stepping_function(inner.node):
+            return False
+        return any(loop.steps_here or self._calls_a_stepping_function(loop.node) for loop in where.loops[:-1])
 
     VALID = (
         """\
@@ -355,8 +400,6 @@ def _is_one(node: cst.BaseExpression) -> bool:
     return type(node) is cst.Integer and node.value == "1"
 
 
-def _is_update_cadence(node: cst.If) -> bool:
-    """`if (i + 1) % accum == 0: optimizer.step()`: the update every N micro-batches."""
-    if not any(type(n) is cst.BinaryOperation and type(n.operator) is cst.Modulo for n in (node.test, *iter_descendants(node.test))):
-        return False
-    return steps_an_optimizer(node.body)
+def _has_modulo(test: cst.BaseExpression) -> bool:
+    """`(i + 1) % accum == 0`: a test with a cadence in it."""
+    return any(type(n) is cst.BinaryOperation and type(n.operator) is cst.Modulo for n in (test, *iter_descendants(test)))
