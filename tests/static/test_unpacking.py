@@ -63,6 +63,29 @@ def test_a_function_that_sets_a_loss_up_returns_configuration_not_tensors(analys
     assert analyse(code, select=SELECT) == []
 
 
+def test_a_private_helper_named_for_what_it_does_to_a_model_returns_no_outputs(analyse):
+    # `_rewrite_model(model)` rewrites a model; its results are modules and lists, not a forward's
+    # outputs, and testing one for emptiness reads nothing from the device.
+    code = """\
+    import torch
+
+    class Pipeline:
+        def _rewire(self, batch):
+            self._pipelined, self._model = _rewrite_model(self._model, batch)
+
+        def progress(self, loader):
+            for batch in loader:
+                if not self._pipelined:
+                    self._rewire(batch)
+                loss = self._model(batch.to("cuda")).sum()
+                loss.backward()
+                self.optimizer.step()
+    """
+    assert analyse(code, select=SELECT) == []
+    # A plain model-named call still returns a forward's outputs.
+    assert analyse(code.replace("_rewrite_model(", "self.pipeline_model("), select=SELECT) == [("VP201", 9, "MEDIUM")]
+
+
 def test_a_numpy_copy_of_a_device_tensor_is_a_read(analyse):
     code = NANOGPT_STEP.format(probe="values = np.asarray(loss.detach())").replace(
         "import torch\n", "import numpy as np\nimport torch\n"

@@ -77,7 +77,8 @@ CLOCKS = frozenset(
 _NOT_A_MODEL = re.compile(
     r"^(is|has|get|set|make|build|create|load|init|to|from|save|register|wrap|profile|benchmark|bench|measure|"
     r"train|evaluate|eval|test|validate|run|export|convert|prepare|setup|compile|print|log|count|check|"
-    r"update|apply|fuse|quantize|prune|freeze|unwrap|copy|clone|summarize|describe)_"
+    r"update|apply|fuse|quantize|prune|freeze|unwrap|copy|clone|summarize|describe|rewrite|replace|patch|"
+    r"shard|parallelize|distribute|materialize|reset|restore|move|cast|attach|instrument|trace|script)_"
 )
 
 
@@ -87,7 +88,8 @@ def is_model_name(name: str | None) -> bool:
     if not name:
         return False
     lowered = name.lower()
-    if _NOT_A_MODEL.match(lowered):
+    # `_rewrite_model(model)`: a private helper that acts on a model is a verb all the same.
+    if _NOT_A_MODEL.match(lowered.lstrip("_")):
         return False
     return lowered in _MODEL_NAMES or lowered.endswith(("model", "_net"))
 
