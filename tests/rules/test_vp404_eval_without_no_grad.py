@@ -148,3 +148,19 @@ def test_a_model_method_over_a_data_loader_is_still_an_evaluation_loop(analyse):
         optimizer.step()
     """
     assert analyse(code, select=("VP201",)) == [("VP201", 23, "LOW")]
+
+
+def test_a_loop_calling_a_helper_named_for_what_it_does_to_a_model_is_no_evaluation(analyse):
+    # Setup over submodule names: the helper rewrites each one; it runs no forward.
+    code = """\
+    import torch
+
+    def enable_fast_eval(model, names):
+        for name in names:
+            module = model.get_submodule(name)
+            turn_on_fused_eval_for_single_model(module)
+            module = torch.fx.symbolic_trace(module)
+    """
+    assert analyse(code, select=SELECT) == []
+    forward = code.replace("turn_on_fused_eval_for_single_model(module)", "outputs = model(module)")
+    assert analyse(forward, select=SELECT) == [("VP404", 6, "MEDIUM")]

@@ -78,8 +78,11 @@ _NOT_A_MODEL = re.compile(
     r"^(is|has|get|set|make|build|create|load|init|to|from|save|register|wrap|profile|benchmark|bench|measure|"
     r"train|evaluate|eval|test|validate|run|export|convert|prepare|setup|compile|print|log|count|check|"
     r"update|apply|fuse|quantize|prune|freeze|unwrap|copy|clone|summarize|describe|rewrite|replace|patch|"
-    r"shard|parallelize|distribute|materialize|reset|restore|move|cast|attach|instrument|trace|script)_"
+    r"shard|parallelize|distribute|materialize|reset|restore|move|cast|attach|instrument|trace|script|"
+    r"turn|enable|disable|switch|add|remove|insert)_"
 )
+# `turn_on_efficient_conv_bn_eval_for_single_model`, `hooks_for_model`: a phrase about a model.
+_ABOUT_A_MODEL = re.compile(r"_(for|to|of|on|in|into|from|with)_(\w+_)?(model|net)$")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -89,7 +92,7 @@ def is_model_name(name: str | None) -> bool:
         return False
     lowered = name.lower()
     # `_rewrite_model(model)`: a private helper that acts on a model is a verb all the same.
-    if _NOT_A_MODEL.match(lowered.lstrip("_")):
+    if _NOT_A_MODEL.match(lowered.lstrip("_")) or _ABOUT_A_MODEL.search(lowered):
         return False
     return lowered in _MODEL_NAMES or lowered.endswith(("model", "_net"))
 
