@@ -172,6 +172,31 @@ def test_data_source_loop_that_runs_the_model_without_training_is_an_eval_loop()
     }
 
 
+def test_a_loop_over_evaluations_reads_their_results_once_per_evaluation():
+    # Each validation set is one evaluation (its own loop over batches); what the loop around
+    # the calls reads comes once per evaluation, not once per batch.
+    heats = heat_of_marked_lines(
+        """
+        import torch
+
+        def evaluate(model, iterator):
+            model.eval()
+            totals = {}
+            for batch in iterator:
+                totals["loss"] = model(batch).mean()
+                mark("eval batch")
+            return totals
+
+        def evaluate_all(model, data_iterators):
+            for iterator in data_iterators:
+                totals = evaluate(model, iterator)
+                value = torch.exp(totals["loss"])
+                mark("per evaluation")
+        """
+    )
+    assert heats == {"eval batch": Heat.EVAL, "per evaluation": Heat.ONCE}
+
+
 def test_the_loop_that_steps_the_optimizer_is_a_step_loop_under_gradient_accumulation():
     heats = heat_of_marked_lines(
         """

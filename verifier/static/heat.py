@@ -17,8 +17,10 @@ A loop that runs the model or iterates a data source without training is an *eva
 loop around it (a periodic inline eval loop is not a step loop inside an epoch). A loop that
 contains a step loop is an *epoch* loop, and so is full-batch training: a loop over no data
 source that updates once and evaluates every iteration (`for epoch in range(n): train(); test()`)
-takes one step per epoch. A loop in a module's `forward` (over its layers) is part of one
-forward, never an evaluation loop. Other loops take the heat of what encloses them. A
+takes one step per epoch. A loop that calls an evaluation with its own loop over batches (one
+validation set per iteration) is not an evaluation loop itself. A loop in a module's `forward`
+(over its layers), or over a counter in another method of a model, is part of one call, never an
+evaluation loop. Other loops take the heat of what encloses them. A
 `for` header's iterable is evaluated once, before the loop. A function is as hot as its
 hottest call site; calls resolve by plain name, `self.method`, `self(x)` (the module's
 `forward`), instances constructed in the
@@ -1288,13 +1290,17 @@ class _Resolver:
         # A loop over the parts of one batch in the step's own body (crops, clips, chunks) runs
         # the model as part of that step, not as an evaluation over batches.
         part_of_step = not loop.data_source and any(outer.steps_here for outer in _ancestors(loop))
+        # A loop that calls an evaluation with its own loop over batches (`for name, iterator in
+        # validation_sets: results = evaluate(model, iterator)`) runs one evaluation per
+        # iteration: its reads of the results are per evaluation, not per batch.
+        over_evaluations = any(self._callee_evaluates_over_batches(site) for site in loop.calls)
         # In a method of a model (its class defines `forward`), tensor work over a counter is part
         # of that method's one call (label propagation, a loss over parts); iterating a data
         # source (layer-wise inference over a loader) or running a model makes it an evaluation.
         in_model_method = (
             bool(loop.sibling_forward) and loop.sibling_forward in self.by_key and not loop.header.startswith("iterates ")
         )
-        loop.is_eval = not loop.is_step and not contains_step and not trains and not loop.in_forward and not part_of_step and (
+        loop.is_eval = not loop.is_step and not contains_step and not trains and not loop.in_forward and not part_of_step and not over_evaluations and (
             runs_model or (loop.data_source and loop.tensor_work and not in_model_method)
         )
         loop.because_loop = nested_step if contains_step else None
@@ -1377,6 +1383,10 @@ class _Resolver:
 
     def _callee_measures(self, site: CallSite) -> bool:
         return any(fn.timing and fn.loops for fn in self._targets(site.callee)[0] or ())
+
+    def _callee_evaluates_over_batches(self, site: CallSite) -> bool:
+        """`evaluate(model, iterator)` that puts the model in eval mode and loops over batches."""
+        return any(fn.evaluates and fn.loops for fn in self._targets(site.callee)[0] or ())
 
     def _callee_has_step_loop(self, site: CallSite) -> bool:
         local, known = self._targets(site.callee)
