@@ -49,6 +49,14 @@ def test_barrier_once_per_evaluation_batch_is_not_reported(analyse):
     assert analyse(code, select=("VP603",)) == []
 
 
+def test_a_barrier_under_a_test_of_the_data_says_nothing_shown(analyse):
+    # Its cost is assumed (it depends on the launch) and how often the branch is taken is not
+    # known (a checkpoint on a signal, a change of the micro-batch count): nothing to report.
+    code = BARRIER_LOOP.replace("        accelerator.wait_for_everyone()\n", "")
+    code = code.replace("        if args.debug_sync:\n", "        if signal_received(handler):\n")
+    assert analyse(code, select=("VP603",)) == [("VP603", 7, "MEDIUM")]
+
+
 def test_data_parallel_in_training_and_in_inference(analyse):
     training = """\
     import torch

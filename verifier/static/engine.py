@@ -41,7 +41,7 @@ from verifier.static.parse import parse_module
 from verifier.static.placement import HostData, Origin
 from verifier.static.places import Place, PlaceFacts, Placement
 from verifier.static.positions import positions as positions_of
-from verifier.static.proofs import allowed, premises
+from verifier.static.proofs import allowed, premises, worth_reporting
 from verifier.static.rule import Candidate, Proof, Rule
 from verifier.static.trace_lines import source_lines
 from verifier.static.source import Source, UnreadableSource, read_source
@@ -664,6 +664,8 @@ def _to_findings(
         rule = candidate.rule
         trace = heat_trace(candidate.where) if where_heat is not Heat.ONCE else ()
         proofs = premises(rule, candidate.evidence, where_heat, table, candidate.condition, trace)
+        if not worth_reporting(proofs):
+            continue
         severity = allowed(severity, proofs)
         span = positions[candidate.node]
         start, end = span.start, span.end

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from verifier.findings import Heat, Premise, Severity, SeverityByHeat, TraceStep
+from verifier.findings import Heat, Premise, Severity, SeverityByHeat, Status, TraceStep
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.rule import Proof, Rule
 
@@ -58,6 +58,18 @@ def premises(
 def _opt_in(condition: Condition | None, trace: tuple[TraceStep, ...]) -> bool:
     return (condition is not None and condition.kind is ConditionKind.OPT_IN) or any(
         step.branch_kind == "opt_in" for step in trace
+    )
+
+
+def worth_reporting(proofs: Iterable[Proof]) -> bool:
+    """Whether a finding rests on anything shown: one whose cost is itself only assumed (a barrier
+    costs nothing on one process) and whose line is not known to run often says nothing. The
+    judged real code agrees: every such barrier was wrong (checkpoint and exit paths, one-shot
+    branches)."""
+    statuses = {proof.premise: proof.status for proof in proofs}
+    return not (
+        statuses.get(Premise.COST) in (Status.ASSUMED, Status.UNKNOWN)
+        and statuses.get(Premise.FREQUENCY) is Status.UNKNOWN
     )
 
 
