@@ -378,7 +378,7 @@ class Guards(LambdaScopes, Tracker):
 
 
     def _counts_outer_loops_only(self, test: cst.BaseExpression) -> bool:
-        """`if fold == 0:` inside `for fold ...: for step, batch in enumerate(test_loader):`: the
+        """`if i == 0:` inside `for i, fold in ...: for step, batch in enumerate(test_loader):`: the
         counters the test reads are bound by loops around the innermost one, a loop over a data
         loader, so within it the test holds on every batch or on none: no rate limit of it. (Over
         the micro-batches or chunks of one step, the outer index is the step's own counter.)"""
