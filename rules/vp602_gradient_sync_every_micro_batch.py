@@ -8,7 +8,7 @@ from verifier.findings import Category, Premise, Severity, SeverityByHeat, Statu
 from verifier.static.distributed import wrapper_kind
 from verifier.static.guards import steps_an_optimizer
 from verifier.static.heat import Where
-from verifier.static.names import dotted_name, method_name, terminal_name
+from verifier.static.names import dotted_name, method_name
 from verifier.static.rule import Invalid, Proof, Rule
 from verifier.static.walk import children, iter_descendants
 
@@ -99,17 +99,24 @@ for step in range(max_steps):
         return known
 
     def _calls_a_stepping_function(self, body: cst.CSTNode) -> bool:
-        """`if (i + 1) % accum == 0: update(optimizer)` where this module's `update` steps it."""
+        """`if (i + 1) % accum == 0: update(optimizer)` where this module's `update` (or, for
+        `self.update(...)`, a method of that name) steps it; `model.train()` is no call of a
+        module function `train`."""
         if self._definitions is None:
             self._definitions = {}
-            for node in iter_descendants(self.context.module):
-                if type(node) is cst.FunctionDef:
-                    self._definitions.setdefault(node.name.value, []).append(node)
+            for statement in self.context.module.body:
+                if type(statement) is cst.FunctionDef:
+                    self._definitions.setdefault(statement.name.value, []).append(statement)
+                elif type(statement) is cst.ClassDef:
+                    for method in statement.body.body:
+                        if type(method) is cst.FunctionDef:
+                            self._definitions.setdefault(f"self.{method.name.value}", []).append(method)
         for node in iter_descendants(body):
-            if type(node) is cst.Call:
-                name = terminal_name(node.func) if type(node.func) in (cst.Name, cst.Attribute) else None
-                if any(steps_an_optimizer(found.body) for found in self._definitions.get(name or "", ())):
-                    return True
+            if type(node) is not cst.Call:
+                continue
+            name = node.func.value if type(node.func) is cst.Name else dotted_name(node.func)
+            if name is not None and any(steps_an_optimizer(found.body) for found in self._definitions.get(name, ())):
+                return True
         return False
 
     def visit_If(self, node: cst.If) -> None:

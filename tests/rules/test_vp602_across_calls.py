@@ -106,3 +106,24 @@ for step, batch in enumerate(loader):
     step_once(batch)
 """
     assert analyse(on_cadence, select=SELECT) == []
+
+
+def test_a_method_call_named_like_the_modules_training_function_is_no_update(analyse):
+    # `model.train()` after a periodic validation is not a call of this module's `train()`.
+    code = """\
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train(model, loader, optimizer):
+    for step, batch in enumerate(loader):
+        model(batch).mean().backward()
+        optimizer.step()
+        if step % validation_interval == 0:
+            validate(model)
+            model.train()
+
+
+model = DDP(model, device_ids=[local_rank])
+train(model, loader, optimizer)
+"""
+    assert analyse(code, select=SELECT) == []
