@@ -1300,7 +1300,8 @@ class _Resolver:
         in_model_method = (
             bool(loop.sibling_forward) and loop.sibling_forward in self.by_key and not loop.header.startswith("iterates ")
         )
-        loop.is_eval = not loop.is_step and not contains_step and not trains and not loop.in_forward and not part_of_step and not over_evaluations and (
+        ruled_out = loop.is_step or contains_step or trains or loop.in_forward or part_of_step or over_evaluations
+        loop.is_eval = not ruled_out and (
             runs_model or (loop.data_source and loop.tensor_work and not in_model_method)
         )
         loop.because_loop = nested_step if contains_step else None
