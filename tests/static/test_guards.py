@@ -28,13 +28,15 @@ def _imports() -> ImportTable:
         "time.time() - last_log > 30",
         "0 <= step <= 2",
         "1 < num_shown < 5",
+        "cur_nimg < tick_start_nimg + kimg_per_tick * 1000",
+        "step >= last_log_step + log_every",
     ],
 )
 def test_rate_limits(test):
     assert is_rate_limit(cst.parse_expression(test), _imports())
 
 
-@pytest.mark.parametrize("test", ["verbose", "rank == 0", "logger is not None", "loss > best", "epoch > warmup", "0 <= step < limit", "lo < loss < 2"])
+@pytest.mark.parametrize("test", ["verbose", "rank == 0", "logger is not None", "loss > best", "epoch > warmup", "0 <= step < limit", "lo < loss < 2", "loss < best + margin"])
 def test_not_rate_limits(test):
     assert not is_rate_limit(cst.parse_expression(test), _imports())
 
@@ -230,3 +232,26 @@ def test_over_the_parts_of_one_step_the_outer_index_is_the_steps_counter(analyse
         optimizer.step()
     """
     assert analyse(code, select=("VP201",)) == []
+
+
+def test_maintenance_after_a_hand_kept_interval_runs_once_per_period(analyse):
+    # `continue` until the period is over: what follows runs once per period, not every step.
+    code = """\
+    import torch
+    device = "cuda"
+    tick_start = 0
+    step = 0
+    while True:
+        loss = model(next(batches).to(device)).mean()
+        loss.backward()
+        optimizer.step()
+        step += 1
+        if step < tick_start + steps_per_tick:
+            continue
+        print(f"loss {loss.item():.3f}")
+        tick_start = step
+    """
+    assert analyse(code, select=("VP201",)) == []
+    every_step = code.replace("if step < tick_start + steps_per_tick:", "if loss.isnan().any():")
+    # The data-dependent test reads the device every step; the print right after it costs little more.
+    assert analyse(every_step, select=("VP201",)) == [("VP201", 10, "MEDIUM"), ("VP201", 12, "LOW")]

@@ -37,6 +37,7 @@ _LOGGING_DECISION = re.compile(
 )
 _INDEX = re.compile(r"^(i|j|k|n|it|idx)$|step|iter|batch|idx|count", re.IGNORECASE)
 _LOADER = re.compile(r"loader", re.IGNORECASE)
+_LAST_TIME = re.compile(r"last|prev|start|begin", re.IGNORECASE)
 _COUNTER = re.compile(r"^(i|j|k|n|it|idx)$|step|iter|batch|idx|count|^num_|^n_|total|printed|shown|seen", re.IGNORECASE)
 
 
@@ -122,12 +123,15 @@ def _compares_index_for_equality(node: cst.Comparison) -> bool:
 
 def _since_last(node: cst.Comparison) -> bool:
     """`if step - last_eval_step < EVAL_INTERVAL: return` / `if it - last_log >= every:`: the steps
-    since the last time against an interval, a rate limit kept by hand."""
+    since the last time against an interval, a rate limit kept by hand; also written as a sum
+    (`if cur_nimg < tick_start_nimg + kimg_per_tick * 1000: continue`)."""
     if len(node.comparisons) != 1:
         return False
     comparison = node.comparisons[0]
     if type(comparison.operator) not in (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual):
         return False
+    if _last_time_plus_interval(node.left, comparison.comparator):
+        return True
     left = node.left
     if type(left) is not cst.BinaryOperation or type(left.operator) is not cst.Subtract:
         return False
@@ -135,6 +139,17 @@ def _since_last(node: cst.Comparison) -> bool:
     return (
         all(names) and any(_COUNTER.search(name) for name in names)
         and type(comparison.comparator) in (cst.Name, cst.Attribute, cst.Integer)
+    )
+
+
+def _last_time_plus_interval(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+    """`cur_nimg < tick_start_nimg + interval`: a counter against when the last period started
+    plus its length (a name saying so: last, prev, start, begin)."""
+    if dotted_name(left) is None or type(right) is not cst.BinaryOperation or type(right.operator) is not cst.Add:
+        return False
+    return any(
+        type(part) in (cst.Name, cst.Attribute) and _LAST_TIME.search(terminal_name(part) or "")
+        for part in (right.left, right.right)
     )
 
 
