@@ -35,3 +35,19 @@ def test_the_import_alone_is_not_a_finding(analyse):
 def test_an_implicit_device_scaler_needs_evidence_that_cuda_may_be_absent(analyse, evidence, expected):
     code = "import torch\nscaler = torch.GradScaler()\n" + evidence
     assert analyse(code, select=("VP308",)) == expected
+
+
+def test_a_fallback_import_for_old_torch_does_not_replace_the_new_one(analyse):
+    # The `try` import is what runs on torch >= 2.3; the handler's only where it fails.
+    code = """\
+import torch
+try:
+    from torch import GradScaler
+except ImportError:
+    from torch.cuda.amp import GradScaler
+
+scaler = GradScaler("cuda")
+"""
+    assert analyse(code, select=("VP308",)) == []
+    only_old = "import torch\nfrom torch.cuda.amp import GradScaler\n\nscaler = GradScaler()\n"
+    assert analyse(only_old, select=("VP308",)) == [("VP308", 4, "LOW")]

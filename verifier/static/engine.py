@@ -471,6 +471,9 @@ class _ModuleFacts:
         mentions_backward: bool = True,
     ) -> None:
         self.heat, self.facts, self.places, self.imports, self.bindings = heat, facts, places, imports, bindings
+        # Inside an `except` handler an import is the fallback of the one its `try` made
+        # (`try: from torch import GradScaler` / `except ImportError: from torch.cuda.amp ...`).
+        self._handlers = 0
         # Only a module that says `backward` can hand a name to one: the body scan is skipped elsewhere.
         self.mentions_backward = mentions_backward
 
@@ -540,10 +543,16 @@ class _ModuleFacts:
         self.places.enter_class()
 
     def visit_Import(self, node: cst.Import) -> None:
-        self.imports.add(node)
+        self.imports.add(node, fallback=self._handlers > 0)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self.imports.add(node)
+        self.imports.add(node, fallback=self._handlers > 0)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._handlers += 1
+
+    def leave_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._handlers -= 1
 
     def visit_Expr(self, node: cst.Expr) -> None:
         self.places.on_statement(node)

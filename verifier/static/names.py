@@ -81,17 +81,19 @@ class ImportTable:
         self._answers = {}
         self._bound_methods = {}
 
-    def add(self, statement: cst.Import | cst.ImportFrom) -> None:
+    def add(self, statement: cst.Import | cst.ImportFrom, fallback: bool = False) -> None:
+        """`fallback`: the import sits in an `except` handler; a name its `try` already bound keeps
+        that binding (the one the code runs with where the newer import works)."""
         self._version += 1
         if type(statement) is cst.Import:
             for alias in statement.names:
                 full = _module_name(alias.name)
                 if alias.asname is not None:
-                    self._aliases[dotted_name(alias.asname.name) or full] = full
+                    self._bind(dotted_name(alias.asname.name) or full, full, fallback)
                 else:
                     # `import torch.nn` binds `torch`; later `torch.nn.X` resolves through it.
                     head = full.split(".", 1)[0]
-                    self._aliases[head] = head
+                    self._bind(head, head, fallback)
             return
         base = "." * len(statement.relative) + (_module_name(statement.module) if statement.module else "")
         if type(statement.names) is cst.ImportStar:
@@ -100,7 +102,11 @@ class ImportTable:
             name = _module_name(alias.name)
             local = dotted_name(alias.asname.name) if alias.asname is not None else name
             if local:
-                self._aliases[local] = base + name if base.endswith(".") else f"{base}.{name}"
+                self._bind(local, base + name if base.endswith(".") else f"{base}.{name}", fallback)
+
+    def _bind(self, local: str, qualified: str, fallback: bool) -> None:
+        if not (fallback and local in self._aliases):
+            self._aliases[local] = qualified
 
     def add_alias(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """`sync = torch.cuda.synchronize` or `sync = torch.cuda.synchronize if cuda else
