@@ -37,7 +37,7 @@ def test_predictions_collected_over_a_training_epoch_and_an_evaluation(analyse):
         train_epoch(model, train_loader, optimizer)
         evaluate(model, val_loader)
     """
-    assert analyse(code, select=SELECT) == [("VP406", 12, "MEDIUM"), ("VP406", 16, "MEDIUM"), ("VP406", 24, "LOW")]
+    assert analyse(code, select=SELECT, preview=True) == [("VP406", 12, "MEDIUM"), ("VP406", 16, "MEDIUM"), ("VP406", 24, "LOW")]
 
 
 def test_growth_by_stacking_an_unpacked_tensor_and_by_attribute(analyse):
@@ -56,7 +56,7 @@ def test_growth_by_stacking_an_unpacked_tensor_and_by_attribute(analyse):
                 self.frames = torch.vstack([self.frames, frame[None]])
             return frames
     """
-    assert analyse(code, select=SELECT) == [("VP406", 11, "LOW"), ("VP406", 12, "LOW")]
+    assert analyse(code, select=SELECT, preview=True) == [("VP406", 11, "LOW"), ("VP406", 12, "LOW")]
 
 
 def test_windows_resets_small_loops_and_decoding_stay_quiet(analyse):
@@ -89,7 +89,7 @@ def test_windows_resets_small_loops_and_decoding_stay_quiet(analyse):
             pair = torch.cat([pair, x[:, :1]])
         features = torch.cat([features[:, :1], features[:, 1:] * 2], dim=1)
     """
-    assert analyse(code, select=SELECT) == []
+    assert analyse(code, select=SELECT, preview=True) == []
 
 
 def test_growth_outside_any_loop_is_not_reported(analyse):
@@ -98,4 +98,4 @@ def test_growth_outside_any_loop_is_not_reported(analyse):
     tokens = torch.cat([cls_token, tokens], dim=1)
     tokens = torch.cat([tokens, register_tokens], dim=1)
     """
-    assert analyse(code, select=SELECT) == []
+    assert analyse(code, select=SELECT, preview=True) == []

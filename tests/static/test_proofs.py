@@ -12,11 +12,11 @@ from verifier.findings import Premise, Severity, Status
 from verifier.static.runner import analyze_paths
 
 
-def evidence(tmp_path, code: str, select: str = "VP203"):
+def evidence(tmp_path, code: str, select: str = "VP203", preview: bool = False):
     """[(line, severity, {premise: (status, text)})] for the selected rule's findings."""
     path = tmp_path / "train.py"
     path.write_text(textwrap.dedent(code), encoding="utf-8")
-    result = analyze_paths([str(path)], Settings(select=(select,), cache_dir=None))
+    result = analyze_paths([str(path)], Settings(select=(select,), cache_dir=None, preview=preview))
     return [
         (f.line, f.severity.name, {e.premise: (e.status, e.text) for e in f.evidence}) for f in result.findings
     ]
@@ -144,7 +144,7 @@ def test_a_loop_kind_inferred_from_a_benchmark_is_only_assumed(tmp_path):
             model(x)
             subprocess.run(["nvidia-smi"])
     """
-    [(_, severity, premises)] = evidence(tmp_path, code, select="VP204")
+    [(_, severity, premises)] = evidence(tmp_path, code, select="VP204", preview=True)
     status, text = premises[Premise.FREQUENCY]
     assert status is Status.ASSUMED and text.startswith("runs every step if the step loop is one")
     assert severity == "MEDIUM"
