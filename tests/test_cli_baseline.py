@@ -123,7 +123,7 @@ def test_the_score_of_a_baseline_with_other_rules_is_not_compared(full_baseline,
     report = json.loads(capsys.readouterr().out)
     assert code == 1
     assert report["decision"]["reasons"] == ["score 50/100 is below the minimum 70"]
-    assert report["rules"] == ["VP201", "VP202", "VP203", "VP205", "VP206", "VP900", "VP901", "VP902"]  # VP204: preview
+    assert report["rules"] == ["VP201", "VP202", "VP203", "VP204", "VP205", "VP206", "VP900", "VP901", "VP902"]
     main(["train.py", "--select", "VP2", "--baseline", "all.json", "--date", "2026-01-01"])
     text = (full_baseline / "reports" / "train.md").read_text()
     assert "(baseline score 87/100, made with other rules: not compared)" in text

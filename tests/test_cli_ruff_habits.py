@@ -39,8 +39,7 @@ def test_show_settings_prints_every_effective_setting_and_runs_nothing(project, 
     assert settings["config-file"] == str(project / "pyproject.toml")
     assert settings["project-root"] == str(project)
     assert settings["select"] == "VP2, VP501"
-    # VP204 is in preview: a prefix leaves it out.
-    assert settings["rules"] == "VP201, VP202, VP203, VP205, VP206, VP501, VP900, VP901, VP902"
+    assert settings["rules"] == "VP201, VP202, VP203, VP204, VP205, VP206, VP501, VP900, VP901, VP902"
     assert settings["exclude"] == f"{project}/legacy/*, tmp"
     assert settings["per-file-ignores"] == f"{project}/bench/* = VP203"
     assert settings["severity"] == "VP201 = HIGH"

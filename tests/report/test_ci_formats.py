@@ -29,8 +29,7 @@ EVAL = (
     "    for batch in val_loader:\n"
     "        print(model(batch.cuda()).item())\n"
 )
-# `--preview`: the suppressed spawn is VP204, a preview rule (docs/rule-precision.md).
-ARGS = ("--no-report", "--no-cache", "--select", "VP2", "--preview", "--date", "2025-01-01")
+ARGS = ("--no-report", "--no-cache", "--select", "VP2", "--date", "2025-01-01")
 
 
 @pytest.fixture

@@ -138,4 +138,4 @@ def test_an_alias_of_a_bound_sync_method_or_of_a_process_spawn_is_that_call(anal
             spawn(["nvidia-smi"])
     """
     # A stream or event sync waits only for the work its stream or event covers: its cost is assumed.
-    assert analyse(code, select=("VP203", "VP204"), preview=True) == [("VP203", 12, "MEDIUM"), ("VP203", 13, "MEDIUM"), ("VP204", 14, "HIGH")]
+    assert analyse(code, select=("VP203", "VP204")) == [("VP203", 12, "MEDIUM"), ("VP203", 13, "MEDIUM"), ("VP204", 14, "HIGH")]

@@ -512,7 +512,7 @@ def test_a_loop_over_files_that_calls_an_evaluation_is_a_sweep_not_an_eval_loop(
     """
     # One export per weight file runs once per file, not per batch: no subprocess finding. The
     # loop over a data source that calls an evaluation is an eval loop: its read is reported.
-    assert analyse(code, select=("VP201", "VP204"), preview=True) == [("VP201", 10, "LOW")]
+    assert analyse(code, select=("VP201", "VP204")) == [("VP201", 10, "LOW")]
 
 
 def test_full_batch_training_that_evaluates_every_iteration_takes_one_step_per_epoch():

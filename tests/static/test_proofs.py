@@ -144,7 +144,7 @@ def test_a_loop_kind_inferred_from_a_benchmark_is_only_assumed(tmp_path):
             model(x)
             subprocess.run(["nvidia-smi"])
     """
-    [(_, severity, premises)] = evidence(tmp_path, code, select="VP204", preview=True)
+    [(_, severity, premises)] = evidence(tmp_path, code, select="VP204")
     status, text = premises[Premise.FREQUENCY]
     assert status is Status.ASSUMED and text.startswith("runs every step if the step loop is one")
     assert severity == "MEDIUM"

@@ -673,7 +673,7 @@ def _to_findings(
         rule = candidate.rule
         trace = heat_trace(candidate.where) if where_heat is not Heat.ONCE else ()
         proofs = premises(rule, candidate.evidence, where_heat, table, candidate.condition, trace)
-        if not worth_reporting(proofs):
+        if not worth_reporting(proofs, rule.reports_unknown):
             continue
         severity = allowed(severity, proofs)
         span = positions[candidate.node]

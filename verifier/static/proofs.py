@@ -61,12 +61,15 @@ def _opt_in(condition: Condition | None, trace: tuple[TraceStep, ...]) -> bool:
     )
 
 
-def worth_reporting(proofs: Iterable[Proof]) -> bool:
+def worth_reporting(proofs: Iterable[Proof], reports_unknown: bool = True) -> bool:
     """Whether a finding rests on anything shown: one whose cost is itself only assumed (a barrier
     costs nothing on one process) and whose line is not known to run often says nothing. The
     judged real code agrees: every such barrier was wrong (checkpoint and exit paths, one-shot
-    branches)."""
+    branches). A rule that does not report on unknown premises (`Rule.reports_unknown`) drops
+    every finding with one."""
     statuses = {proof.premise: proof.status for proof in proofs}
+    if not reports_unknown and Status.UNKNOWN in statuses.values():
+        return False
     return not (
         statuses.get(Premise.COST) in (Status.ASSUMED, Status.UNKNOWN)
         and statuses.get(Premise.FREQUENCY) is Status.UNKNOWN

@@ -110,6 +110,9 @@ class Rule:
     # A preview rule has not yet reached lenient precision 0.95 on real code: it runs only when
     # preview is enabled (`--preview`, `preview = true`), as ruff's preview rules do.
     preview: ClassVar[bool] = False
+    # False for a rule whose findings resting on an unknown premise (a branch that depends on the
+    # data) were wrong on real code: those are not reported at all rather than LOW.
+    reports_unknown: ClassVar[bool] = True
     # Codes whose finding at the same node this rule's finding replaces (one call, one finding).
     supersedes: ClassVar[tuple[str, ...]] = ()
     # Text without any of these cannot produce this rule's finding: the rule skips the file, and
