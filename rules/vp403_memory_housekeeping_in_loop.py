@@ -137,23 +137,15 @@ for x, y in loader:
         self._carried.pop()
         self._released = False  # the compound statement as a whole is no release
 
-    def visit_If(self, node: cst.If) -> None:
+    def _open_branches(self, node: cst.If | cst.With | cst.Try) -> None:
         self._open_compound(True)
 
-    def leave_If(self, original_node: cst.If) -> None:
+    def _close_branches(self, node: cst.If | cst.With | cst.Try) -> None:
         self._close_compound()
 
-    def visit_With(self, node: cst.With) -> None:
-        self._open_compound(True)
-
-    def leave_With(self, original_node: cst.With) -> None:
-        self._close_compound()
-
-    def visit_Try(self, node: cst.Try) -> None:
-        self._open_compound(True)
-
-    def leave_Try(self, original_node: cst.Try) -> None:
-        self._close_compound()
+    # Each branch of an `if`/`with`/`try` starts where the statement before it left off.
+    visit_If = visit_With = visit_Try = _open_branches
+    leave_If = leave_With = leave_Try = _close_branches
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._open_compound(False)

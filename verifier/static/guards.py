@@ -237,10 +237,9 @@ class _Frame:
     # The `if`s whose body the walk is in; whether each is a guard is asked only when needed.
     open_ifs: list[cst.If] = field(default_factory=list)
     loops: list[bool] = field(default_factory=list)
-    # The names each of those loops binds (`for fold, ...` -> {"fold"}; a `while` binds none),
+    # Per loop: the names it binds (`for i, fold in ...` -> {"i", "fold"}; a `while` binds none)
     # and whether it iterates a data loader (`for step, batch in enumerate(test_dataloader)`).
-    loop_targets: list[frozenset[str]] = field(default_factory=list)
-    over_loader: list[bool] = field(default_factory=list)
+    heads: list[tuple[frozenset[str], bool]] = field(default_factory=list)
     # Entry i, once asked: whether any of open_ifs[:i + 1] is a guard (the outer ones are not
     # asked again for each call in an inner body).
     guarded_ifs: list[bool] = field(default_factory=list)
@@ -290,32 +289,30 @@ class Guards(LambdaScopes, Tracker):
         self._answer = None
 
     def visit_For(self, node: cst.For) -> None:
-        self._frames[-1].loops.append(False)
-        self._frames[-1].loop_targets.append(frozenset(
-            n.value for n in (node.target, *iter_descendants(node.target)) if type(n) is cst.Name
-        ))
-        self._frames[-1].over_loader.append(any(
+        targets = frozenset(n.value for n in (node.target, *iter_descendants(node.target)) if type(n) is cst.Name)
+        over_loader = any(
             type(n) in (cst.Name, cst.Attribute) and _LOADER.search(terminal_name(n) or "")
             for n in (node.iter, *iter_descendants(node.iter))
-        ))
-        self._answer = None
-
-    def leave_For(self, node: cst.For) -> None:
-        self._frames[-1].loops.pop()
-        self._frames[-1].loop_targets.pop()
-        self._frames[-1].over_loader.pop()
-        self._answer = None
+        )
+        self._enter_loop((targets, over_loader))
 
     def visit_While(self, node: cst.While) -> None:
-        self._frames[-1].loops.append(False)
-        self._frames[-1].loop_targets.append(frozenset())
-        self._frames[-1].over_loader.append(False)
-        self._answer = None
+        self._enter_loop((frozenset(), False))
+
+    def leave_For(self, node: cst.For) -> None:
+        self._leave_loop()
 
     def leave_While(self, node: cst.While) -> None:
+        self._leave_loop()
+
+    def _enter_loop(self, head: tuple[frozenset[str], bool]) -> None:
+        self._frames[-1].loops.append(False)
+        self._frames[-1].heads.append(head)
+        self._answer = None
+
+    def _leave_loop(self) -> None:
         self._frames[-1].loops.pop()
-        self._frames[-1].loop_targets.pop()
-        self._frames[-1].over_loader.pop()
+        self._frames[-1].heads.pop()
         self._answer = None
 
     def visit_If(self, node: cst.If) -> None:
@@ -397,15 +394,14 @@ class Guards(LambdaScopes, Tracker):
         counters the test reads are bound by loops around the innermost one, a loop over a data
         loader, so within it the test holds on every batch or on none: no rate limit of it. (Over
         the micro-batches or chunks of one step, the outer index is the step's own counter.)"""
-        frame = self._frames[-1]
-        targets = frame.loop_targets
-        if len(targets) < 2 or not frame.over_loader[-1]:
+        heads = self._frames[-1].heads
+        if len(heads) < 2 or not heads[-1][1]:
             return False
         counters = {
             n.value for n in (test, *iter_descendants(test)) if type(n) is cst.Name and _COUNTER.search(n.value)
         }
-        outer = frozenset().union(*targets[:-1])
-        return bool(counters) and counters <= outer and not counters & targets[-1]
+        outer = frozenset().union(*(targets for targets, _ in heads[:-1]))
+        return bool(counters) and counters <= outer and not counters & heads[-1][0]
 
     def _names_a_rate_limit(self, test: cst.BaseExpression) -> bool:
         """`if is_metric_step:` where the function binds `is_metric_step = i % every == 0 or
