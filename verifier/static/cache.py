@@ -120,6 +120,15 @@ class ResultCache:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def use_settings(self, settings: Settings, rule_codes: list[str]) -> None:
+        """Load and store under other settings from now on (the project's configuration defaults
+        are read, through this cache, before the settings of the run are complete)."""
+        parts = (self._parts[0], settings_digest(settings, rule_codes))
+        if parts != self._parts and self._folder_fd is not None:
+            os.close(self._folder_fd)
+            self._folder_fd = None
+        self._parts = parts
+
     def key_for(self, path: str) -> str | None:
         try:
             return file_key(path, module_name_for(path), read_bytes(path, self.max_file_size))

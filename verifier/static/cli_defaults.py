@@ -23,6 +23,7 @@ import operator
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -124,19 +125,41 @@ class CommandLine:
         return {name: source for name, source in copies.items() if source}
 
 
+@dataclass(frozen=True)
+class SourceDefaults:
+    """`defaults_defined_in` of one source, as the results cache keeps it."""
+
+    definitions: tuple[tuple[str, bool | int | float | str | None], ...]
+
+
 def project_defaults(sources: Iterable[str]) -> tuple[tuple[str, object], ...]:
     """The configuration defaults every given source that defines them agrees on: argparse
     options and the fields of config classes (`@dataclass`, or a base named `*Config`,
     `*Arguments`, `*Args`) with literal defaults. A name two definitions disagree on is left out.
     Read with Python's own parser (a quick look before the analysis; nothing is run)."""
+    return agreed_defaults(map(defaults_defined_in, sources))
+
+
+def defaults_defined_in(text: str) -> tuple[tuple[str, object], ...]:
+    """One source's part of `project_defaults`: each literal default it defines, in order (a
+    name may come twice). Depends on the text alone, so a results cache can keep it."""
+    if not may_define_defaults(text):
+        return ()
+    tree = _parsed(text)
+    return tuple(_defined_in(tree, text)) if tree is not None else ()
+
+
+def may_define_defaults(text: str) -> bool:
+    """False for a source that certainly defines no default (most of them: nothing to parse)."""
+    return any(marker in text for marker in _MARKERS)
+
+
+def agreed_defaults(definitions: Iterable[Iterable[tuple[str, object]]]) -> tuple[tuple[str, object], ...]:
+    """The defaults the sources' definitions agree on, by name."""
     found: dict[str, object] = {}
-    for text in sources:
-        if not any(marker in text for marker in _MARKERS):
-            continue
-        tree = _parsed(text)
-        for name, value in _defined_in(tree) if tree is not None else ():
-            known = found.get(name, value)
-            found[name] = value if known == value and type(known) is type(value) else _AMBIGUOUS
+    for name, value in (pair for source in definitions for pair in source):
+        known = found.get(name, value)
+        found[name] = value if known == value and type(known) is type(value) else _AMBIGUOUS
     return tuple(sorted(((k, v) for k, v in found.items() if v is not _AMBIGUOUS), key=lambda item: item[0]))
 
 
@@ -151,17 +174,35 @@ def _parsed(text: str) -> ast.AST | None:
         return None
 
 
-def _defined_in(tree: ast.AST) -> Iterator[tuple[str, object]]:
+def _defined_in(tree: ast.AST, text: str) -> Iterator[tuple[str, object]]:
     yield from _config_tree_defaults(tree)
-    for node in ast.walk(tree):
-        if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "add_argument":
-            yield from _ast_option(node)
-        elif type(node) is ast.ClassDef and _ast_is_config_class(node):
+    if "add_argument(" in text:
+        for node in ast.walk(tree):
+            if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "add_argument":
+                yield from _ast_option(node)
+    for node in _statements(tree):
+        if type(node) is ast.ClassDef and _ast_is_config_class(node):
             for statement in node.body:
                 if type(statement) is ast.AnnAssign and type(statement.target) is ast.Name and statement.value is not None:
                     value = _ast_field_default(statement.value)
                     if value is not _UNKNOWN:
                         yield statement.target.id, value
+
+
+# The fields of a statement that hold statements; a class is a statement, so its definition is
+# found without walking a single expression (most of a tree's nodes).
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        yield node
+        for name in _STATEMENT_LISTS:
+            children = getattr(node, name, None)
+            if type(children) is list:
+                pending.extend(reversed(children))
 
 
 def _config_tree_defaults(tree: ast.AST) -> Iterator[tuple[str, object]]:

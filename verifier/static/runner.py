@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from verifier.config import Settings
 from verifier.findings import Finding
 from verifier.static.cache import ResultCache, open_cache, run_key
-from verifier.static.cli_defaults import project_defaults
+from verifier.static.cli_defaults import SourceDefaults, agreed_defaults, defaults_defined_in, may_define_defaults
 from verifier.static.source import UnreadableSource, read_source
 from verifier.static.discovery import discover
 from verifier.static.engine import (
@@ -97,8 +97,6 @@ def _analyze_files(
     deadline: float | None = None,
 ) -> AnalysisResult:
     """With `reuse` False the cache is written but never read (every stored result is replaced)."""
-    if not settings.config_defaults:
-        settings = replace(settings, config_defaults=project_defaults(_python_texts(files, settings)))
     rules = settings.selected_rules()
     codes = [rule.code for rule in rules]
     reported_set = None if reported is None else set(reported)
@@ -111,6 +109,10 @@ def _analyze_files(
     with contextlib.ExitStack() as cleanup:
         if cache is not None:
             cleanup.callback(cache.close)
+        if not settings.config_defaults:
+            settings = replace(settings, config_defaults=_project_defaults(files, settings, cache if reuse else None))
+            if cache is not None:
+                cache.use_settings(settings, codes)
         pool = shared_pool()
         keys = [cache.key_for(path) for path in files] if cache else [None] * len(files)
         whole_run = run_key([*keys, repr(None if wanted is None else sorted(wanted))]) if cache else None
@@ -153,6 +155,24 @@ def _analyze_files(
             cache.store(whole_run, AnalysisResult([replace(r, analysis=None) for r in analysis.files]))
     analysis.files[:0] = folders
     return analysis
+
+
+def _project_defaults(files: Iterable[str], settings: Settings, cache: ResultCache | None) -> tuple[tuple[str, object], ...]:
+    """`project_defaults` of the run's files; with a cache, each file's part is parsed once per
+    content (a run over an unchanged tree parses nothing before its cache lookups)."""
+    def definitions() -> Iterator[tuple[tuple[str, object], ...]]:
+        for text in _python_texts(files, settings):
+            if cache is None or not may_define_defaults(text):
+                yield defaults_defined_in(text)
+                continue
+            key = "defaults-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            stored = cache.load(key, SourceDefaults)
+            if stored is None:
+                stored = SourceDefaults(defaults_defined_in(text))
+                cache.store(key, stored)
+            yield stored.definitions
+
+    return agreed_defaults(definitions())
 
 
 def _python_texts(files: Iterable[str], settings: Settings) -> Iterator[str]:
