@@ -26,6 +26,7 @@ import math
 import sys
 import types
 import typing
+from collections.abc import Callable
 from typing import Any
 
 FORMAT = 3
@@ -157,13 +158,14 @@ class _Decoder:
 
     def fill(self, obj: Any, stored: dict) -> None:
         cls = type(obj)
-        if dataclasses.is_dataclass(cls):
-            hints = _field_hints(cls)
-            if set(stored) != set(hints):
-                raise Invalid(f"{cls.__qualname__}: fields {sorted(stored)} are not {sorted(hints)}")
-            for name, hint in hints.items():
+        fields = _field_checks(cls)
+        if fields is not None:
+            names, checks = fields
+            if stored.keys() != names:
+                raise Invalid(f"{cls.__qualname__}: fields {sorted(stored)} are not {sorted(names)}")
+            for name, hint, check in checks:
                 value = self.decode(stored[name])
-                if not _conforms(value, hint):
+                if not check(value):
                     raise Invalid(f"{cls.__qualname__}.{name}: {type(value).__name__} does not fit {hint}")
                 object.__setattr__(obj, name, value)
             return
@@ -214,6 +216,19 @@ class _Decoder:
 
 def _lookup(name: Any) -> type:
     """A class of an analyser module that is already imported; never imports anything."""
+    if type(name) is str:
+        found = _known_classes.get(name)
+        if found is None:
+            found = _known_classes[name] = _find_class(name)
+        return found
+    return _find_class(name)
+
+
+# Classes found by name so far (a class once imported stays what it is; a miss is not kept).
+_known_classes: dict[str, type] = {}
+
+
+def _find_class(name: Any) -> type:
     module_name, _, qualname = name.partition(":") if isinstance(name, str) else ("", "", "")
     module = sys.modules.get(module_name) if _trusted(module_name) else None
     found: Any = module
@@ -222,6 +237,15 @@ def _lookup(name: Any) -> type:
     if not isinstance(found, type) or found.__module__ != module_name:
         raise Invalid(f"unknown class {name!r}")
     return found
+
+
+@functools.cache
+def _field_checks(cls: type) -> tuple[frozenset[str], tuple[tuple[str, Any, Callable[[Any], bool]], ...]] | None:
+    """A dataclass's field names and each field's (name, annotation, test); None for another class."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    hints = _field_hints(cls)
+    return frozenset(hints), tuple((name, hint, _checker(hint)) for name, hint in hints.items())
 
 
 @functools.cache
@@ -241,64 +265,84 @@ def _field_hints(cls: type) -> dict[str, Any]:
 
 
 def _conforms(value: Any, hint: Any) -> bool:
-    if hint is Any or isinstance(hint, (typing.TypeVar, typing.ForwardRef, str)):
-        return True
+    return _checker(hint)(value)
+
+
+def _checker(hint: Any) -> Callable[[Any], bool]:
+    """The test of a value against `hint`, built once per annotation: a run reads hundreds of
+    thousands of stored objects, and taking each annotation apart for every value was most of
+    the time a cached run spent loading."""
+    try:
+        return _cached_checker(hint)
+    except TypeError:  # an unhashable annotation: built each time
+        return _build_checker(hint)
+
+
+@functools.cache
+def _cached_checker(hint: Any) -> Callable[[Any], bool]:
+    return _build_checker(hint)
+
+
+def _anything(_value: Any) -> bool:
+    return True
+
+
+def _build_checker(hint: Any) -> Callable[[Any], bool]:
+    if hint is Any or hint is object or isinstance(hint, (typing.TypeVar, typing.ForwardRef, str)):
+        return _anything
     if hint is None or hint is type(None):
-        return value is None
+        return lambda value: value is None
     origin, arguments = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Union or origin is types.UnionType:
-        return any(_conforms(value, argument) for argument in arguments)
+        choices = tuple(_checker(argument) for argument in arguments)
+        return lambda value: any(check(value) for check in choices)
     if origin is typing.Literal:
-        return value in arguments
+        return lambda value: value in arguments
     if origin is typing.ClassVar:
-        return True
+        return _anything
     if origin is not None:
-        return _conforms_generic(value, origin, arguments)
+        return _generic_checker(origin, arguments)
     if not isinstance(hint, type):
-        return True
+        return _anything
     if hint is bool:
-        return type(value) is bool
+        return lambda value: type(value) is bool
     if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return lambda value: isinstance(value, int) and not isinstance(value, bool)
     if hint is float:
-        return type(value) in (int, float)
+        return lambda value: type(value) in (int, float)
     if hint in (str, list, tuple, dict, set, frozenset):
-        return type(value) is hint
-    if hint is object:
-        return True
+        return lambda value: type(value) is hint
     if _trusted(hint.__module__):
-        return isinstance(value, hint)
+        return lambda value: isinstance(value, hint)
     # A type an entry can never hold (a syntax node, released before storing) must be empty.
-    return value is None
+    return lambda value: value is None
 
 
-_SEQUENCES = (list, tuple, collections.abc.Sequence)
+# The container types a value of each generic origin may have.
+_CONTAINERS = {
+    list: (list,), tuple: (tuple,), set: (set,), frozenset: (frozenset,), dict: (dict,),
+    collections.abc.Sequence: (list, tuple), collections.abc.Mapping: (dict,),
+    collections.abc.Set: (set, frozenset),
+}
 
 
-def _conforms_generic(value: Any, origin: Any, arguments: tuple) -> bool:
-    if origin in (list, tuple, set, frozenset, dict):
-        if type(value) is not origin:
-            return False
-    elif origin in (collections.abc.Sequence,):
-        if type(value) not in (list, tuple):
-            return False
-    elif origin in (collections.abc.Mapping,):
-        if type(value) is not dict:
-            return False
-    elif origin in (collections.abc.Set,):
-        if type(value) not in (set, frozenset):
-            return False
-    else:
-        return False  # a callable, a class object or another non-data type
+def _generic_checker(origin: Any, arguments: tuple) -> Callable[[Any], bool]:
+    containers = _CONTAINERS.get(origin)
+    if containers is None:
+        return lambda _value: False  # a callable, a class object or another non-data type
     if not arguments:
-        return True
-    if type(value) is dict:
-        key_hint, value_hint = arguments
-        return all(_conforms(k, key_hint) and _conforms(v, value_hint) for k, v in value.items())
-    if origin is tuple:
-        if len(arguments) == 2 and arguments[1] is Ellipsis:
-            return all(_conforms(item, arguments[0]) for item in value)
+        return lambda value: type(value) in containers
+    if dict in containers:
+        check_key, check_value = _checker(arguments[0]), _checker(arguments[1])
+        return lambda value: type(value) in containers and all(
+            check_key(k) and check_value(v) for k, v in value.items()
+        )
+    if origin is tuple and not (len(arguments) == 2 and arguments[1] is Ellipsis):
         if arguments == ((),):
-            return len(value) == 0
-        return len(value) == len(arguments) and all(map(_conforms, value, arguments))
-    return all(_conforms(item, arguments[0]) for item in value)
+            return lambda value: type(value) is tuple and len(value) == 0
+        checks = tuple(_checker(argument) for argument in arguments)
+        return lambda value: type(value) is tuple and len(value) == len(checks) and all(
+            check(item) for check, item in zip(checks, value)
+        )
+    check_item = _checker(arguments[0])
+    return lambda value: type(value) in containers and all(map(check_item, value))
