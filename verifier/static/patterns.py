@@ -36,9 +36,12 @@ class PathPattern:
 
     def matches(self, path: str) -> bool:
         """Does the pattern name this file or folder itself (not one of its parents)?"""
-        absolute = os.path.abspath(path)
         if self.names_anywhere:
-            return fnmatch.fnmatch(os.path.basename(absolute), self.glob)
+            name = os.path.basename(path)
+            if name in ("", ".", ".."):  # `train/`, `.`: the folder's own name
+                name = os.path.basename(os.path.abspath(path))
+            return fnmatch.fnmatch(name, self.glob)
+        absolute = os.path.abspath(path)
         full = self.glob if self.glob.startswith("/") else posixpath.join(_posix(self.anchor), self.glob)
         return fnmatch.fnmatch(_posix(absolute), posixpath.normpath(full))
 
