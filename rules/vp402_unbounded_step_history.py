@@ -15,7 +15,8 @@ reported. In an evaluation loop without `no_grad`, graph-carrying outputs are VP
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -225,7 +226,9 @@ for epoch in range(epochs):
             if step_loop is None and _per_step_hook(where, self.context.heat) and history.attribute and not history.cuts:
                 # A hook the training loop calls every step, growing a list made in `__init__`.
                 return self.severity if entry in ("graph", "tensor") else _HOST
-            lifetime = _lifetime(history, where, step_loop, lambda fn: _called_once(fn, self.context.heat))
+            lifetime = _lifetime(
+                history, where, step_loop, lambda fn: _called_once(fn, self.context.heat), run_loops
+            )
             if step_loop is None and lifetime == "run" and _runs_every_step(where) and entry in ("graph", "tensor"):
                 # A helper the step loop calls, growing a list made at module level.
                 return self.severity
@@ -241,6 +244,8 @@ for epoch in range(epochs):
                 return None
             return self.severity if entry == "tensor" else _HOST
 
+        # Read now: the loops' headers are text of this walk's tree.
+        run_loops = [loop for loop in where.loops if _spans_the_run(loop, self.context.code_for)]
         severity = deferred(decide, outcomes=(self.severity, _HOST), reads=_READS)
 
         # Read now: the facts of the function are gone once the walk is done.
@@ -460,8 +465,28 @@ def _runs_every_step(where: Where) -> bool:
     return not where.loops and where.function is not None and where.function.heat is Heat.STEP
 
 
+# A loop over the run's epochs says so: its target, bound or header names them.
+_EPOCHS = re.compile(r"epoch", re.IGNORECASE)
+
+
+def _spans_the_run(loop: LoopInfo, code_for: Callable[[cst.CSTNode], str]) -> bool:
+    """A loop around the step loop that is the run's own: `for epoch in range(epochs)`, or a
+    `while` that steps until a budget or forever. `for _ in range(repeat)` around the minibatches
+    of one update (an RL update, a federated client's local pass) is part of one call."""
+    node = loop.node
+    if type(node) is cst.While:
+        return True
+    if type(node) is not cst.For:
+        return False
+    return any(_EPOCHS.search(name) for name in loop.targets) or bool(_EPOCHS.search(code_for(node.iter)))
+
+
 def _lifetime(
-    history: _History, append: Where, step_loop: LoopInfo | None, called_once: Callable | None = None
+    history: _History,
+    append: Where,
+    step_loop: LoopInfo | None,
+    called_once: Callable | None = None,
+    run_loops: Collection[LoopInfo] = (),
 ) -> str | None:
     """How long the list lives relative to the training step loop around the append.
 
@@ -483,9 +508,10 @@ def _lifetime(
     spanned = [loop for loop in outer if loop not in bound.loops]
     if any(loop in cut.loops for cut in history.cuts for loop in spanned) or bound.loops:
         return "epoch"
-    if any(loop.is_epoch for loop in spanned) or bound.function is None:
+    if bound.function is None or any(loop.is_epoch and loop in run_loops for loop in spanned):
         return "run"
     # A local of the function that runs the step loop lives for the run when that function is
     # called once (`main()`, the whole training); per epoch or per round, or by callers not seen,
-    # it lives for one call.
+    # it lives for one call, even around a loop of repeats (`for _ in range(repeat):` over the
+    # minibatches of one RL update is no epoch loop of the run).
     return "run" if called_once is not None and called_once(bound.function) else "call"

@@ -174,3 +174,44 @@ def test_a_local_of_a_function_called_once_lives_for_the_run(analyse):
     # `main()` runs once: its list lives for the run. `train_one_epoch` is called by nobody seen
     # here (maybe per epoch elsewhere), `per_round` five times: their lists live for one call.
     assert analyse(code, select=SELECT) == [("VP402", 9, "HIGH")]
+
+
+def test_repeats_around_the_minibatches_of_one_update_are_not_the_run(analyse):
+    # An RL learner's update: `repeat` passes over the minibatches of the data handed to this
+    # call, the list summarised at its end. Only the loop over epochs makes a list live for the run.
+    code = """\
+    class Learner:
+        def learn(self, batch, repeat):
+            actor_losses = []
+            for _ in range(repeat):
+                for part in batch.split(64):
+                    loss = self.loss_of(part)
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+                    actor_losses.append(loss.item())
+            return sum(actor_losses) / len(actor_losses)
+
+    def fit(model, loader, num_epochs):
+        history = []
+        for _ in range(num_epochs):
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                history.append(loss.item())
+        return history
+
+    def fit_steps(model, loader, max_steps):
+        seen = []
+        step = 0
+        while step < max_steps:
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                seen.append(loss.item())
+                step += 1
+        return seen
+    """
+    assert analyse(code, select=SELECT) == [("VP402", 20, "LOW"), ("VP402", 31, "LOW")]
