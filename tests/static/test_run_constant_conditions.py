@@ -52,3 +52,28 @@ def test_a_trainer_subclassed_inside_its_own_package_has_the_trainers_hooks(tmp_
     )
     result = analyze_paths([str(tmp_path)], Settings(select=("VP403",)))
     assert [(f.path.rsplit("/", 1)[-1], f.line, f.severity.name) for f in result.findings] == [("gkd_trainer.py", 9, "MEDIUM")]
+
+
+def test_a_flag_set_in_an_exception_handler_is_no_configuration(analyse):
+    # `has_oom = True` only where an out-of-memory error was caught: the recovery branch runs
+    # when the step failed, not every step, though the flag is bound to literals only.
+    code = """\
+    import torch
+
+
+    def train(model, loader, optimizer):
+        for x, y in loader:
+            has_oom = False
+            try:
+                loss = model(x.cuda(), y.cuda())
+                loss.backward()
+            except torch.cuda.OutOfMemoryError:
+                has_oom = True
+            if has_oom:
+                optimizer.zero_grad()
+                torch.cuda.empty_cache()
+                continue
+            optimizer.step()
+            torch.cuda.empty_cache()
+    """
+    assert analyse(code, select=("VP403",)) == [("VP403", 14, "LOW"), ("VP403", 17, "MEDIUM")]

@@ -16,9 +16,13 @@ from verifier.static.names import dotted_name
 if TYPE_CHECKING:
     from verifier.static.context import ModuleContext
 
-# name -> (the value bound, or None for a loop target or anything not a plain assignment; the
-# ids of the loops around the binding)
+# name -> (the value bound, or None for a loop target, a binding in an `except` handler or
+# anything not a plain assignment; the ids of the loops around the binding)
 Bindings = dict[str, list[tuple[cst.BaseExpression | None, frozenset[int]]]]
+
+
+# Marks the statements of an `except` handler in the walk (a loop's id is never 0).
+_HANDLER = 0
 
 
 def statement_bindings(context: ModuleContext, scope: cst.CSTNode) -> Bindings:
@@ -40,12 +44,16 @@ def _collect(scope: cst.CSTNode) -> Bindings:
             bind(target.value, None, loops)
             return
         name = dotted_name(target)
+        if _HANDLER in loops:
+            # `has_oom = True` in an `except` handler: what the name holds says whether an
+            # exception was raised, never a value fixed for the run.
+            value = None
         if name is not None:
-            found.setdefault(name, []).append((value, loops))
+            found.setdefault(name, []).append((value, loops - {_HANDLER}))
         elif type(target) is cst.Subscript:
             base = dotted_name(target.value)
             if base is not None:
-                found.setdefault(base, []).append((None, loops))
+                found.setdefault(base, []).append((None, loops - {_HANDLER}))
 
     # Statements only: a binding is a statement (or a loop or `with` header); expressions are
     # never entered, nor are nested functions and classes (their names bind, their bodies not).
@@ -64,7 +72,7 @@ def _collect(scope: cst.CSTNode) -> Bindings:
             if node.value is not None:
                 bind(node.target, node.value, loops)
         elif kind in (cst.FunctionDef, cst.ClassDef):
-            found.setdefault(node.name.value, []).append((None, loops))
+            found.setdefault(node.name.value, []).append((None, loops - {_HANDLER}))
         elif kind in (cst.For, cst.While):
             inner = loops | {id(node)}
             if kind is cst.For:
@@ -86,7 +94,7 @@ def _collect(scope: cst.CSTNode) -> Bindings:
             for handler in node.handlers:
                 if handler.name is not None:
                     bind(handler.name.name, None, loops)
-                pending.append((handler.body, loops))
+                pending.append((handler.body, loops | {_HANDLER}))
             for extra in (node.orelse, node.finalbody):
                 if extra is not None:
                     pending.append((extra.body, loops))
