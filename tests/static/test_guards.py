@@ -30,13 +30,15 @@ def _imports() -> ImportTable:
         "1 < num_shown < 5",
         "cur_nimg < tick_start_nimg + kimg_per_tick * 1000",
         "step >= last_log_step + log_every",
+        "self.cuda and self.get_num_updates() == 0",
+        "trainer.get_global_step() == 1",
     ],
 )
 def test_rate_limits(test):
     assert is_rate_limit(cst.parse_expression(test), _imports())
 
 
-@pytest.mark.parametrize("test", ["verbose", "rank == 0", "logger is not None", "loss > best", "epoch > warmup", "0 <= step < limit", "lo < loss < 2", "loss < best + margin"])
+@pytest.mark.parametrize("test", ["verbose", "rank == 0", "logger is not None", "loss > best", "epoch > warmup", "0 <= step < limit", "lo < loss < 2", "loss < best + margin", "self.get_lr() == 0", "get_num_updates(model) == 0"])
 def test_not_rate_limits(test):
     assert not is_rate_limit(cst.parse_expression(test), _imports())
 

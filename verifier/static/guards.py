@@ -118,7 +118,15 @@ def _compares_index_for_equality(node: cst.Comparison) -> bool:
     if not any(type(c.operator) is cst.Equal for c in node.comparisons):
         return False
     sides = [node.left, *(c.comparator for c in node.comparisons)]
-    return any(_INDEX.search(dotted_name(side) or "") for side in sides)
+    return any(_INDEX.search(dotted_name(side) or "") or _reads_a_counter(side) for side in sides)
+
+
+def _reads_a_counter(node: cst.BaseExpression) -> bool:
+    """`self.get_num_updates()`, `trainer.get_global_step()`: a counter read through its getter."""
+    if type(node) is not cst.Call or node.args:
+        return False
+    name = terminal_name(node.func) or ""
+    return name.startswith("get_") and bool(_COUNTER.search(name[len("get_"):]))
 
 
 def _since_last(node: cst.Comparison) -> bool:
