@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 SELECT = ("VP404",)
 
 
@@ -164,3 +166,34 @@ def test_a_loop_calling_a_helper_named_for_what_it_does_to_a_model_is_no_evaluat
     assert analyse(code, select=SELECT) == []
     forward = code.replace("turn_on_fused_eval_for_single_model(module)", "outputs = model(module)")
     assert analyse(forward, select=SELECT) == [("VP404", 6, "MEDIUM")]
+
+
+TARGET_ASSIGNER = """\
+import torch
+from torch import nn
+
+device = torch.device("cuda")
+
+class AssignTargets:
+    def __init__(self, channels):
+        self.head = nn.Linear(channels, 1)
+
+    def __call__(self, preds, targets):
+        matched = []
+        for image in range({bound}):
+            scores = self.head.forward(preds[image])
+            best = scores.argmax()
+            matched.append(best.item())
+        return matched
+"""
+
+
+@pytest.mark.parametrize("bound", ["preds.shape[0]", "preds.size(0)"])
+def test_a_loop_over_the_rows_of_a_tensor_in_hand_is_not_an_evaluation(analyse, bound):
+    # One batch's images in a loss's target assignment: part of the call that holds the batch.
+    # Nothing calls it here, so nothing says how often it runs.
+    assert analyse(TARGET_ASSIGNER.format(bound=bound), select=("VP404", "VP201")) == []
+
+
+def test_a_loop_over_a_datasets_length_is_still_an_evaluation(analyse):
+    assert analyse(TARGET_ASSIGNER.format(bound="len(preds)"), select=("VP404", "VP201")) == [("VP201", 15, "LOW")]

@@ -210,6 +210,9 @@ class LoopInfo:
     # `while batch_size: try: ...; return except OutOfMemoryError: batch_size //= 2`: runs until
     # one attempt succeeds; its iterations are retries, not steps.
     retry: bool = False
+    # `for b in range(preds.shape[0]):`: over the rows of a tensor the call already holds (the
+    # images of one batch in a loss's target assignment), not over batches.
+    over_rows: bool = False
     # `for opt, sched in zip(optimizers, schedulers): opt.step()`: a loop over the optimizers of
     # one update, not over batches; the update's cadence is the loop around it.
     over_optimizers: bool = False
@@ -467,6 +470,7 @@ class HeatModel:
         header = self._header(node)
         info = LoopInfo(
             node, parent, data_source=bool(header) and header != "while True", retry=_is_retry_loop(node),
+            over_rows=_iterates_tensor_rows(node),
             path=self._path, header=header,
             targets=frozenset(_identifiers(node.target)) if type(node) is cst.For else frozenset(),
             in_forward=bool(self._class_stack and self._function_stack)
@@ -1300,7 +1304,10 @@ class _Resolver:
         in_model_method = (
             bool(loop.sibling_forward) and loop.sibling_forward in self.by_key and not loop.header.startswith("iterates ")
         )
-        ruled_out = loop.is_step or contains_step or trains or loop.in_forward or part_of_step or over_evaluations
+        ruled_out = (
+            loop.is_step or contains_step or trains or loop.in_forward or part_of_step or over_evaluations
+            or loop.over_rows
+        )
         loop.is_eval = not ruled_out and (
             runs_model or (loop.data_source and loop.tensor_work and not in_model_method)
         )
@@ -1513,6 +1520,20 @@ def _is_retry_loop(node: cst.For | cst.While) -> bool:
         if leaves and catches & _RETRIED_ERRORS:
             return True
     return False
+
+
+def _iterates_tensor_rows(node: cst.For | cst.While) -> bool:
+    """`for i in range(x.shape[0])` / `range(x.size(0))`: a loop over the rows of a tensor in
+    hand. A dataset has no shape; `range(len(dataset))` is not one of these."""
+    if type(node) is not cst.For or type(node.iter) is not cst.Call or dotted_name(node.iter.func) != "range":
+        return False
+    arguments = node.iter.args
+    if not arguments or len(arguments) > 2:
+        return False
+    bound = arguments[-1].value
+    if type(bound) is cst.Subscript:
+        return type(bound.value) is cst.Attribute and bound.value.attr.value == "shape"
+    return type(bound) is cst.Call and type(bound.func) is cst.Attribute and bound.func.attr.value == "size" and len(bound.args) == 1
 
 
 def _first_step(loop: LoopInfo) -> LoopInfo | None:
