@@ -111,6 +111,14 @@ for x, y in loader:
     optimizer_step(scaler, optimizer)
     scaler.update()
 """,
+        # One update of several optimizers: each steps, then the scale is updated once.
+        """\
+for x, y in loader:
+    scaler.scale(criterion(model(x), y)).backward()
+    for optimizer in (encoder_optimizer, decoder_optimizer):
+        scaler.step(optimizer)
+    scaler.update()
+""",
     )
     INVALID = (
         Invalid(
@@ -150,4 +158,13 @@ for x, y in loader:
 
 
 def _same_loop(a: ScalerCall, b: ScalerCall) -> bool:
-    return a.where.innermost_loop is b.where.innermost_loop
+    return _step_loop(a) is _step_loop(b)
+
+
+def _step_loop(call: ScalerCall):
+    """The loop whose iterations are steps: past loops over the optimizers of one update
+    (`for opt in optimizers: scaler.step(opt)` then one `scaler.update()` after it)."""
+    loop = call.where.innermost_loop
+    while loop is not None and loop.over_optimizers:
+        loop = loop.parent
+    return loop
