@@ -91,3 +91,17 @@ def test_no_numpy_warning_from_the_harness():
     assert completed.returncode == 0
     assert "usage: verify-perf bench" in completed.stdout
     assert completed.stderr == ""
+
+
+def test_the_language_server_without_its_extra_exits_2_with_the_command(monkeypatch, capsys):
+    monkeypatch.setattr(extras, "missing_for", lambda extra="dynamic": ["pygls"] if extra == "server" else [])
+    monkeypatch.setattr(extras, "_requirement", lambda extra: f"'verify-perf[{extra}]'")
+    assert main(["server"]) == 2
+    assert capsys.readouterr().err == (
+        "verify-perf: error: `verify-perf server` needs the `server` extra (pygls not installed); "
+        f"install it with: {sys.executable} -m pip install 'verify-perf[server]'\n"
+    )
+
+
+def test_this_install_has_the_server_extra():
+    assert extras.missing_for("server") == []

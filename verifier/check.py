@@ -88,7 +88,7 @@ def _check(args: argparse.Namespace, settings: Settings, task: str, date: str) -
     # So is a baseline that is not one: read and checked before the analysis writes anything.
     stored = _load_baseline(args)
 
-    analysed = _analyse(args, settings)
+    analysed = analyse(args, settings)
     if args.add_noqa:
         from verifier.add_noqa import add_suppressions, print_summary
 
@@ -99,7 +99,7 @@ def _check(args: argparse.Namespace, settings: Settings, task: str, date: str) -
         from verifier.fixing import fix_and_write
 
         fixing = fix_and_write(
-            analysed, lambda: _analyse(args, settings), unsafe=args.unsafe_fixes, max_size=settings.max_file_size,
+            analysed, lambda: analyse(args, settings), unsafe=args.unsafe_fixes, max_size=settings.max_file_size,
             write=not _fixes_standard_input(args),
         )
         analysed = fixing.analysed
@@ -323,7 +323,7 @@ def _reported_files(args: argparse.Namespace, settings: Settings) -> list[str]:
     return _scope(args, settings)[1]
 
 
-def _analyse(args: argparse.Namespace, settings: Settings):
+def analyse(args: argparse.Namespace, settings: Settings):
     """Analyse the project, report the named paths (with --diff, what the change made new)."""
     from verifier.progress import analysis_progress
     from verifier.static.engine import UNANALYSABLE, run_limit_message

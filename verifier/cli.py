@@ -21,7 +21,7 @@ from verifier.config import parse_size
 from verifier.static.parallel import MAX_JOBS
 from verifier.static.cache import DEFAULT_CACHE_DIR
 from verifier.errors import EXIT_ERROR, EXIT_PASS, UsageError
-from verifier.extras import DYNAMIC
+from verifier.extras import DYNAMIC, SERVER
 from verifier.extras import require as require_extra
 from verifier.integers import parse_whole, shown
 from verifier.task import DEFAULT_REPORT_DIR
@@ -114,7 +114,8 @@ def build_check_parser(harness_arguments: bool = False, prog: str = "verify-perf
         epilog=(
             "Subcommands: `verify-perf check PATH...` is `verify-perf PATH...` (a folder named check is "
             "`./check`); `verify-perf rule CODE|PREFIX` explains rules; `verify-perf bench ...` runs the "
-            "dynamic harness on its own; `verify-perf clean` removes the results caches. "
+            "dynamic harness on its own; `verify-perf clean` removes the results caches; `verify-perf server` "
+            "serves the findings to an editor (LSP). "
             "Exit codes: 0 PASS, 1 BLOCK, 2 error."
         ),
     )
@@ -253,6 +254,26 @@ def build_clean_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_server_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="verify-perf server",
+        description="Serve the findings to an editor over the Language Server Protocol (stdio): "
+                    "diagnostics for each open Python file, fixes as code actions.",
+    )
+    parser.add_argument("--heat-scope", choices=("paths", "project"), default="paths",
+                        help="paths (default): each open file is analysed alone, in well under a second; "
+                             "project: heat from every file of its project, as the gate computes it")
+    return parser
+
+
+def document_arguments(path: str, heat_scope: str) -> argparse.Namespace:
+    """The check command line the language server analyses an open document with: reported
+    alone, quietly, no report written, excluded files left out as the pre-commit hook leaves them."""
+    return build_check_parser().parse_args(
+        [path, "--no-report", "--quiet", "--force-exclude", "--heat-scope", heat_scope]
+    )
+
+
 def build_bench_parser() -> argparse.ArgumentParser:
     """`verify-perf bench`: the harness's own options (loading them imports torch)."""
     require_extra(DYNAMIC, "`verify-perf bench`")
@@ -327,6 +348,12 @@ def _run(args: list[str], started: float) -> int:
 
         parsed = build_clean_parser().parse_args(args[1:])
         return run_clean(parsed.cache_dir or os.environ.get("VERIFY_PERF_CACHE_DIR") or None)
+    if args and args[0] == "server":
+        parsed = build_server_parser().parse_args(args[1:])
+        require_extra(SERVER, "`verify-perf server`")
+        return importlib.import_module("verifier.server.language_server").serve(
+            lambda path: document_arguments(path, parsed.heat_scope)
+        )
     if args and args[0] == "bench":
         parsed = build_bench_parser().parse_args(args[1:])
         parsed.budget_started_at = started

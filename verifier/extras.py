@@ -20,6 +20,9 @@ from verifier.errors import UsageError
 
 DISTRIBUTION = "verify-perf"
 DYNAMIC = "dynamic"
+SERVER = "server"
+# Without an installed distribution (a source tree), the module each extra is for.
+_PROVIDES = {DYNAMIC: "torch", SERVER: "pygls"}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 
@@ -29,8 +32,9 @@ def missing_for(extra: str = DYNAMIC) -> list[str]:
     try:
         requirements = importlib.metadata.requires(DISTRIBUTION) or []
     except importlib.metadata.PackageNotFoundError:
-        # Run from a source tree that was never installed: torch is the part that matters.
-        return [] if importlib.util.find_spec("torch") is not None else ["torch"]
+        # Run from a source tree that was never installed: the extra's main module is what matters.
+        module = _PROVIDES.get(extra, extra)
+        return [] if importlib.util.find_spec(module) is not None else [module]
     missing = []
     for requirement in requirements:
         requirement_name, _, marker = requirement.partition(";")
