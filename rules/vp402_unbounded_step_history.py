@@ -5,9 +5,11 @@ and their `.append(value)` in per-step code. How long the list lives decides the
 - a value that carries an autograd graph (see `verifier.static.autograd`) is HIGH whenever the
   list outlives one step: every step's graph and activations stay alive with it;
 - any other tensor is HIGH, and a Python value (`.item()`, `float(...)`, `.cpu()`) LOW, only
-  when the list lives for the whole run (bound at module level or outside the epoch loop,
-  never cleared, trimmed or rebound while the loops run) and the loop trains (`backward()` or
-  an optimizer step in it): outputs collected over one pass of a dataset are bounded by it.
+  when the list lives for the whole run (bound at module level, outside a loop over the run's
+  epochs or a `while` loop, or in a function called once; never cleared, trimmed or rebound while
+  the loops run) and the loop trains (`backward()` or an optimizer step in it): outputs collected
+  over one pass of a dataset are bounded by it, and so are the losses of one RL update's repeats
+  (`for _ in range(repeat): for minibatch in batch.split(n):`), summarised when the call ends.
 Lists recreated per step or per epoch, trimmed every N steps (`.clear()`, `.pop()`, `del h[:]`,
 `h = h[-k:]`), bounded containers (`deque(maxlen=...)`) and values of unknown kind are not
 reported. In an evaluation loop without `no_grad`, graph-carrying outputs are VP404's finding.
