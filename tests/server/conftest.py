@@ -35,13 +35,19 @@ class EditorSession:
         ))
         return await asyncio.wait_for(self.queue(uri).get(), WAIT)
 
-    async def change(self, path: Path, text: str, version: int) -> list[types.Diagnostic]:
-        uri = from_fs_path(str(path))
+    def type(self, path: Path, text: str, version: int) -> None:
+        """Send the document's new text, as an editor does on each keystroke."""
         self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            text_document=types.VersionedTextDocumentIdentifier(uri=from_fs_path(str(path)), version=version),
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
         ))
-        return await asyncio.wait_for(self.queue(uri).get(), WAIT)
+
+    async def change(self, path: Path, text: str, version: int) -> list[types.Diagnostic]:
+        self.type(path, text, version)
+        return await self.next_published(path)
+
+    async def next_published(self, path: Path, wait: float = WAIT) -> list[types.Diagnostic]:
+        return await asyncio.wait_for(self.queue(from_fs_path(str(path))).get(), wait)
 
     async def actions(self, path: Path, line: int) -> list[types.CodeAction]:
         uri = from_fs_path(str(path))

@@ -85,3 +85,27 @@ def test_a_document_that_does_not_parse_is_reported_and_the_server_goes_on(tmp_p
     while_broken, mended = session_in(tmp_path, body)
     assert [(d.code, d.range.start.line + 1) for d in while_broken] == [("VP900", 5)]
     assert sorted(d.code for d in mended) == ["VP102", "VP201", "VP306", "VP405"]
+
+
+def test_a_burst_of_keystrokes_is_analysed_once_for_the_text_it_leaves(tmp_path, session_in):
+    import asyncio
+
+    path = tmp_path / "train.py"
+    path.write_text(STEP)
+    typed = [STEP.replace("loss.item()", "loss.item()" + " " * n) for n in range(1, 4)]
+    final = STEP.replace('print(f"loss {loss.item():.3f}")', "pass")
+
+    async def body(session):
+        await session.open(path, STEP)
+        for version, text in enumerate([*typed, final], start=2):
+            session.type(path, text, version)
+        published = await session.next_published(path)
+        try:
+            again = await session.next_published(path, wait=1.0)
+        except asyncio.TimeoutError:
+            again = None
+        return published, again
+
+    published, again = session_in(tmp_path, body)
+    assert sorted(d.code for d in published) == ["VP102", "VP306", "VP405"]  # the last text: no `.item()`
+    assert again is None

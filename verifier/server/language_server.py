@@ -1,4 +1,4 @@
-"""The pygls server: diagnostics on open, change and save; fixes as code actions.
+"""The pygls server: diagnostics on open, save and (once typing pauses) change; fixes as code actions.
 
 Each analysis result is kept per document with the text it was computed from, so a code action
 answers from it without analysing again, and only while the document still holds that text
@@ -9,6 +9,7 @@ leaves the document's diagnostics empty; it never stops the server.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
@@ -25,6 +26,8 @@ from verifier.server.analysis import analyse_document
 from verifier.server.protocol import code_action, diagnostic
 
 NAME = "verify-perf"
+# Seconds without a change before an edited document is analysed again.
+TYPING_PAUSE = 0.3
 
 
 @dataclass
@@ -43,6 +46,7 @@ class VerifyPerfServer(LanguageServer):
         # The check command line for one document's path (`verify-perf PATH --no-report ...`).
         self.arguments_for = arguments_for
         self.results: dict[str, _Analysed] = {}
+        self._waiting: dict[str, asyncio.TimerHandle] = {}
 
     @property
     def encoding(self) -> str:
@@ -69,7 +73,23 @@ class VerifyPerfServer(LanguageServer):
             types.PublishDiagnosticsParams(uri=uri, diagnostics=shown, version=document.version)
         )
 
+    def refresh_soon(self, uri: str) -> None:
+        """Analyse once typing pauses: each change restarts the wait, so a burst of keystrokes
+        costs one analysis of the text it leaves."""
+        waiting = self._waiting.pop(uri, None)
+        if waiting is not None:
+            waiting.cancel()
+        self._waiting[uri] = asyncio.get_running_loop().call_later(TYPING_PAUSE, self._refresh_waited, uri)
+
+    def _refresh_waited(self, uri: str) -> None:
+        self._waiting.pop(uri, None)
+        if uri in self.workspace.text_documents:
+            self.refresh(uri)
+
     def forget(self, uri: str) -> None:
+        waiting = self._waiting.pop(uri, None)
+        if waiting is not None:
+            waiting.cancel()
         self.results.pop(uri, None)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
@@ -104,7 +124,7 @@ def build_server(arguments_for: Callable[[str], argparse.Namespace]) -> VerifyPe
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: VerifyPerfServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.refresh(params.text_document.uri)
+        ls.refresh_soon(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: VerifyPerfServer, params: types.DidSaveTextDocumentParams) -> None:
