@@ -257,3 +257,31 @@ def test_maintenance_after_a_hand_kept_interval_runs_once_per_period(analyse):
     every_step = code.replace("if step < tick_start + steps_per_tick:", "if loss.isnan().any():")
     # The data-dependent test reads the device every step; the print right after it costs little more.
     assert analyse(every_step, select=("VP201",)) == [("VP201", 10, "MEDIUM"), ("VP201", 12, "LOW")]
+
+
+SCRIPT_SETTINGS = """\
+import torch
+
+log_interval = {interval}
+model = torch.nn.Linear(4, 4).cuda()
+for iter_num, (x, y) in enumerate(loader):
+    loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+    loss.backward()
+    optimizer.step()
+    if iter_num % log_interval == 0:
+        lossf = loss.item()
+"""
+
+
+@pytest.mark.parametrize(("interval", "expected"), [("1", [("VP201", 10, "LOW")]), ("10", [])])
+def test_a_scripts_module_level_interval_of_one_logs_every_step(analyse, interval, expected):
+    # A training script's settings at its top (overridable by a config file): with
+    # `log_interval = 1` the default run reads the loss every step.
+    assert analyse(SCRIPT_SETTINGS.format(interval=interval), select=("VP201",)) == expected
+
+
+def test_a_setting_bound_twice_is_not_known_to_be_one(analyse):
+    code = SCRIPT_SETTINGS.format(interval="1").replace(
+        "model = torch", "if fast:\n    log_interval = 100\nmodel = torch"
+    )
+    assert analyse(code, select=("VP201",)) == []

@@ -371,11 +371,24 @@ class Guards(LambdaScopes, Tracker):
         return self.guard_kind(node) in ("rate", "lazy", "eager")
 
     def _is_one(self, interval: cst.BaseExpression) -> bool:
-        """An interval of 1 as written or as the options hold it by default (`default=1`)."""
+        """An interval of 1 as written, as the options hold it by default (`default=1`), or as a
+        script's module-level setting holds it (`log_interval = 1` at the top of a training
+        script, which a config file or the command line may override: the default run logs
+        every step)."""
         if _is_literal_one(interval):
+            return True
+        if type(interval) is cst.Name and self._module_setting_is_one(interval.value):
             return True
         command_line = self.context.command_line()
         return command_line is not None and command_line.is_by_default(interval, 1)
+
+    def _module_setting_is_one(self, name: str) -> bool:
+        """Bound once in the module, at its top level, to the literal 1, and not in this function."""
+        scope = self._frames[-1].scope
+        if scope is not None and scope is not self.context.module and name in statement_bindings(self.context, scope):
+            return False
+        bound = statement_bindings(self.context, self.context.module).get(name, ())
+        return len(bound) == 1 and not bound[0][1] and bound[0][0] is not None and _is_literal_one(bound[0][0])
 
     def guard_kind(self, node: cst.If) -> str | None:
         """What `node`'s test says, decided once per `if` for every tracker that asks
