@@ -421,3 +421,24 @@ def test_a_re_signed_heat_summary_that_does_not_work_is_a_miss_and_is_replaced(t
     analysed = analysed_paths(monkeypatch)
     assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
     assert analysed == []  # the run that found them replaced the entries with working ones
+
+
+def test_a_file_whose_finding_sits_under_a_branch_is_cached_too(tmp_path, monkeypatch):
+    # The branch of a candidate is kept by its kind and text, never its syntax node: a summary
+    # holding a node could not be stored, and the file would be analysed again on every run.
+    folder, cache = tmp_path / "project", tmp_path / "cache"
+    folder.mkdir()
+    (folder / "train.py").write_text(
+        "import subprocess\nimport torch\n\n\ndef train(model, loader, optimizer, args):\n"
+        "    for x in loader:\n        model(x.cuda()).sum().backward()\n        optimizer.step()\n"
+        "        if args.report_gpu:\n            subprocess.run(['nvidia-smi'])\n"
+        "        if x.sum() > 0:\n            torch.cuda.empty_cache()\n"
+    )
+    (folder / "other.py").write_text("x = 1\n")
+    settings = Settings(cache_dir=str(cache))
+    cold = analyze_paths([str(folder)], settings)
+    assert [(f.code, f.line) for f in cold.findings] == [("VP306", 6), ("VP102", 7), ("VP204", 10), ("VP403", 12)]
+    (folder / "other.py").write_text("x = 2\n")  # the whole run's entry no longer fits
+    analysed = analysed_paths(monkeypatch)
+    assert rows(analyze_paths([str(folder)], settings)) == rows(cold)
+    assert analysed == [str(folder / "other.py")]

@@ -18,7 +18,7 @@ import threading
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -344,7 +344,7 @@ def analyze_source(
     heat.release_tree()
     findings = sorted([*findings, *audit_suppressions(path, suppressions, rules, settings)])
     return ModuleAnalysis(
-        findings, heat, local_facts, [record for _, record in judged], suppressed=suppressions.suppressed,
+        findings, heat, local_facts, [_without_tree(record) for _, record in judged], suppressed=suppressions.suppressed,
         test_code=test_code,
     )
 
@@ -376,6 +376,16 @@ def is_test_path(path: str) -> bool:
         name == "conftest.py" or stem.startswith("test_") or stem.endswith("_test")
         or any(part in _TEST_FOLDERS for part in parts[:-1])
     )
+
+
+def _without_tree(record: CandidateHeat) -> CandidateHeat:
+    """The record as a stored summary keeps it: the branch it sits in by its kind and text, not
+    its syntax node (a summary holding a node cannot be cached, and its file would be analysed
+    again on every run that cannot reuse the whole run)."""
+    condition = record.where.condition
+    if condition is None or condition.node is None:
+        return record
+    return replace(record, where=replace(record.where, condition=condition.released()))
 
 
 def _judge(candidate: Candidate, heat: HeatModel) -> tuple[Candidate, CandidateHeat]:
