@@ -1,11 +1,12 @@
 """verify-perf as users get it: the sdist and wheel built with `python -m build`, checked with
-`twine check`, installed into fresh virtual environments (base and `[dynamic]`), and the
+`twine check`, installed into fresh virtual environments (base, `[dynamic]` and `[server]`), and the
 pre-commit hook run from a local clone. Slow (minutes: it installs torch into a new venv), so
 not part of the default suite: `pytest -m slow tests/packaging -s` prints the sizes and times.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -116,6 +117,31 @@ def test_the_dynamic_wheel_runs_the_harness(dists, tmp_path):
     assert "Failed to initialize NumPy" not in bench.stderr
     assert "AMP speedup over FP32" in bench.stdout
     print(f"\ndynamic venv: {mebibytes(tmp_path / 'dynamic'):.0f} MiB, pip install {seconds:.1f} s")
+
+
+def test_the_server_wheel_answers_an_editor(dists, tmp_path):
+    """`verify-perf[server]` installs the language server; it answers `initialize` over stdio and
+    exits on `exit`, writing nothing but protocol messages to standard output."""
+    bin_dir, seconds = fresh_venv(tmp_path / "server", f"{dists['wheel']}[server]")
+    installed = run(bin_dir / "pip", "list", "--format=freeze").stdout.lower()
+    assert "pygls" in installed and "torch" not in installed
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": None, "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None},
+        {"jsonrpc": "2.0", "method": "exit", "params": None},
+    ]
+    framed = b"".join(
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body) for body in (json.dumps(m).encode() for m in messages)
+    )
+    served = subprocess.run([bin_dir / "verify-perf", "server"], input=framed, capture_output=True, timeout=120, cwd=tmp_path)
+    assert served.returncode == 0, served.stderr
+    header, _, body = served.stdout.partition(b"\r\n\r\n")
+    fields = dict(line.split(b": ", 1) for line in header.split(b"\r\n"))
+    first = json.loads(body[: int(fields[b"Content-Length"])])
+    assert first["id"] == 1 and first["result"]["serverInfo"]["name"] == "verify-perf"
+    assert first["result"]["capabilities"]["codeActionProvider"]["codeActionKinds"] == ["quickfix"]
+    print(f"\nserver venv: {mebibytes(tmp_path / 'server'):.0f} MiB, pip install {seconds:.1f} s")
 
 
 HOOK_CALLER = (
