@@ -1,8 +1,8 @@
 """Truth on code nobody here wrote: score verify-perf against the hand verdicts in `verdicts.json`.
 
 Slow (about a minute per set): `pytest -m slow tests/realcode`. Needs the pinned repositories
-as git mirrors under $REALCODE_MIRRORS (default: `../.mirror` beside the checkout, the layout
-the `fetch` tool writes: `owner+name/repo`); repositories without a mirror are skipped.
+as git mirrors under $REALCODE_MIRRORS (default: `../.mirror` beside the checkout, laid out as
+`owner+name/repo`, bare clones); repositories without a mirror are skipped.
 The bars are issue 22's acceptance figures, per set (`_BARS`).
 """
 
