@@ -109,3 +109,33 @@ def test_a_burst_of_keystrokes_is_analysed_once_for_the_text_it_leaves(tmp_path,
     published, again = session_in(tmp_path, body)
     assert sorted(d.code for d in published) == ["VP102", "VP306", "VP405"]  # the last text: no `.item()`
     assert again is None
+
+
+def test_with_project_heat_a_helper_the_training_loop_calls_is_step_code(tmp_path, session_in):
+    # The open file has no loop of its own: only the project's heat says `log_step` runs every step.
+    (tmp_path / "pyproject.toml").write_text("[tool.verify-perf]\n")
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import torch
+        from helper import log_step
+
+
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                log_step(loss)
+    """))
+    helper = tmp_path / "helper.py"
+    text = "import torch\n\n\ndef log_step(loss):\n    torch.cuda.synchronize()\n"
+    helper.write_text(text)
+
+    async def body(session):
+        return await session.open(helper, text)
+
+    alone = session_in(tmp_path, body)
+    with_project = session_in(tmp_path, body, "--heat-scope", "project")
+    assert list(alone) == []
+    assert [(d.code, d.range.start.line + 1, d.severity) for d in with_project] == [
+        ("VP203", 5, types.DiagnosticSeverity.Error)
+    ]
