@@ -75,7 +75,6 @@ def diagnostic(finding: Finding, uri: str, lines: Sequence[str], encoding: str) 
         source=SOURCE,
         message=finding.message + heat,
         related_information=related or None,
-        data={"fixable": finding.autofix is not None},
     )
 
 

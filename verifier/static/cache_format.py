@@ -264,10 +264,6 @@ def _field_hints(cls: type) -> dict[str, Any]:
     return hints
 
 
-def _conforms(value: Any, hint: Any) -> bool:
-    return _checker(hint)(value)
-
-
 def _checker(hint: Any) -> Callable[[Any], bool]:
     """The test of a value against `hint`, built once per annotation: a run reads hundreds of
     thousands of stored objects, and taking each annotation apart for every value was most of

@@ -162,7 +162,9 @@ def _project_defaults(files: Iterable[str], settings: Settings, cache: ResultCac
     content (a run over an unchanged tree parses nothing before its cache lookups)."""
     def definitions() -> Iterator[tuple[tuple[str, object], ...]]:
         for text in _python_texts(files, settings):
-            if cache is None or not may_define_defaults(text):
+            if not may_define_defaults(text):
+                continue
+            if cache is None:
                 yield defaults_defined_in(text)
                 continue
             key = "defaults-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
