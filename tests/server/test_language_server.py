@@ -139,3 +139,16 @@ def test_with_project_heat_a_helper_the_training_loop_calls_is_step_code(tmp_pat
     assert [(d.code, d.range.start.line + 1, d.severity) for d in with_project] == [
         ("VP203", 5, types.DiagnosticSeverity.Error)
     ]
+
+
+def test_a_malformed_message_is_answered_in_one_line_and_never_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    served = subprocess.run(
+        [sys.executable, "-m", "verifier", "server"], input=b"Content-Length: 5\r\n\r\n{bad}",
+        capture_output=True, timeout=60, cwd=tmp_path,
+    )
+    assert served.returncode == 0
+    assert served.stderr.decode().splitlines() == ["verify-perf server: Unable to handle message"]
+    assert b'"method": "window/showMessage"' in served.stdout

@@ -144,13 +144,27 @@ def build_server(arguments_for: Callable[[str], argparse.Namespace]) -> VerifyPe
     return server
 
 
+class _OneLine(logging.Formatter):
+    """A message per line, never a traceback: a malformed message from the client is reported to
+    it (`window/showMessage`) and logged as one line; the server goes on."""
+
+    def formatException(self, exc_info) -> str:
+        return ""
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.exc_text = ""
+        return super().format(record).rstrip()
+
+
 def serve(arguments_for: Callable[[str], argparse.Namespace]) -> int:
     """Serve over standard input and output until the client says exit; logs go to stderr.
 
     The protocol keeps standard output to itself: it gets its own copy of the descriptor, and
     descriptor 1 (which worker processes inherit) and `sys.stdout` then point at standard
     error, so nothing printed anywhere can corrupt a message."""
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine("verify-perf server: %(message)s"))
+    logging.basicConfig(handlers=[handler], level=logging.WARNING)
     sys.stdout.flush()
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
