@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import builtins
 import collections
-import dataclasses
 import itertools
 from collections.abc import Callable, Iterator
 
@@ -30,7 +29,7 @@ import libcst as cst
 from verifier.findings import Heat
 from verifier.static.facts import TENSOR_METHODS, Kind, NameFacts
 from verifier.static.heat import (
-    LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, attribute_of_getattr, defined_once,
+    LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, another_target, attribute_of_getattr, defined_once,
     defined_under, unrooted,
 )
 from verifier.static.names import dotted_name
@@ -654,9 +653,9 @@ class _Project:
             return None
         passed: list[tuple] = []
         for site, skipped in sites:
-            if site.starred:
-                return None
-            position = order.index(name) - skipped if name in order else None
+            # Behind `*args` or `**kwargs` a position may be anything, but a keyword passed by
+            # name is that value (Python refuses the call if the rest passed it again).
+            position = None if site.starred or name not in order else order.index(name) - skipped
             term = next((t for slot, t in site.args if slot == name or slot == position), None)
             fact = self.value(term)
             if fact is None:
@@ -705,7 +704,13 @@ class _Project:
                 return None
             if name in summary.attrs:
                 return self.value(summary.attrs[name])
-        return None
+        # `step_fn=self.train_step`: a bound method, or a subclass's override of it.
+        method = self.method_of(class_key, name)
+        if method is None:
+            return None
+        overrides = (f"{sub}.{name}" for sub in self._subclasses(class_key))
+        keys = dict.fromkeys([method, *(key for key in overrides if key in self.functions)])
+        return _functions(("function", key, self._skipped(key, True)) for key in keys)
 
 
 def _either(known: tuple | None, term: tuple | None) -> tuple | None:
@@ -766,16 +771,22 @@ def bind_project(models: list[HeatModel]) -> None:
         if not project.index_calls():
             break
     bound_sites: set[int] = set()
+    routes: dict[int, tuple[FunctionInfo, list]] = {}
     for site, target in project.targets:
         if target[1] < 0 or site.callee == target[0] or project.function_key(site.callee) == target[0]:
             continue
+        via = site.via
         if id(site) in bound_sites:
             # One more function the call may run (a callback among several): a site of its own.
-            site = _another_target(site)
+            site = another_target(site)
         bound_sites.add(id(site))
         site.callee = target[0]
         caller = site.where.function
         site.foreign = caller is None or project.functions[target[0]][0].path != caller.path
+        if via is not None and caller is not None:
+            routes.setdefault(id(caller), (caller, []))[1].append((via, target[0]))
+    for caller, found in routes.values():
+        caller.routes = tuple(dict.fromkeys(found))
     for key, functions in project.functions.items():
         if key not in project.calls:
             continue
@@ -815,17 +826,6 @@ def _changes_a_kind(returned: tuple | None, assumed: str | None) -> bool:
     if assumed == "tensor":
         return returned in (NUMBER, DEVICE_TENSOR)
     return True
-
-
-def _another_target(site: CallSite) -> CallSite:
-    """A copy of `site` for a second function it may call, recorded where the first one is."""
-    copy = dataclasses.replace(site, via=None)
-    caller = site.where.function
-    (caller.calls if caller is not None else site.where.loops[-1].calls if site.where.loops else []).append(copy)
-    for loop in site.where.loops:
-        if caller is not None or loop is not site.where.loops[-1]:
-            loop.calls.append(copy)
-    return copy
 
 
 def needs_reanalysis(model: HeatModel) -> bool:

@@ -266,6 +266,8 @@ class FunctionInfo:
     # Steps an optimizer outside its own loops (`def run_step(): ...; opt.step()`), directly
     # or through calls: a loop that calls it once per iteration runs one update per iteration.
     steps: bool = False
+    # Runs a backward pass in its own body (`loss.backward()`, `accelerator.backward(loss)`).
+    backward: bool = False
     forward: bool = False
     # Puts a model in eval mode (`model.eval()`) or runs it without gradients: an evaluation.
     evaluates: bool = False
@@ -299,6 +301,10 @@ class FunctionInfo:
     # What every `return` gives, across the project (a tensor, one on the accelerator, a
     # number; `bindings.py`), else None.
     returns: tuple | None = None
+    # The functions the project pass found its calls through a receiver run (`step_fn(batch)`
+    # with `step_fn=self.train_step` at every call site): ((receiver term, method), key) pairs,
+    # so that its file's re-analysis calls the same functions (`bindings.py`).
+    routes: tuple = ()
 
 
 @dataclass(eq=False)
@@ -598,6 +604,9 @@ class HeatModel:
             if function is not None:
                 function.trains = True
                 function.updates = function.updates or method_name(call) in _UPDATES
+                function.backward = function.backward or method_name(call) == "backward" or (
+                    qualified == "torch.autograd.backward"
+                )
         elif function is not None and method_name(call) == "eval" and not call.args:
             function.evaluates = True
         elif is_model_name(terminal_name(call.func)):
@@ -866,7 +875,8 @@ class HeatModel:
             if node in positions:
                 site.line = positions[node].start.line
         for fn in self._all_functions:
-            if fn.hook and fn.node is not None and fn.node in positions:
+            # Every `def`: a hook's, or a training step's the project pass finds nobody calls.
+            if fn.node is not None and fn.node in positions:
                 fn.line = positions[fn.node].start.line
 
     def number_lines_from(self, lines: SourceLines | None) -> bool:
@@ -946,6 +956,17 @@ def _no_condition() -> Condition | None:
 
 # The callee of a call site known only through its receiver (`CallSite.via`), until bound.
 UNBOUND = "?"
+
+
+def another_target(site: CallSite) -> CallSite:
+    """A copy of `site` for a second function it may call, recorded where the first one is."""
+    copy = replace(site, via=None)
+    caller = site.where.function
+    (caller.calls if caller is not None else site.where.loops[-1].calls if site.where.loops else []).append(copy)
+    for loop in site.where.loops:
+        if caller is not None or loop is not site.where.loops[-1]:
+            loop.calls.append(copy)
+    return copy
 
 
 def heat_of(where: Where) -> Heat:
@@ -1119,6 +1140,8 @@ class FunctionFacts:
     bound: tuple = ()
     # What it returns wherever it is called (`FunctionInfo.returns`).
     returns: tuple | None = None
+    # The functions its calls through a receiver run (`FunctionInfo.routes`).
+    routes: tuple = ()
 
     def merge(self, other: FunctionFacts) -> FunctionFacts:
         return FunctionFacts(
@@ -1130,17 +1153,22 @@ class FunctionFacts:
             other.trace if other.heat > self.heat else self.trace,
             self.bound if self.bound == other.bound else (),
             self.returns if self.returns == other.returns else None,
+            self.routes if self.routes == other.routes else (),
         )
 
 
 class _Resolver:
     """The fixed point: which functions train, which loops are step/epoch loops, how hot each function is."""
 
-    def __init__(self, functions, module_loops, module_calls, external: Mapping[str, FunctionFacts]) -> None:
+    def __init__(
+        self, functions, module_loops, module_calls, external: Mapping[str, FunctionFacts], whole_project: bool = False,
+    ) -> None:
         self.functions: list[FunctionInfo] = functions
         self.module_loops: list[LoopInfo] = module_loops
         self.module_calls: list[CallSite] = module_calls
         self.external = external
+        # Every analysed module's calls are here: a function none of them calls is called elsewhere.
+        self.whole_project = whole_project
         self.by_key: dict[str, list[FunctionInfo]] = {}
         for fn in functions:
             self.by_key.setdefault(fn.key, []).append(fn)
@@ -1156,8 +1184,21 @@ class _Resolver:
         # (see `link_across_roots`), is that one. From here on a call's `callee` is the key its
         # target is known by (the project pass linked them before this resolver was made).
         if external:
+            for fn in functions:
+                known = external.get(fn.key)
+                if known is not None and known.routes:
+                    self._follow_routes(fn, known.routes)
             for site in [*module_calls, *(site for fn in functions for site in fn.calls)]:
                 site.callee = resolve_key(site.callee, self.by_key, external)
+
+    def _follow_routes(self, fn: FunctionInfo, routes: tuple) -> None:
+        """Bind `fn`'s calls through a receiver to what the project pass found they run, so a
+        re-analysis sees the loop that calls `step_fn(batch)` call the training step too."""
+        for site in list(fn.calls):
+            targets = [key for via, key in routes if via == site.via] if site.via is not None else ()
+            for index, key in enumerate(targets):
+                bound = site if index == 0 else another_target(site)
+                bound.callee, bound.foreign = key, key not in self.by_key
 
     def run(self) -> None:
         """Training flags first; then loop kinds and step loops together; then heat down the calls.
@@ -1174,7 +1215,23 @@ class _Resolver:
                 callers.setdefault(id(callee), []).append(fn)
         self._propagate_training(callers)
         self._find_step_loops(callers)
+        if self.whole_project:
+            self._steps_nobody_here_calls()
         self._spread_heat(callees)
+
+    def _steps_nobody_here_calls(self) -> None:
+        """A function that is one training step (a backward pass, then an optimizer step outside
+        any loop of its own) runs once per step whoever calls it. When no analysed code calls it
+        (an Ignite `Engine(train_step)`, a trainer's hook, a caller outside the project), its body
+        is step code; a caller the project does show decides instead (a full-batch epoch loop)."""
+        called = {site.callee for site in self.module_calls} | {site.callee for fn in self.functions for site in fn.calls}
+        for fn in self.functions:
+            if fn.steps and fn.backward and fn.heat is Heat.ONCE and fn.key not in called:
+                fn.heat = Heat.STEP
+                fn.hook = (
+                    f"{fn.key.rsplit('.', 1)[-1]}() is one training step (a backward pass, then the optimizer step)"
+                    " that no code analysed here calls: it runs once per step"
+                )
 
     def _find_step_loops(self, callers: dict[int, list[FunctionInfo]]) -> None:
         functions = self.functions
@@ -1409,7 +1466,7 @@ def resolve_project(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     module_loops = [loop for model in models for loop in model.module_loops]
     module_calls = [site for model in models for site in model.module_calls]
     link_across_roots(functions, [*module_calls, *(site for fn in functions for site in fn.calls)])
-    _Resolver(functions, module_loops, module_calls, {}).run()
+    _Resolver(functions, module_loops, module_calls, {}, whole_project=True).run()
     return project_facts(models)
 
 
@@ -1420,7 +1477,7 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     for fn in functions:
         mine = FunctionFacts(
             fn.trains_transitively, fn.has_step_loop, fn.heat, fn.steps_transitively, fn.accelerated,
-            function_trace(fn), fn.bound, fn.returns,
+            function_trace(fn), fn.bound, fn.returns, fn.routes,
         )
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.
