@@ -175,3 +175,39 @@ def test_a_positional_argument_behind_star_args_stays_unknown(tmp_path):
         "self.run_single_epoch(*fit_params, self.train_step)",
     )
     assert ("net.py", "VP203", 14, "HIGH") not in findings(tmp_path, {"net.py": code})
+
+
+def test_a_step_whose_backward_and_update_are_in_functions_it_calls_is_one_step(tmp_path):
+    # Ignite's segmentation reference: the process function calls the forward and a backward
+    # pass chosen by configuration, which scales, steps and updates.
+    code = """\
+    import torch
+    from ignite.engine import Engine
+
+    def run(model, optimizer, scaler, criterion, horovod):
+        def forward_pass(batch):
+            x, y = batch[0].cuda(), batch[1].cuda()
+            return criterion(model(x), y)
+
+        def backward_pass(engine, loss):
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+
+        def synchronised_backward_pass(engine, loss):
+            scaler.scale(loss).backward()
+            optimizer.synchronize()
+            scaler.step(optimizer)
+            scaler.update()
+
+        backward = synchronised_backward_pass if horovod else backward_pass
+
+        def training_step(engine, batch):
+            loss = forward_pass(batch)
+            output = {"batch loss": loss.item()}
+            backward(engine, loss)
+            return output
+
+        return Engine(training_step)
+    """
+    assert findings(tmp_path, {"train.py": code}) == [("train.py", "VP201", 24, "MEDIUM")]

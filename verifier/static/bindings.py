@@ -333,6 +333,13 @@ class Bindings:
                 return ("self", _class_of(function))  # this class's instance, or a subclass's
             if function is not None and name in function.params:
                 return ("param", function.key, name)
+            # A closure reads its enclosing functions' names (`backward = a if amp else b` in
+            # `run`, called in the `training_step` defined there), innermost first.
+            for env, outer in zip(reversed(self._envs[1:-1]), reversed(self._functions[1:-1])):
+                if name in env:
+                    return env[name]
+                if outer is not None and name in outer.params:
+                    return ("param", outer.key, name)
             return self._envs[0].get(name) if function is not None else None
         if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
             found = self._envs[-1].get(f"self.{node.attr.value}")

@@ -278,6 +278,8 @@ class FunctionInfo:
     calls: list[CallSite] = field(default_factory=list)
     trains_transitively: bool = False
     steps_transitively: bool = False
+    # Runs a backward pass outside its own loops, directly or through calls (`backward_pass(loss)`).
+    backward_transitively: bool = False
     forwards_transitively: bool = False
     has_step_loop: bool = False
     heat: Heat = Heat.ONCE
@@ -1226,7 +1228,7 @@ class _Resolver:
         is step code; a caller the project does show decides instead (a full-batch epoch loop)."""
         called = {site.callee for site in self.module_calls} | {site.callee for fn in self.functions for site in fn.calls}
         for fn in self.functions:
-            if fn.steps and fn.backward and fn.heat is Heat.ONCE and fn.key not in called:
+            if fn.steps_transitively and fn.backward_transitively and fn.heat is Heat.ONCE and fn.key not in called:
                 fn.heat = Heat.STEP
                 fn.hook = (
                     f"{fn.key.rsplit('.', 1)[-1]}() is one training step (a backward pass, then the optimizer step)"
@@ -1411,6 +1413,13 @@ class _Resolver:
             fn.steps or any(self._callee_steps(s) for s in fn.calls if not s.where.loops)
         ):
             fn.steps_transitively = changed = True
+        if not fn.backward_transitively and (
+            fn.backward or any(
+                callee.backward_transitively for site in fn.calls if not site.where.loops
+                for callee in self.by_key.get(site.callee, ())
+            )
+        ):
+            fn.backward_transitively = changed = True
         return changed
 
     def _evaluates_each_iteration(self, loop: LoopInfo) -> bool:
