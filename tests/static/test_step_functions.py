@@ -49,9 +49,12 @@ def test_a_step_function_no_analysed_code_calls_runs_every_step(tmp_path):
     trace = [(step.line, step.what) for step in result.findings[1].heat_trace]
     assert trace == [(
         6,
-        "train_step() is one training step (a backward pass, then the optimizer step) that no code analysed here"
-        " calls: it runs once per step",
+        "step function: train_step() does a backward pass and then the optimizer step, and no code analysed"
+        " here calls it",
     )]
+    # Inferred, not shown by a caller: the frequency premise is assumed, so nothing blocks on it.
+    frequency = [e for e in result.findings[1].evidence if e.premise.value == "frequency"]
+    assert [(e.status.value, e.line) for e in frequency] == [("assumed", 6)]
 
 
 def test_a_step_function_that_accumulates_micro_batches_is_still_one_step(tmp_path):
@@ -64,7 +67,8 @@ def test_a_step_function_that_accumulates_micro_batches_is_still_one_step(tmp_pa
         optimizer.step()
         torch.cuda.synchronize()
     """
-    assert findings(tmp_path, {"train.py": code}) == [("train.py", "VP203", 7, "HIGH")]
+    # HIGH at step heat, capped at MEDIUM: that it runs every step is inferred, not shown.
+    assert findings(tmp_path, {"train.py": code}) == [("train.py", "VP203", 7, "MEDIUM")]
 
 
 def test_a_training_loop_function_nobody_calls_is_not_one_step(tmp_path):

@@ -292,6 +292,8 @@ class FunctionInfo:
     hook: str = ""
     # The `def` line, for the hook's trace step (0 until numbered).
     line: int = 0
+    # The hook is inferred, not a framework's contract: a training step no analysed code calls.
+    hook_inferred: bool = False
     # Positional parameter names in order, and whether `self` (or `cls`) comes first.
     order: tuple = ()
     method: bool = False
@@ -1009,7 +1011,7 @@ def heat_trace(where: Where) -> tuple[TraceStep, ...]:
         site = function.heat_site
         if site is None:
             if function.hook and not function.outer_trace:
-                return (*steps, TraceStep(function.path, function.line, function.hook))
+                return (*steps, TraceStep(function.path, function.line, function.hook, inferred=function.hook_inferred))
             return (*steps, *function.outer_trace)
         where = site.where
         caller = where.function.path if where.function is not None else where.loops[-1].path if where.loops else ""
@@ -1229,10 +1231,11 @@ class _Resolver:
         called = {site.callee for site in self.module_calls} | {site.callee for fn in self.functions for site in fn.calls}
         for fn in self.functions:
             if fn.steps_transitively and fn.backward_transitively and fn.heat is Heat.ONCE and fn.key not in called:
-                fn.heat = Heat.STEP
+                # Inferred from what the function does, not shown by a caller: an assumed premise.
+                fn.heat, fn.hook_inferred = Heat.STEP, True
                 fn.hook = (
-                    f"{fn.key.rsplit('.', 1)[-1]}() is one training step (a backward pass, then the optimizer step)"
-                    " that no code analysed here calls: it runs once per step"
+                    f"step function: {fn.key.rsplit('.', 1)[-1]}() does a backward pass and then the optimizer step,"
+                    " and no code analysed here calls it"
                 )
 
     def _find_step_loops(self, callers: dict[int, list[FunctionInfo]]) -> None:
