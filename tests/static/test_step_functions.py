@@ -215,3 +215,89 @@ def test_a_step_whose_backward_and_update_are_in_functions_it_calls_is_one_step(
         return Engine(training_step)
     """
     assert findings(tmp_path, {"train.py": code}) == [("train.py", "VP201", 24, "MEDIUM")]
+
+
+def test_what_a_step_handed_in_returns_is_known_where_it_is_called(tmp_path):
+    code = """\
+    def train_step(model, optimizer, batch):
+        loss = model(batch.cuda()).sum()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    def run_epoch(loader, step_fn, model, optimizer):
+        for batch in loader:
+            loss = step_fn(model, optimizer, batch)
+            print(loss.item())
+
+    def fit(loader, model, optimizer, epochs):
+        for epoch in range(epochs):
+            run_epoch(loader, train_step, model, optimizer)
+    """
+    # LOW with the value unknown before: the call through the parameter returned nothing known.
+    assert findings(tmp_path, {"train.py": code}) == [("train.py", "VP201", 10, "MEDIUM")]
+
+
+def test_a_loop_over_the_optimizers_by_name_is_no_step_loop(tmp_path):
+    # skorch: each optimizer is looked up by name in the loop's body; zeroing or stepping each of
+    # them is one update, and the loop over batches that calls the step is the step loop.
+    code = """\
+    import torch
+
+    class Net:
+        def _zero_grad_optimizer(self):
+            for name in self._optimizers:
+                optimizer = getattr(self, name + "_")
+                optimizer.zero_grad()
+
+        def _step_optimizer(self, step_fn):
+            for name in self._optimizers:
+                optimizer = getattr(self, name + "_")
+                optimizer.step(step_fn)
+
+        def train_step(self, batch):
+            def step_fn():
+                self._zero_grad_optimizer()
+                loss = self.module_(batch.cuda()).sum()
+                loss.backward()
+                return loss
+            self._step_optimizer(step_fn)
+
+        def validation_step(self, batch):
+            with torch.no_grad():
+                return self.module_(batch.cuda()).sum()
+
+        def run_single_epoch(self, iterator, step_fn):
+            for batch in iterator:
+                step_fn(batch)
+                torch.cuda.synchronize()
+
+        def fit_loop(self, train, valid, epochs):
+            for epoch in range(epochs):
+                self.run_single_epoch(train, step_fn=self.train_step)
+                self.run_single_epoch(valid, step_fn=self.validation_step)
+    """
+    assert findings(tmp_path, {"net.py": code}) == [("net.py", "VP203", 29, "HIGH")]
+
+
+def test_a_parameter_named_like_a_function_calls_what_the_caller_passes(tmp_path):
+    # `step_fn` is also a module-level function that trains; the parameter of that name hides it:
+    # the loop runs `log_batch` on every batch (no update: not a step loop, so not HIGH).
+    code = """\
+    import torch
+
+    def step_fn(model, optimizer, batch):
+        model(batch.cuda()).sum().backward()
+        optimizer.step()
+
+    def log_batch(model, optimizer, batch):
+        torch.cuda.synchronize()
+
+    def run(loader, step_fn, model, optimizer):
+        for batch in loader:
+            step_fn(model, optimizer, batch)
+
+    def main(loader, model, optimizer):
+        run(loader, log_batch, model, optimizer)
+    """
+    assert findings(tmp_path, {"train.py": code}) == [("train.py", "VP203", 8, "LOW")]

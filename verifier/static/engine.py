@@ -288,6 +288,7 @@ def analyze_source(
         # What every visible call site passes: the parameters start with it (`bindings.py`).
         heat.seeds = {key: known.bound for key, known in external.items() if known.bound}
         heat.returned = {key: known.returns for key, known in external.items() if known.returns}
+        heat.routes = {key: known.routes for key, known in external.items() if known.routes}
     facts = NameFacts(imports)
     facts.returned_by = heat.returned_by
     places = PlaceFacts(imports, facts)

@@ -382,6 +382,9 @@ class HeatModel:
         # or None, asked inside a loop), callee, what the walk assumed); and the askers the
         # project pass answered otherwise than they assumed.
         self.returned: dict = {}
+        # The project pass's routes (`FunctionFacts.routes`) by caller: a call through a
+        # parameter returns what the functions every caller passes return.
+        self.routes: dict = {}
         self.asked_results: set = set()
         self.answered: list = []
         self._results_seen: dict[int, tuple] = {}  # (callee, answer) by call node, during the walk
@@ -478,9 +481,10 @@ class HeatModel:
         loops = self._loop_stack[-1]
         parent = loops[-1] if loops else None
         header = self._header(node)
+        data_source = bool(header) and header != "while True"
         info = LoopInfo(
-            node, parent, data_source=bool(header) and header != "while True", retry=_is_retry_loop(node),
-            over_rows=_iterates_tensor_rows(node),
+            node, parent, data_source=data_source, retry=_is_retry_loop(node),
+            over_rows=_iterates_tensor_rows(node), over_optimizers=not data_source and _iterates_optimizers(node),
             path=self._path, header=header,
             targets=frozenset(_identifiers(node.target)) if type(node) is cst.For else frozenset(),
             in_forward=bool(self._class_stack and self._function_stack)
@@ -575,6 +579,8 @@ class HeatModel:
             if callee is not None and unrooted(callee).split(".", 1)[0] in LIBRARY_ROOTS:
                 callee = None
             found = self.returned.get(resolve_key(callee, self.returned)) if callee and self.returned else None
+            if callee is None and self.routes:
+                found = self._routed_result(call)
             self._results_seen[id(call)] = seen = (callee, found)
         callee, found = seen
         if callee is not None and found is None:
@@ -582,6 +588,16 @@ class HeatModel:
             asker = (function.key if function is not None else None, bool(self._loop_stack[-1]))
             self.asked_results.add((asker, callee, assumed))
         return found
+
+    def _routed_result(self, call: cst.Call) -> tuple | None:
+        """`step = step_fn(batch)` where every caller passes `step_fn=self.train_step`: what the
+        functions the project pass bound it to return, when they agree."""
+        function = self._function_stack[-1] if self._function_stack else None
+        if function is None or type(call.func) is not cst.Name or call.func.value not in function.params:
+            return None
+        via = (("param", function.key, call.func.value), "__call__")
+        results = {self.returned.get(key) for bound, key in self.routes.get(function.key, ()) if bound == via}
+        return results.pop() if len(results) == 1 else None
 
     def on_call(self, call: cst.Call, via: tuple | None = None) -> CallSite | None:
         """Record a call; returns its call site (None when the callee cannot be named and no
@@ -687,7 +703,7 @@ class HeatModel:
         owner = receiver(call)
         used = (_variables(owner) if owner is not None else set()) | {n for a in call.args for n in _variables(a.value)}
         for loop in reversed(loops):
-            if loop.targets and used & loop.targets and not loop.data_source:
+            if loop.over_optimizers or (loop.targets and used & loop.targets and not loop.data_source):
                 loop.over_optimizers = True
                 continue
             return loop
@@ -749,6 +765,11 @@ class HeatModel:
             return self._local_key(f"{self._class_stack[-1]}.forward")
         dotted = dotted_name(func)
         if dotted is None:
+            return None
+        function = self._function_stack[-1] if self._function_stack else None
+        if function is not None and type(func) is cst.Name and func.value in function.params:
+            # `def run_single_epoch(self, step_fn): step_fn(batch)` beside a function named
+            # `step_fn` elsewhere: the parameter is what every caller passes (bound through `via`).
             return None
         imported = self._imports.qualify(dotted)
         if imported is not None:
@@ -960,6 +981,19 @@ def _no_condition() -> Condition | None:
 
 # The callee of a call site known only through its receiver (`CallSite.via`), until bound.
 UNBOUND = "?"
+_MAPPING_VIEWS = frozenset({"items", "values", "keys"})
+
+
+def _iterates_optimizers(node: cst.For | cst.While) -> bool:
+    """`for name in self._optimizers:` (then `optimizer = getattr(self, name + "_")`), `for opt in
+    optimizers.values()`: a loop over the optimizers themselves (zeroing or stepping each), not
+    over batches, whatever the body calls them."""
+    if type(node) is not cst.For:
+        return False
+    iterated = node.iter
+    if type(iterated) is cst.Call and type(iterated.func) is cst.Attribute and iterated.func.attr.value in _MAPPING_VIEWS:
+        iterated = iterated.func.value
+    return is_optimizer_name(terminal_name(iterated))
 
 
 def another_target(site: CallSite) -> CallSite:
