@@ -8,7 +8,7 @@ not included; nor are tensors whose origin is unknown (parameters, results of ot
 `torch.tensor(data)` counts only for literals, Python numbers and NumPy values computed in the
 code (also a parameter that every visible caller passes a Python number): data of unknown origin
 (an environment's output) arrives on the host and must be copied. `torch.from_numpy` of values
-NumPy generated in the code (`np.random.choice`, `np.arange`) counts like a torch factory. A CUDA tensor type of the legacy API called on such values
+NumPy generated in the code (`np.random.choice`, `np.arange`, also cast or copied: `np.eye(3).astype(np.float32)`) counts like a torch factory. A CUDA tensor type of the legacy API called on such values
 (`Tensor(np.random.normal(...))` with `Tensor = torch.cuda.FloatTensor`) copies them the same way.
 
 Fix (unsafe): `torch.zeros(...).to(dev)` and `torch.zeros(...).cuda()`, the factory call moved at once
@@ -146,6 +146,19 @@ for x, y in loader:
 """,
     )
     INVALID = (
+        Invalid(
+            # A NumPy value made here, cast (`astype`) and wrapped, moved every step.
+            """\
+import numpy as np
+import torch
+for x, y in loader:
+    iden = torch.from_numpy(np.eye(3).flatten().astype(np.float32)).view(1, 9)
+    loss = model(x.cuda(), iden.cuda()).sum()
+    loss.backward()
+""",
+            line=5,
+            severity=Severity.MEDIUM,
+        ),
         Invalid(
             """\
 import torch

@@ -80,6 +80,8 @@ _SAME_PLACE_METHODS = frozenset(
     {"float", "half", "double", "long", "int", "bool", "byte", "bfloat16", "view", "reshape",
      "flatten", "squeeze", "unsqueeze", "permute", "transpose", "contiguous", "clone", "detach",
      "narrow", "expand", "repeat", "t", "chunk", "split", "unbind", "items", "values",
+     # NumPy's: a cast or a copy of an array stays an array in host memory.
+     "astype", "copy",
      # In-place fills return their receiver.
      "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "fill_diagonal_"}
 )
