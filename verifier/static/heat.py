@@ -1352,8 +1352,11 @@ class _Resolver:
     def _classify(self, loop: LoopInfo, in_timing_function: bool) -> None:
         # The evidence is kept (first nested step loop, first call that decides) for the trace.
         nested_step = next((found for nested in loop.nested if (found := _first_step(nested)) is not None), None)
+        # A benchmark's measuring routine has a timed loop, not training: a loop that calls it
+        # once per configuration is a sweep, not an epoch loop around a step loop.
         step_site = None if nested_step is not None else next(
-            (site for site in loop.calls if self._callee_has_step_loop(site)), None
+            (site for site in loop.calls if self._callee_has_step_loop(site) and not self._callee_only_measures(site)),
+            None,
         )
         contains_step = nested_step is not None or step_site is not None
         train_site = None if loop.trains else next((site for site in loop.calls if self._callee_trains(site)), None)
@@ -1494,6 +1497,11 @@ class _Resolver:
 
     def _callee_measures(self, site: CallSite) -> bool:
         return any(fn.timing and fn.loops for fn in self._targets(site.callee)[0] or ())
+
+    def _callee_only_measures(self, site: CallSite) -> bool:
+        """Every function the call reaches times a loop and trains nowhere (a benchmark routine)."""
+        local = self._targets(site.callee)[0]
+        return bool(local) and all(fn.timing and fn.loops and not fn.trains_transitively for fn in local)
 
     def _callee_evaluates_over_batches(self, site: CallSite) -> bool:
         """`evaluate(model, iterator)` that puts the model in eval mode and loops over batches."""
