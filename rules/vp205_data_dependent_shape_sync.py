@@ -4,9 +4,10 @@
 reads `t[mask]`, `masked_select`, `unique`/`unique_consecutive`, `repeat_interleave` with a
 tensor of repeats and no `output_size`, and `x in t`. Each needs the size of its result before
 it can allocate it, so the host copies a count back and waits for the device. Only values with
-evidence that they live on the accelerator are reported (see `verifier.static.implicit_syncs`);
-`t[mask] = value` is left out (a scalar value dispatches to `masked_fill_`), and `if x in t:`
-is VP201's finding (a tensor tested on the host).
+evidence that they live on the accelerator are reported (see `verifier.static.implicit_syncs`).
+`t[mask] = values` with a tensor of values is reported too (`index_put_` turns the mask into
+indices with `nonzero`); a scalar or a number is not (it dispatches to `masked_fill_`). `if x in
+t:` is VP201's finding (a tensor tested on the host).
 """
 
 from __future__ import annotations
@@ -18,8 +19,17 @@ from verifier.static.facts import Kind
 from verifier.static.guards import GuardedRule
 from verifier.static.implicit_syncs import DeviceValues, ShapeSync, shape_sync_of_call
 from verifier.static.lambda_scopes import LambdaScopes
+from verifier.static.names import method_name
 from verifier.static.rule import Invalid
 from verifier.static.syncs import sync_of_test
+
+
+_MASKED_STORE = "boolean-mask assignment of a tensor"
+# Methods only a tensor answers with a tensor: the value stored is many elements, not a scalar.
+_TENSOR_RESHAPES = frozenset(
+    {"view", "reshape", "flatten", "expand", "expand_as", "repeat", "squeeze", "unsqueeze", "permute",
+     "transpose", "contiguous", "to", "type_as", "float", "half", "bfloat16", "detach", "clone"}
+)
 
 
 class DataDependentShapeSync(LambdaScopes, GuardedRule):
@@ -100,6 +110,18 @@ for x, y in loader:
         for target in node.targets:
             if type(target.target) is cst.Subscript:
                 self._stores.add(id(target.target))
+                self._note_masked_store(target.target, node.value)
+
+    def _note_masked_store(self, target: cst.Subscript, value: cst.BaseExpression) -> None:
+        """`embd[mask] = image_embd.view(-1, d)`: a tensor of values stored through a boolean
+        mask is an `index_put_`, which takes the mask's `nonzero` first (a scalar would not)."""
+        if len(target.slice) != 1 or type(target.slice[0].slice) is not cst.Index:
+            return
+        if not self.context.may_use_accelerator or not self._is_tensor(value):
+            return
+        index = target.slice[0].slice.value
+        if self._values.is_mask(index, self._masks[-1]):
+            self._report(ShapeSync(target, index, _MASKED_STORE))
 
     def leave_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -109,6 +131,12 @@ for x, y in loader:
                     self._masks[-1].add(name)
                 else:
                     self._masks[-1].discard(name)
+
+    def _is_tensor(self, value: cst.BaseExpression) -> bool:
+        """A tensor by the facts, on the device, or reshaped, cast or moved as only tensors are."""
+        if self.context.facts.kind_of(value) is Kind.TENSOR or self._values.on_device(value):
+            return True
+        return type(value) is cst.Call and method_name(value) in _TENSOR_RESHAPES
 
     def visit_If(self, node: cst.If) -> None:
         self._note_test(node.test)
@@ -159,6 +187,14 @@ for x, y in loader:
             if id(self._statement) in self._reported:
                 return
             self._reported.add(id(self._statement))
+        if sync.how == _MASKED_STORE:
+            self.report(
+                sync.node,
+                f"storing a tensor through boolean mask `{self.context.code_for(sync.subject)}` {{loop}} turns "
+                "the mask into indices first (`nonzero`), so the host waits for the device {often}; "
+                "`masked_scatter` or `torch.where` keep the shapes static",
+            )
+            return
         self.report(
             sync.node,
             f"{sync.how} on device tensor `{self.context.code_for(sync.subject)}` {{loop}}: its output "
@@ -221,6 +257,22 @@ for step, (x, y) in enumerate(loader):
 """,
     )
     INVALID = (
+        Invalid(
+            """\
+import torch
+for input_ids, image in loader:
+    input_ids = input_ids.cuda(non_blocking=True)
+    embd = model.embed(input_ids)
+    mask = input_ids == image_token_id
+    embd[mask] = model.vision(image.cuda(non_blocking=True)).view(-1, embd.size(-1))
+    embd[mask] = 0.0
+    loss = model(embd).sum()
+    loss.backward()
+    optimizer.step()
+""",
+            line=6,
+            severity=Severity.MEDIUM,
+        ),
         Invalid(
             """\
 import torch
