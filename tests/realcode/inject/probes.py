@@ -59,6 +59,8 @@ PROBES: tuple[Probe, ...] = (
     _probe("nonzero", {"VP205"}, lambda s, n: f"({s} > 0).nonzero()"),
     _probe("bool_mask", {"VP205"}, lambda s, n: f"{s}.reshape(-1)[{s}.reshape(-1) > 0]"),
     _probe("host_tensor_to_device", {"VP104"}, lambda s, n: f"{n.torch}.zeros(4).to({s}.device)"),
+    # The batching family: a model run on each row of a device tensor (batch-1 forwards).
+    _probe("per_row_forward", {"VP101"}, lambda s, n: f"{n.torch}.stack([model(row) for row in {s}])"),
     _probe("history_append", {"VP402", "VP401"}, lambda s, n: f"{n.history}.append({s})", {"history"}),
     # Logging-only: the reduced copy is printed and used for nothing else. VP601 asks for a result
     # the host reads; a collective whose result nobody reads at all is not its pattern.

@@ -29,6 +29,7 @@ SIGNATURES = {
     "nonzero": ".nonzero()",
     "bool_mask": ".reshape(-1) > 0]",
     "host_tensor_to_device": ".zeros(4).to(",
+    "per_row_forward": "[model(row) for row in ",
     "history_append": "_probe_history.append(",
     "all_reduce_logging": ".distributed.all_reduce(",
     "subprocess_run": '.run(["nvidia-smi"])',
