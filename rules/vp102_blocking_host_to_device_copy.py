@@ -168,6 +168,19 @@ for x, y in loader:
     )
     INVALID = (
         Invalid(
+            # The copy inside a lambda mapped over the batch's parts.
+            """\
+import torch
+for text, images in loader:
+    text, images = map(lambda t: t.cuda(), (text, images))
+    loss = model(text, images).sum()
+    loss.backward()
+    optimizer.step()
+""",
+            line=3,
+            severity=Severity.LOW,
+        ),
+        Invalid(
             """\
 import torch
 def train_step(batch):

@@ -109,6 +109,8 @@ class HostData(LambdaScopes, Tracker):
         self._facts: NameFacts = context.facts
         self._scopes: list[dict[str, Origin | None]] = [{}]
         self._class_scopes: list[dict[str, Origin | None]] = []
+        # `map(lambda t: t.cuda(), (x, y))`: the lambda's parameter takes each element in turn.
+        self._mapped: dict[int, Origin | None] = {}
 
     def _open_scope(self) -> None:
         self._scopes.append({})
@@ -311,6 +313,33 @@ class HostData(LambdaScopes, Tracker):
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self.bind_all(node.target, self.origin_of(node.iter))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if dotted_name(node.func) != "map" or len(node.args) != 2 or any(a.keyword or a.star for a in node.args):
+            return
+        function, iterable = node.args[0].value, node.args[1].value
+        if type(function) is cst.Lambda and len(function.params.params) == 1:
+            self._mapped[id(function)] = self._element_origin(iterable)
+
+    def _element_origin(self, iterable: cst.BaseExpression) -> Origin | None:
+        """The origin every element of `iterable` shares: the parts of a tuple or list written out
+        (`(text, images)`), else what iterating it yields."""
+        if type(iterable) in (cst.Tuple, cst.List):
+            origins = {self.origin_of(element.value) for element in iterable.elements}
+            return origins.pop() if len(origins) == 1 else None
+        return self.origin_of(iterable)
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        super().visit_Lambda(node)
+        if id(node) in self._mapped:
+            self._open_scope()
+            self._set(node.params.params[0].name, self._mapped[id(node)])
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        if id(node) in self._mapped:
+            self._close_scope()
+            del self._mapped[id(node)]
+        super().leave_Lambda(node)
 
     def leave_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
