@@ -301,3 +301,30 @@ def test_a_parameter_named_like_a_function_calls_what_the_caller_passes(tmp_path
         run(loader, log_batch, model, optimizer)
     """
     assert findings(tmp_path, {"train.py": code}) == [("train.py", "VP203", 8, "LOW")]
+
+
+def test_a_test_that_takes_one_training_step_lends_no_step_heat(tmp_path):
+    # pytest runs each test once: the model set-up it calls (a barrier) is not per-step code.
+    files = {
+        "wrapped.py": """\
+            import torch.distributed as dist
+
+            def load_model(path):
+                dist.barrier()
+                return path
+            """,
+        "tests/test_training.py": """\
+            from wrapped import load_model
+
+            def test_one_step(optimizer):
+                model = load_model("ckpt")
+                model(1).sum().backward()
+                optimizer.step()
+            """,
+    }
+    for name, code in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(code))
+    result = analyze_paths([str(tmp_path)], Settings(select=("VP603",)))
+    assert [(f.path.rsplit("/", 1)[-1], f.code, f.line) for f in result.findings] == []

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import functools
 import itertools
-import os
 import re
 import signal
 import threading
@@ -41,6 +40,7 @@ from verifier.static.parse import parse_module
 from verifier.static.placement import HostData, Origin
 from verifier.static.places import Place, PlaceFacts, Placement
 from verifier.static.positions import positions as positions_of
+from verifier.static.pytest_files import is_test_path
 from verifier.static.proofs import allowed, premises, worth_reporting
 from verifier.static.rule import Candidate, Proof, Rule
 from verifier.static.trace_lines import source_lines
@@ -357,26 +357,9 @@ def heat_wording(message: str, heat: Heat) -> str:
     return message.replace("{often}", heat.often).replace("{loop}", heat.where)
 
 
-_TEST_FOLDERS = frozenset({"tests", "test", "testing"})
-
-
 def reports_once(path: str, settings: Settings) -> bool:
     """Test code runs a few steps on purpose: every line of it runs "once" unless included."""
     return not settings.include_tests and is_test_path(path)
-
-
-def is_test_path(path: str) -> bool:
-    """`tests/…`, `test_*.py`, `*_test.py`, `conftest.py`: pytest's conventions for test code."""
-    if os.path.isabs(path):
-        relative = os.path.relpath(path)
-        path = relative if not relative.startswith("..") else path
-    parts = path.replace("\\", "/").split("/")
-    name = parts[-1]
-    stem = name.rsplit(".", 1)[0]
-    return (
-        name == "conftest.py" or stem.startswith("test_") or stem.endswith("_test")
-        or any(part in _TEST_FOLDERS for part in parts[:-1])
-    )
 
 
 def _without_tree(record: CandidateHeat) -> CandidateHeat:

@@ -44,6 +44,7 @@ import libcst as cst
 from verifier.findings import Heat, TraceStep
 from verifier.static.deferred import EVERY_INPUT, JudgementInput
 from verifier.static.framework_hooks import hook_reason, hooks_of_class, ignite_handler_heat
+from verifier.static.pytest_files import is_test_path
 from verifier.static.names import (
     ImportTable,
     dotted_name,
@@ -984,6 +985,11 @@ UNBOUND = "?"
 _MAPPING_VIEWS = frozenset({"items", "values", "keys"})
 
 
+def _is_a_test(function: FunctionInfo) -> bool:
+    """A pytest test, or any function of a test file (`tests/...`, `test_*.py`)."""
+    return function.key.rsplit(".", 1)[-1].startswith("test") or is_test_path(function.path)
+
+
 def _iterates_optimizers(node: cst.For | cst.While) -> bool:
     """`for name in self._optimizers:` (then `optimizer = getattr(self, name + "_")`), `for opt in
     optimizers.values()`: a loop over the optimizers themselves (zeroing or stepping each), not
@@ -1264,6 +1270,8 @@ class _Resolver:
         is step code; a caller the project does show decides instead (a full-batch epoch loop)."""
         called = {site.callee for site in self.module_calls} | {site.callee for fn in self.functions for site in fn.calls}
         for fn in self.functions:
+            if _is_a_test(fn):
+                continue  # pytest calls each test once: one step of training, on purpose
             if fn.steps_transitively and fn.backward_transitively and fn.heat is Heat.ONCE and fn.key not in called:
                 # Inferred from what the function does, not shown by a caller: an assumed premise.
                 fn.heat, fn.hook_inferred = Heat.STEP, True
