@@ -3,7 +3,8 @@
 Covers `torch.zeros/ones/empty/full/tensor/arange/rand*/...(...)` without `device=` (or with
 `device="cpu"`) that is moved either in the same expression (`torch.zeros(n).to(dev)`, also
 through casts and reshapes) or through a name (`mask = torch.ones(n)` ... `mask.cuda()`), in
-the same function or from module level. `*_like` factories follow their input's device and are
+the same function or from module level; and such a tensor (or NumPy's random or range values)
+used as an index into a tensor shown on the device (`x[torch.randperm(n)]`), which copies it there. `*_like` factories follow their input's device and are
 not included; nor are tensors whose origin is unknown (parameters, results of other calls).
 `torch.tensor(data)` counts only for literals, Python numbers and NumPy values computed in the
 code (also a parameter that every visible caller passes a Python number): data of unknown origin
@@ -27,6 +28,7 @@ from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.autofix import Fix
 from verifier.static.call_edits import append_argument, holds_comment, keyword_argument
 from verifier.static.guards import GuardedRule
+from verifier.static.implicit_syncs import DeviceValues
 from verifier.static.names import has_star_args, keyword_arg, method_name
 from verifier.static.placement import HostDataRule, Origin
 from verifier.static.rule import Invalid
@@ -39,7 +41,9 @@ class HostTensorMovedEachStep(GuardedRule, HostDataRule):
     category = Category.GPU
     severity = SeverityByHeat(step=Severity.MEDIUM, epoch=Severity.LOW, once=None)
     cost = "an allocation on the host and a copy to the device, where the device could create the tensor itself"
-    tokens = (".to(", ".cuda(", "Tensor")  # `Tensor`: the legacy `torch.cuda.FloatTensor` types
+    # `Tensor`: the legacy `torch.cuda.FloatTensor` types; the random and range factories make
+    # the index tensors that index a device tensor from the host.
+    tokens = (".to(", ".cuda(", "Tensor", "randperm", "randint", "arange", "random.")
     summary = (
         "Finds tensors created on the host by a torch factory (`torch.zeros`, `torch.arange`, "
         "`torch.tensor`, ...) without `device=` and then copied to the device in a loop."
@@ -76,6 +80,26 @@ for x, y in loader:
         "https://pytorch.org/docs/stable/tensor_attributes.html#torch-device",
     )
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._values = context.tracker(DeviceValues)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """`x[perm]` with `perm = torch.randperm(n)` and `x` on the device: indexing copies the
+        host-made index to the device first (a blocking copy), every time."""
+        if self.guarded or not self.context.may_use_accelerator:
+            return
+        indexes = [element.slice.value for element in node.slice if type(element.slice) is cst.Index]
+        made_here = [index for index in indexes if self.host.origin_of(index) is Origin.FACTORY]
+        if not made_here or not self._values.on_device(node.value):
+            return
+        index, indexed = self.context.code_for(made_here[0]), self.context.code_for(node.value)
+        self.report(
+            made_here[0],
+            f"`{index}` is created on the host and copied to the device to index `{indexed}` here: "
+            "create it with `device=` (or once, outside the loop)",
+        )
+
     def visit_Call(self, node: cst.Call) -> None:
         move = device_move(node, self.context.imports, self.context.facts)
         if move is None or self.host.origin_of(move.source) is not Origin.FACTORY:
@@ -105,6 +129,16 @@ for x, y in loader:
         return self.offer_fix(call, placed.with_changes(lpar=call.lpar, rpar=call.rpar), "Create it with `device=`")
 
     VALID = (
+        # The index made where it is used, and a host index into a host tensor.
+        """\
+import torch
+for x, y in loader:
+    perm = torch.randperm(x.size(0))
+    x = x[perm].cuda(non_blocking=True)
+    order = torch.randperm(x.size(0), device=x.device)
+    loss = model(x[order]).sum()
+    loss.backward()
+""",
         """\
 import torch
 weights = torch.tensor([0.2, 0.8])
@@ -146,6 +180,19 @@ for x, y in loader:
 """,
     )
     INVALID = (
+        Invalid(
+            # A host-made index into a device tensor: the index is copied to the device first.
+            """\
+import torch
+for x, y in loader:
+    x = x.cuda(non_blocking=True)
+    perm = torch.randperm(x.size(0))
+    loss = model(x[perm]).sum()
+    loss.backward()
+""",
+            line=5,
+            severity=Severity.MEDIUM,
+        ),
         Invalid(
             # A NumPy value made here, cast (`astype`) and wrapped, moved every step.
             """\
