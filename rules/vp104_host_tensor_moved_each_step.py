@@ -129,6 +129,16 @@ for x, y in loader:
         return self.offer_fix(call, placed.with_changes(lpar=call.lpar, rpar=call.rpar), "Create it with `device=`")
 
     VALID = (
+        # A NumPy random number (no `size`) is one index, not an array copied to the device.
+        """\
+import numpy as np
+import torch
+images = torch.randn(100, 3, 8, 8).cuda()
+for step in range(1000):
+    target = images[np.random.choice(100)]
+    loss = model(target).sum()
+    loss.backward()
+""",
         # The index made where it is used, and a host index into a host tensor.
         """\
 import torch

@@ -100,6 +100,27 @@ def _is_literal(node: cst.BaseExpression) -> bool:
     return False
 
 
+# NumPy's random draws and the position of their `size` argument: without a size they return one
+# number (`np.random.choice(i_train)`), which indexes a tensor without any copy.
+_NUMPY_SIZE_POSITION = {
+    "choice": 1, "randint": 2, "uniform": 2, "normal": 2, "random": 0, "random_sample": 0, "integers": 2,
+    "binomial": 2, "poisson": 1, "exponential": 1, "beta": 2, "gamma": 2,
+}
+
+
+def _makes_an_array(call: cst.Call, qualified: str) -> bool:
+    """A NumPy random call that returns an array, not a single number."""
+    name = qualified.rsplit(".", 1)[-1]
+    if name in ("rand", "randn"):
+        return any(arg.keyword is None for arg in call.args)  # `rand(3, 4)`; `rand()` is a float
+    if name in ("permutation", "shuffle"):
+        return True
+    if keyword_arg(call, "size") is not None or has_star_args(call):
+        return True
+    position = _NUMPY_SIZE_POSITION.get(name)
+    return position is None or sum(1 for arg in call.args if arg.keyword is None) > position
+
+
 class HostData(LambdaScopes, Tracker):
     """Names bound to host data, learned in walk order; functions and comprehensions are scopes."""
 
@@ -201,7 +222,7 @@ class HostData(LambdaScopes, Tracker):
                 return None
             first = positional_arg(call, 0)
             return Origin.FACTORY if first is not None and self.origin_of(first.value) is Origin.FACTORY else Origin.HOST
-        if qualified in _NUMPY_FACTORIES or qualified.startswith("numpy.random."):
+        if qualified in _NUMPY_FACTORIES or (qualified.startswith("numpy.random.") and _makes_an_array(call, qualified)):
             return Origin.FACTORY
         if qualified in _JOINS:
             first = positional_arg(call, 0)
