@@ -279,19 +279,19 @@ def _is_slice(node: cst.BaseExpression) -> bool:
     return type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Slice
 
 
-def _mentions(args, name: str) -> bool:
+def _reads(nodes, name: str) -> bool:
+    """Any of `nodes` (or what they hold) names `name`."""
     return any(
-        type(part) is cst.Name and part.value == name
-        for arg in args for part in (arg.value, *iter_descendants(arg.value))
+        type(part) is cst.Name and part.value == name for node in nodes for part in (node, *iter_descendants(node))
     )
 
 
 def _uses(slices, name: str) -> bool:
-    for element in slices:
-        for node in (element.slice, *iter_descendants(element.slice)):
-            if type(node) is cst.Name and node.value == name:
-                return True
-    return False
+    return _reads((element.slice for element in slices), name)
+
+
+def _mentions(args, name: str) -> bool:
+    return _reads((arg.value for arg in args), name)
 
 
 def _indexed_element(element: cst.BaseExpression, name: str) -> cst.Subscript | None:

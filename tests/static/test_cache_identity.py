@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from verifier.config import Settings
+from tests.realcode.random_edits import edit
 from verifier.static.runner import analyze_paths
 
 PROJECT = {
@@ -77,44 +78,19 @@ PROJECT = {
         """,
 }
 
-NEW_FUNCTION = """
+NEW_FILE = """\
+from helpers import log_loss
 
-def probe_{n}(loss):
-    value = loss.item()
-    torch.cuda.synchronize()
-    return value
+
+def again(loader):
+    for batch in loader:
+        log_loss(batch)
 """
 
 
 def write_project(root: Path) -> None:
     for name, code in PROJECT.items():
         (root / name).write_text(textwrap.dedent(code), encoding="utf-8")
-
-
-def edit(root: Path, rng: random.Random, n: int) -> str:
-    """One random edit of one file (or a new file); returns what it did, for the failure message."""
-    files = sorted(root.glob("*.py"))
-    path = rng.choice(files)
-    lines = path.read_text(encoding="utf-8").splitlines()
-    kind = rng.choice(["comment", "sync", "delete", "rename", "function", "file"])
-    index = rng.randrange(len(lines)) if lines else 0
-    indent = " " * (len(lines[index]) - len(lines[index].lstrip())) if lines else ""
-    if kind == "comment":
-        lines.insert(index, f"{indent}# edit {n}")
-    elif kind == "sync":
-        lines.insert(index + 1, f"{indent}torch.cuda.synchronize()")
-    elif kind == "delete" and lines:
-        del lines[index]
-    elif kind == "rename":
-        lines = [line.replace("loss", "objective") for line in lines]
-    elif kind == "function":
-        lines += NEW_FUNCTION.format(n=n).splitlines()
-    else:
-        path = root / f"extra_{n}.py"
-        lines = ["from helpers import log_loss", "", "", "def again(loader):", "    for batch in loader:",
-                 "        log_loss(batch)"]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return f"{kind} in {path.name} at line {index + 1}"
 
 
 def everything(result) -> list:
@@ -134,7 +110,7 @@ def test_cached_runs_equal_cold_runs_through_random_edits(tmp_path, seed):
     assert everything(analyze_paths([str(root)], cached)) == everything(analyze_paths([str(root)], cold))
     done, seen = [], set()
     for n in range(8):
-        done.append(edit(root, rng, n))
+        done.append(edit(root, rng, n, new_file=NEW_FILE))
         reused, fresh = analyze_paths([str(root)], cached), analyze_paths([str(root)], cold)
         assert everything(reused) == everything(fresh), f"after {done}"
         seen.add(repr([(f.path, f.line, f.code, f.severity) for f in fresh.findings]))

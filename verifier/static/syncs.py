@@ -8,7 +8,9 @@ import libcst as cst
 
 from verifier.static.facts import Kind, NameFacts
 from verifier.static.heat import is_model_name
-from verifier.static.names import ImportTable, dotted_name, keyword_arg, method_name, positional_arg, receiver, terminal_name
+from verifier.static.names import (
+    ImportTable, dotted_name, is_true, keyword_arg, method_name, positional_arg, receiver, terminal_name,
+)
 
 # Methods that copy a tensor's value to the host and so wait for every queued kernel.
 SYNC_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
@@ -49,7 +51,8 @@ def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync
     if method == "to" and owner is not None and not _is_module(owner, facts) and _moves_to_cpu(call, imports):
         # `non_blocking=True` copies into pinned host memory and returns at once: no wait here
         # (whoever reads the copy must synchronise first, which is their line's cost).
-        return None if _is_true(keyword_arg(call, "non_blocking")) else Sync(call, owner, '.to("cpu")')
+        non_blocking = keyword_arg(call, "non_blocking")
+        return None if non_blocking is not None and is_true(non_blocking.value) else Sync(call, owner, '.to("cpu")')
     func = dotted_name(call.func)
     if func in CONVERSIONS and imports.qualify(func) is None and len(call.args) == 1:
         subject = call.args[0].value
@@ -99,10 +102,6 @@ def _is_module(node: cst.BaseExpression, facts: NameFacts) -> bool:
     """`model.cpu()` moves parameters, it does not read a result back."""
     name = (terminal_name(node) or "").lower()
     return is_model_name(name) or "module" in name or facts.kind_of(node) is Kind.MODULE
-
-
-def _is_true(arg: cst.Arg | None) -> bool:
-    return arg is not None and type(arg.value) is cst.Name and arg.value.value == "True"
 
 
 def _moves_to_cpu(call: cst.Call, imports: ImportTable) -> bool:
