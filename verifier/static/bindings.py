@@ -30,7 +30,7 @@ from verifier.findings import Heat
 from verifier.static.facts import TENSOR_METHODS, Kind, NameFacts
 from verifier.static.heat import (
     LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, another_target, attribute_of_getattr, defined_once,
-    defined_under, unrooted,
+    defined_under, project_reexports, through_reexports, unrooted,
 )
 from verifier.static.names import dotted_name
 
@@ -439,6 +439,7 @@ class _Project:
         self.sites = [site for model in models for site in model.call_sites]
         self._unique_functions = defined_once(fn.key for fns in self.functions.values() for fn in fns)
         self._unique_classes = defined_once(self.classes)
+        self._reexports = project_reexports(models)
         self.calls: dict[str, list[tuple[CallSite, int]]] = {}
         self._memo: dict[tuple, tuple | None] = {}
         # Terms being evaluated (`value`'s recursion depth), and the chain of terms deferred until
@@ -457,10 +458,10 @@ class _Project:
     # --- keys ---
 
     def function_key(self, key: str) -> str | None:
-        return _known_key(key, self.functions, self._function_keys, self._unique_functions)
+        return _known_key(through_reexports(key, self._reexports), self.functions, self._function_keys, self._unique_functions)
 
     def class_key(self, key: str) -> str | None:
-        return _known_key(key, self.classes, self._class_keys, self._unique_classes)
+        return _known_key(through_reexports(key, self._reexports), self.classes, self._class_keys, self._unique_classes)
 
     def method_of(self, class_key: str, method: str) -> str | None:
         """`Cls.method`, looked up through the bases (breadth first, within the project)."""

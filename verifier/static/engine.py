@@ -8,6 +8,8 @@ A file that cannot be read, decoded or parsed yields one VP900 finding; the run 
 
 from __future__ import annotations
 
+import os
+
 import ast
 import functools
 import itertools
@@ -85,6 +87,9 @@ class ModuleAnalysis:
         if needs_reanalysis(self.heat):
             return True
         for candidate in self.candidates:
+            function = candidate.where.function
+            if function is not None and (function.opt_in_site is not None or function.opt_in_trace):
+                return True  # reached only under an opt-in setting: its frequency premise changes
             now, table = heat_of(candidate.where), candidate.table
             reported = (Heat.ONCE,) if self.test_code else (candidate.heat, now, Heat.ONCE)
             if (
@@ -155,6 +160,12 @@ def _mentions_any(source: Source, tokens: tuple[str, ...]) -> bool:
     return source.encoding not in ("utf-8", "utf-8-sig") and any(token.encode() in source.data for token in tokens)
 
 
+def _may_reexport(path: str, source: Source) -> bool:
+    """A package's `__init__.py` that imports: callers may import its names from the package
+    (`from losses import FocalLoss`), so its imports are read to follow them (`HeatModel.reexports`)."""
+    return os.path.basename(path) == "__init__.py" and "import" in source.text
+
+
 def analyze_file(
     path: str,
     rules: Sequence[type[Rule]],
@@ -170,7 +181,7 @@ def analyze_file(
             source, cells = read_notebook(path, settings.max_file_size)
         else:
             source = read_source(path, settings.max_file_size)
-        if settings.prefilter and not _mentions_any(source, needed_tokens(tuple(rules))):
+        if settings.prefilter and not _mentions_any(source, needed_tokens(tuple(rules))) and not _may_reexport(path, source):
             # No rule can fire here, so every suppression in the file is unused.
             audit = (
                 audit_suppressions(path, _suppressions(source, settings, parsed=False), rules, settings)

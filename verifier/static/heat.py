@@ -76,6 +76,20 @@ CLOCKS = frozenset(
 )
 
 
+def reads_clock(call: cst.Call, qualified: str | None) -> bool:
+    """A host clock, or a CUDA event made to time (`enable_timing=True`); an event made only to
+    wait on (`torch.cuda.Event().synchronize`) times nothing."""
+    if qualified not in CLOCKS:
+        return False
+    if qualified != "torch.cuda.Event":
+        return True
+    return any(
+        arg.keyword is not None and arg.keyword.value == "enable_timing"
+        and not (type(arg.value) is cst.Name and arg.value.value == "False")
+        for arg in call.args
+    )
+
+
 # A verb before the noun names an action on a model (`profile_model(m)`, `train_model(...)`), not one.
 _NOT_A_MODEL = re.compile(
     r"^(is|has|get|set|make|build|create|load|init|to|from|save|register|wrap|profile|benchmark|bench|measure|"
@@ -310,6 +324,12 @@ class FunctionInfo:
     # with `step_fn=self.train_step` at every call site): ((receiver term, method), key) pairs,
     # so that its file's re-analysis calls the same functions (`bindings.py`).
     routes: tuple = ()
+    # Every call site the whole project shows runs under an opt-in setting (`if args.gail:
+    # discr.update(...)`), directly or in a caller that is itself opt-in only: the site it names,
+    # or, from another pass, its trace step. Its own loops are hot only in a configuration the
+    # user has to choose.
+    opt_in_site: CallSite | None = None
+    opt_in_trace: tuple[TraceStep, ...] = ()
 
 
 @dataclass(eq=False)
@@ -608,7 +628,7 @@ class HeatModel:
         qualified = self._imports.call_name(call)
         function = self._function_stack[-1] if self._function_stack else None
         loops = self._loop_stack[-1]
-        if qualified in CLOCKS:
+        if reads_clock(call, qualified):
             for loop in loops:
                 loop.reads_clock = True
         if self._is_training_signal(call, qualified):
@@ -741,6 +761,19 @@ class HeatModel:
         if imported is not None:
             return self._rooted(absolute_name(imported, self._importer))
         return self._local_key(dotted) if "." not in dotted else None
+
+    def reexports(self) -> dict[str, str]:
+        """What a package's `__init__.py` imports (`from .multibox_loss import MultiBoxLoss`), by
+        the key a caller spells (`layers.modules.MultiBoxLoss`, after `from layers.modules import
+        MultiBoxLoss`) and the key it names; empty for any other module."""
+        if not self._importer.endswith(".__init__"):
+            return {}
+        found = {}
+        for local, imported in self._imports.imported_names().items():
+            alias, target = self._local_key(local), self._rooted(absolute_name(imported, self._importer))
+            if alias != target:
+                found[alias] = target
+        return found
 
     def callee_key(self, call: cst.Call) -> str | None:
         """The key of the called function: local names, `self.method`, methods of instances of
@@ -1042,11 +1075,11 @@ def heat_trace(where: Where) -> tuple[TraceStep, ...]:
         for loop in reversed(where.loops):
             if loop.is_step or loop.is_eval or (loop.is_epoch and heat <= Heat.EPOCH):
                 steps.append(TraceStep(loop.path, loop.line, loop_reason(loop), inferred=loop_inferred(loop)))
-                return tuple(steps)
+                return (*steps, *opted_in(function))
             if loop.is_epoch:
                 break
         if function is None or heat is Heat.ONCE or id(function) in seen:
-            return tuple(steps)
+            return (*steps, *opted_in(function))
         seen.add(id(function))
         site = function.heat_site
         if site is None:
@@ -1061,6 +1094,24 @@ def heat_trace(where: Where) -> tuple[TraceStep, ...]:
             branch=condition.text if condition is not None else "",
             branch_kind=condition.kind.name.lower() if condition is not None else "",
         ))
+
+
+def opted_in(function: FunctionInfo | None) -> tuple[TraceStep, ...]:
+    """The call that makes `function` opt-in only (`calls update() when args.gail holds`), as the
+    last step of a trace that ends inside it: its loops run only in that configuration."""
+    if function is None:
+        return ()
+    site = function.opt_in_site
+    if site is None:
+        return function.opt_in_trace
+    caller = site.where.function
+    if site.condition is None or site.condition.kind is not ConditionKind.OPT_IN:
+        return opted_in(caller)  # an unconditional call in a caller that is opt-in only
+    path = caller.path if caller is not None else site.where.loops[-1].path if site.where.loops else function.path
+    return (TraceStep(
+        path, site.line, f"calls {_callee_name(site)}(), and every call the project shows is opt-in",
+        branch=site.condition.text, branch_kind="opt_in",
+    ),)
 
 
 def function_trace(function: FunctionInfo) -> tuple[TraceStep, ...]:
@@ -1169,6 +1220,15 @@ def _site_condition(site: CallSite, callee: FunctionInfo) -> Condition | None:
     return condition
 
 
+def _opted_in_site(site: CallSite) -> bool:
+    """The call runs only under an opt-in setting: its own branch says so, or its caller is
+    opt-in only."""
+    caller = site.where.function
+    if site.condition is not None and site.condition.kind is ConditionKind.OPT_IN:
+        return True
+    return caller is not None and (caller.opt_in_site is not None or bool(caller.opt_in_trace))
+
+
 @dataclass(frozen=True)
 class FunctionFacts:
     """What the heat model knows about a function, shared across modules."""
@@ -1186,6 +1246,8 @@ class FunctionFacts:
     returns: tuple | None = None
     # The functions its calls through a receiver run (`FunctionInfo.routes`).
     routes: tuple = ()
+    # The opt-in call that every caller goes through (`opted_in`), else empty.
+    opt_in: tuple[TraceStep, ...] = ()
 
     def merge(self, other: FunctionFacts) -> FunctionFacts:
         return FunctionFacts(
@@ -1198,6 +1260,7 @@ class FunctionFacts:
             self.bound if self.bound == other.bound else (),
             self.returns if self.returns == other.returns else None,
             self.routes if self.routes == other.routes else (),
+            self.opt_in if self.opt_in == other.opt_in else (),
         )
 
 
@@ -1224,6 +1287,8 @@ class _Resolver:
                 fn.accelerated = fn.accelerated or known.accelerated
                 if known.heat > fn.heat:
                     fn.heat, fn.outer_trace, fn.heat_site, fn.hook = known.heat, known.trace, None, ""
+                if known.opt_in and fn.opt_in_site is None:
+                    fn.opt_in_trace = known.opt_in
         # A callee defined under no key of the caller's root, but known under another root's
         # (see `link_across_roots`), is that one. From here on a call's `callee` is the key its
         # target is known by (the project pass linked them before this resolver was made).
@@ -1262,6 +1327,26 @@ class _Resolver:
         if self.whole_project:
             self._steps_nobody_here_calls()
         self._spread_heat(callees)
+        if self.whole_project:
+            self._only_opted_in()
+
+    def _only_opted_in(self) -> None:
+        """Functions every call of which, across the project, runs under an opt-in setting (a
+        command-line or config default keeps the branch off), directly or through callers that
+        are themselves opt-in only. A function nobody here calls is not: who calls it is unknown."""
+        sites_by_key: dict[str, list[CallSite]] = {}
+        for site in self.module_calls + [site for fn in self.functions for site in fn.calls]:
+            sites_by_key.setdefault(site.callee, []).append(site)
+        changed = True
+        while changed:
+            changed = False
+            for fn in self.functions:
+                if fn.opt_in_site is not None:
+                    continue
+                # Its calls of itself say nothing of how it is reached.
+                sites = [site for site in sites_by_key.get(fn.key, ()) if site.where.function is not fn]
+                if sites and all(_opted_in_site(site) for site in sites):
+                    fn.opt_in_site, changed = sites[0], True
 
     def _steps_nobody_here_calls(self) -> None:
         """A function that is one training step (a backward pass, then an optimizer step outside
@@ -1527,7 +1612,14 @@ def resolve_project(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     functions = [fn for model in models for fn in model.functions]
     module_loops = [loop for model in models for loop in model.module_loops]
     module_calls = [site for model in models for site in model.module_calls]
-    link_across_roots(functions, [*module_calls, *(site for fn in functions for site in fn.calls)])
+    sites = [*module_calls, *(site for fn in functions for site in fn.calls)]
+    reexports = project_reexports(models)
+    if reexports:
+        defined = {fn.key for fn in functions}
+        for site in sites:
+            if site.callee not in defined and (named := through_reexports(site.callee, reexports)) in defined:
+                site.callee = named
+    link_across_roots(functions, sites)
     _Resolver(functions, module_loops, module_calls, {}, whole_project=True).run()
     return project_facts(models)
 
@@ -1539,7 +1631,7 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     for fn in functions:
         mine = FunctionFacts(
             fn.trains_transitively, fn.has_step_loop, fn.heat, fn.steps_transitively, fn.accelerated,
-            function_trace(fn), fn.bound, fn.returns, fn.routes,
+            function_trace(fn), fn.bound, fn.returns, fn.routes, opted_in(fn),
         )
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.
@@ -1586,6 +1678,28 @@ def defined_under(callee: str, unique: Mapping[str, str]) -> str | None:
     """The key of the one definition (`unique`, from `defined_once`) that a spelling of `callee`
     names, else None."""
     return next((unique[name] for name in _spellings(callee) if name in unique), None)
+
+
+def project_reexports(models: list[HeatModel]) -> dict[str, str]:
+    """Every package's re-exported names (`HeatModel.reexports`), across the project."""
+    found: dict[str, str] = {}
+    for model in models:
+        found.update(model.reexports())
+    return found
+
+
+def through_reexports(key: str, reexports: Mapping[str, str]) -> str:
+    """`key` with a re-exported prefix replaced by what it names, through chains of packages
+    (`pkg.Loss.forward` -> `pkg.losses.Loss.forward` -> `pkg.losses.focal.Loss.forward`)."""
+    for _ in range(8):  # a package that re-exports itself in a cycle stops here
+        head, rest = key, ""
+        while head and head not in reexports:
+            head, _, tail = head.rpartition(".")
+            rest = f"{tail}.{rest}" if rest else tail
+        if not head:
+            return key
+        key = f"{reexports[head]}.{rest}" if rest else reexports[head]
+    return key
 
 
 def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> None:

@@ -131,6 +131,10 @@ class ImportTable:
         func = call.func
         return self._bound_methods.get(func.value) if type(func) is cst.Name else None
 
+    def imported_names(self) -> dict[str, str]:
+        """Each local name an import binds, with what it stands for (relative names as written)."""
+        return dict(self._aliases)
+
     def qualify(self, dotted: str) -> str | None:
         """The qualified name of a dotted spelling, or None when its head was not imported."""
         head, _, rest = dotted.partition(".")

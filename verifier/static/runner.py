@@ -277,7 +277,7 @@ def _number_traced_files(
         for key in keys:
             known = project.get(key)
             if known is not None:
-                unnumbered.update(step.path for step in known.trace if not step.line)
+                unnumbered.update(step.path for step in (*known.trace, *known.opt_in) if not step.line)
     numbered = False
     for _, file_result in analysed:
         heat = file_result.analysis.heat
