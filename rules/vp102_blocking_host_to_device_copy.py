@@ -10,6 +10,10 @@ where `Tensor` is a CUDA tensor type (`torch.cuda.FloatTensor`, or a name bound 
 (`def train_step(batch): batch.to(dev)`) is reported when a call in the same module passes it
 host data, or when every visible caller in the project does (call binding, `bindings.py`: also a
 generator over a DataLoader stored by a constructor and read with `next(self.data)`).
+
+`non_blocking=True` does not help a tensor joined on the host (`images = torch.cat([v1, v2])` of a
+batch's views, then `images.cuda(non_blocking=True)`): the join writes new, unpinned memory, and a
+copy from pageable memory blocks whatever it is told, so it is reported too.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.deferred import deferred
-from verifier.static.placement import HostDataRule, Origin
+from verifier.static.placement import JOINS, HostDataRule, Origin
 from verifier.static.rule import Invalid
 from verifier.static.places import Place
 from verifier.static.transfers import device_move
@@ -27,6 +31,11 @@ from verifier.static.transfers import device_move
 _MESSAGE = (
     "blocking copy of {sources} ({origin}) to the device {{often}}: the host waits "
     "for it instead of queuing work; pin the memory and pass `non_blocking=True`"
+)
+_JOINED = (
+    "`non_blocking=True` copy of `{source}`, joined on the host by `{join}` into new, unpinned memory: "
+    "from pageable memory the copy blocks anyway {{often}}; join on the device after copying the "
+    "pinned parts, or pin the joined tensor"
 )
 
 
@@ -70,6 +79,8 @@ for x, y in loader:
 
     def __init__(self, context) -> None:
         super().__init__(context)
+        # Names bound to host data joined on the host (`images = torch.cat([v1, v2])`), per function.
+        self._joined: list[dict[str, str]] = [{}]
         # Parameters that receive host data at some call site in the module: (function, position or name).
         self._host_arguments: set[tuple[str, int | str]] = set()
         self._parameters: dict[str, list[str]] = {}
@@ -77,6 +88,32 @@ for x, y in loader:
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._parameters[node.name.value] = [p.name.value for p in node.params.params]
+        self._joined.append({})
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._joined.pop()
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        # After the value's calls were visited: `images = images.cuda(non_blocking=True)` reads
+        # the join before the name is rebound.
+        joined = self._joined[-1]
+        join = self._host_join(node.value)
+        for target in node.targets:
+            if type(target.target) is cst.Name:
+                if join is None:
+                    joined.pop(target.target.value, None)
+                else:
+                    joined[target.target.value] = join
+
+    def _host_join(self, value: cst.BaseExpression) -> str | None:
+        """`torch.cat([images[0], images[1]])` of host data: the join's name, else None. The result
+        is new memory, unpinned whatever its parts were (a pinned batch's crops included)."""
+        if type(value) is not cst.Call:
+            return None
+        qualified = self.context.imports.call_name(value) or ""
+        if qualified not in JOINS or self.host.origin_of(value) not in (Origin.BATCH, Origin.HOST):
+            return None
+        return qualified.removeprefix("torch.")
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self._statement_copies = []
@@ -91,7 +128,10 @@ for x, y in loader:
     def visit_Call(self, node: cst.Call) -> None:
         self._note_host_arguments(node)
         move = device_move(node, self.context.imports, self.context.facts)
-        if move is None or not move.blocks:
+        if move is None:
+            return
+        if not move.blocks:
+            self._copy_from_a_join(node, move.source)
             return
         placed = self.context.places.placement_of(move.source)
         if placed is not None and placed.place is Place.DEVICE:
@@ -115,6 +155,14 @@ for x, y in loader:
                         outcomes=(self.severity,),
                     ),
                 )
+
+    def _copy_from_a_join(self, node: cst.Call, source: cst.BaseExpression) -> None:
+        """A non-blocking copy of a tensor joined on the host: pageable memory, so it blocks."""
+        join = self._host_join(source)
+        if join is None and type(source) is cst.Name:
+            join = self._joined[-1].get(source.value)
+        if join is not None:
+            self.report(node, _JOINED.format(source=self.context.code_for(source), join=f"torch.{join}"))
 
     def _note_host_arguments(self, call: cst.Call) -> None:
         if type(call.func) is not cst.Name:
@@ -163,6 +211,15 @@ import torch
 for x, y in loader:
     noise = torch.randn(8).to(device)
     loss = criterion(model(x + noise), y)
+    loss.backward()
+""",
+        """\
+import torch
+for views, labels in loader:
+    images = torch.cat([views[0], views[1]], dim=0).pin_memory()
+    images = images.cuda(non_blocking=True)
+    pair = torch.cat([views[0].cuda(non_blocking=True), views[1].cuda(non_blocking=True)])
+    loss = model(images).sum() + model(pair).sum()
     loss.backward()
 """,
     )
@@ -219,6 +276,19 @@ for step in range(max_steps):
     model(x).sum().backward()
 """,
             line=6,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            # Two pinned crops joined on the host: the joined tensor is pageable, so the copy blocks.
+            """\
+import torch
+for views, labels in loader:
+    images = torch.cat([views[0], views[1]], dim=0)
+    images = images.cuda(non_blocking=True)
+    loss = model(images).sum()
+    loss.backward()
+""",
+            line=4,
             severity=Severity.LOW,
         ),
         Invalid(

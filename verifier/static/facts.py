@@ -347,7 +347,11 @@ class NameFacts:
             if all(type(c.operator) in (cst.In, cst.NotIn) for c in node.comparisons):
                 if self.kind_of(node.left) not in (Kind.NUMBER, Kind.TENSOR):
                     return None
-            kinds = [self.kind_of(node.left)] + [self.kind_of(c.comparator) for c in node.comparisons]
+            operands = [node.left, *(c.comparator for c in node.comparisons)]
+            if any(type(operand) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString) for operand in operands):
+                # `args.optim.loss == "l1"`: a string is never compared element-wise; a setting is.
+                return None
+            kinds = [self.kind_of(operand) for operand in operands]
             return Kind.TENSOR if Kind.TENSOR in kinds else None
         return None
 

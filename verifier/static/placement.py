@@ -71,7 +71,7 @@ _NUMPY_FACTORIES = frozenset(
 )
 # Factories that copy the data they are given rather than making it from a shape.
 _FROM_DATA = frozenset({"torch.tensor"})
-_JOINS = frozenset(
+JOINS = frozenset(
     {"torch.stack", "torch.cat", "torch.concat", "torch.concatenate", "torch.vstack", "torch.hstack",
      "torch.nn.utils.rnn.pad_sequence"}
 )
@@ -224,7 +224,7 @@ class HostData(LambdaScopes, Tracker):
             return Origin.FACTORY if first is not None and self.origin_of(first.value) is Origin.FACTORY else Origin.HOST
         if qualified in _NUMPY_FACTORIES or (qualified.startswith("numpy.random.") and _makes_an_array(call, qualified)):
             return Origin.FACTORY
-        if qualified in _JOINS:
+        if qualified in JOINS:
             first = positional_arg(call, 0)
             if first is None or not self._all_on_host(first.value):
                 return None
