@@ -274,7 +274,11 @@ class Bindings:
             return None
         if inner is not None and inner[0] == "or":
             inner = inner[1]  # the project's instance, not the walk's guess that it is a tensor
-        return inner if inner is not None and inner[0] in ("instance", "self") else None
+        if inner is not None and inner[0] == "result":
+            # `model = build_model(cfg); model = model.to(device)`: the factory's instance, once
+            # the project pass knows what it returns (a tensor moved is not that tensor).
+            return _bounded(("module", inner))
+        return inner if inner is not None and inner[0] in ("instance", "self", "module") else None
 
     def _element_of(self, iterable: cst.BaseExpression) -> tuple | None:
         """What one iteration over `iterable` binds (`enumerate` pairs a number with it)."""
@@ -626,6 +630,9 @@ class _Project:
             return self.value(term[1]) or term[2]
         if tag == "either":
             return self._alternatives(term[1:])
+        if tag == "module":
+            moved = self.value(term[1])
+            return moved if moved is not None and moved[0] in ("instance", "instances") else None
         inner = self.value(term[1])
         if tag == "element":
             if inner is not None and inner[0] in ("function", "functions"):
