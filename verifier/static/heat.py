@@ -231,6 +231,9 @@ class LoopInfo:
     # `for opt, sched in zip(optimizers, schedulers): opt.step()`: a loop over the optimizers of
     # one update, not over batches; the update's cadence is the loop around it.
     over_optimizers: bool = False
+    # Iterates settings listed in the code (`for hook, wrapper in [(NO, NO), (FP16, NO), ...]`):
+    # as many iterations as the list has, each a run of its own when a callee trains.
+    over_listed: bool = False
     # The names a `for` target binds (empty for `while`).
     targets: frozenset[str] = frozenset()
     tensor_work: bool = False
@@ -506,6 +509,7 @@ class HeatModel:
         info = LoopInfo(
             node, parent, data_source=data_source, retry=_is_retry_loop(node),
             over_rows=_iterates_tensor_rows(node), over_optimizers=not data_source and _iterates_optimizers(node),
+            over_listed=_iterates_listed_settings(node),
             path=self._path, header=header,
             targets=frozenset(_identifiers(node.target)) if type(node) is cst.For else frozenset(),
             in_forward=bool(self._class_stack and self._function_stack)
@@ -1035,6 +1039,27 @@ def _iterates_optimizers(node: cst.For | cst.While) -> bool:
     return is_optimizer_name(terminal_name(iterated))
 
 
+def _iterates_listed_settings(node: cst.For | cst.While) -> bool:
+    """`for lr in [0.1, 0.01]:`, `for hook, wrapper, state in [(NO, NO, {}), (FP16, NO, {})]:`: a
+    list or tuple written out in the loop header, of literals, names and attributes (grouped in
+    tuples, lists or dicts), with no call that could make a batch."""
+    if type(node) is not cst.For or type(node.iter) not in (cst.List, cst.Tuple):
+        return False
+    pending = [element.value for element in node.iter.elements]
+    if not pending:
+        return False
+    while pending:
+        part = pending.pop()
+        if type(part) in (cst.List, cst.Tuple, cst.Set):
+            pending.extend(element.value for element in part.elements)
+        elif type(part) is cst.Dict:
+            pending.extend(v for element in part.elements if type(element) is cst.DictElement for v in (element.key, element.value))
+        elif type(part) not in (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString):
+            if not (type(part) is cst.UnaryOperation and type(part.expression) in (cst.Integer, cst.Float)):
+                return False
+    return True
+
+
 def another_target(site: CallSite) -> CallSite:
     """A copy of `site` for a second function it may call, recorded where the first one is."""
     copy = replace(site, via=None)
@@ -1464,7 +1489,10 @@ class _Resolver:
             (site for site in loop.calls if site.where.innermost_loop is loop and self._callee_steps(site)), None
         )
         steps_here = loop.steps_here or step_call is not None
-        loop.is_step = steps_here or timing_step or (trains and not contains_step)
+        # A loop over listed settings whose callee trains (`for hook in [NO, FP16, BF16]:
+        # check_hook(hook)`) runs one whole run per setting: a sweep around the training, not steps.
+        sweep = loop.over_listed and train_site is not None and not steps_here
+        loop.is_step = not sweep and (steps_here or timing_step or (trains and not contains_step))
         # An RL rollout (`for step in range(num_steps): ...; envs.step(action)`) inside the loop
         # that trains on what it collects runs as often as training does, not per eval interval.
         loop.rollout = not loop.is_step and bool(loop.environment_step) and any(outer.trains for outer in _ancestors(loop))
@@ -1474,7 +1502,7 @@ class _Resolver:
         loop.full_batch = loop.is_step and not timing_step and not loop.data_source and self._evaluates_each_iteration(loop)
         if loop.full_batch:
             loop.is_step = False
-        loop.is_epoch = not loop.is_step and (contains_step or loop.full_batch)
+        loop.is_epoch = not loop.is_step and (contains_step or loop.full_batch or sweep)
         # A loop that calls a benchmark's measuring routine (a timing function with its own
         # loop) runs one measurement per configuration: a sweep, not an evaluation over batches.
         forward_site = None if loop.forward else next(
