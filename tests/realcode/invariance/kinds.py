@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from tests.realcode.invariance import (
     behaviour,
     extract,
+    factory,
     loss_shapes,
     main_guard,
     renames,
@@ -37,6 +38,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("wrap_main", True, main_guard.wrap_main),
     Kind("step_timer", True, timer.step_timer),
     Kind("inline_helper", True, extract.inline_helper),
+    Kind("model_factory", True, factory.model_factory),
     Kind("guard_probe", False, behaviour.guard_probe),
     Kind("move_after_loop", False, behaviour.move_after_loop),
 )

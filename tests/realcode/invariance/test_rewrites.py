@@ -41,6 +41,8 @@ NOT_APPLICABLE = {
     ("text_trainer.py", "backward", "wrap_main"): "the loop is not module-level code",
     ("text_trainer.py", "step", "loss_indexed_output"): "the loss is not unpacked from a call's tuple",
     ("text_trainer.py", "step", "wrap_main"): "the loop is not module-level code",
+    ("text_trainer.py", "backward", "model_factory"): "`model` is not built by constructing a class (`model = Cls(...)`)",
+    ("text_trainer.py", "step", "model_factory"): "`model` is not built by constructing a class (`model = Cls(...)`)",
 }
 CASES = [(f, "backward", k.name) for f in FILES for k in KINDS] + [("text_trainer.py", "step", k.name) for k in KINDS]
 
