@@ -25,6 +25,7 @@ import torch
 from verifier.dynamic.measure import matmul_precision
 from verifier.reference_impl.data import PeriodicCopyTask
 from verifier.reference_impl.presets import get_preset
+from verifier.reference_impl.train import AUTOCAST_DTYPES
 from verifier.reference_impl.session import build_session
 
 
@@ -32,12 +33,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="gpu")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--modes", nargs="+", default=["bf16"])
+    parser.add_argument("--modes", nargs="+", default=["bf16"], choices=list(AUTOCAST_DTYPES))
     parser.add_argument("--periods", nargs="+", type=int, default=None, help="default: the preset's")
     parser.add_argument("--learning-rates", nargs="+", type=float, default=None, help="default: the preset's")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=None, help="default: the preset's accuracy_steps")
-    parser.add_argument("--confirm-modes", nargs="*", default=[],
+    parser.add_argument("--confirm-modes", nargs="*", default=[], choices=list(AUTOCAST_DTYPES),
                         help="after the sweep, train these modes too on the setting whose worst seed did best")
     parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--deadline", type=float, default=float("inf"), help="seconds; runs not started by then are skipped")
@@ -47,12 +48,24 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    base = get_preset(args.preset)
+    try:
+        base = get_preset(args.preset)
+    except ValueError as problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     device = torch.device(args.device)
+    if base.name == "gpu" and device.type != "cuda":
+        # At full size on CPU it grows to tens of GB before the first step, as the bench says.
+        print("error: --preset gpu needs a CUDA device; use --preset tiny on CPU", file=sys.stderr)
+        return 2
     steps = args.steps or base.accuracy_steps
     started = time.monotonic()
     rows: list[dict] = []
-    sink = args.output.open("w") if args.output else None
+    try:
+        sink = args.output.open("w") if args.output else None
+    except OSError as problem:
+        print(f"error: cannot write {args.output}: {problem.strerror}", file=sys.stderr)
+        return 2
     settings = [(period, learning_rate) for period in args.periods or [base.period]
                 for learning_rate in args.learning_rates or [base.learning_rate]]
     plan = [(mode, setting) for mode in args.modes for setting in settings]

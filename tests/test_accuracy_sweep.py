@@ -55,3 +55,20 @@ def test_a_deadline_skips_the_runs_not_yet_started(sweep, tmp_path, capsys):
     assert "# deadline: skipped bf16 period=4 lr=0.01 seed=0" in printed
     assert "# deadline: skipped bf16 period=4 lr=0.01 seed=1" in printed
     assert printed.rstrip().endswith("|---|---|---|---|---|")
+
+
+def test_the_gpu_preset_on_cpu_or_an_unknown_preset_is_a_usage_error(sweep, capsys):
+    assert sweep.main(["--preset", "gpu", "--device", "cpu"]) == 2
+    assert capsys.readouterr().err == "error: --preset gpu needs a CUDA device; use --preset tiny on CPU\n"
+    assert sweep.main(["--preset", "huge", "--device", "cpu"]) == 2
+    assert capsys.readouterr().err == "error: unknown preset 'huge' (expected one of tiny, gpu)\n"
+
+
+def test_an_unknown_mode_or_an_unwritable_output_is_a_usage_error(sweep, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        sweep.main(["--preset", "tiny", "--device", "cpu", "--modes", "fp8"])
+    assert exited.value.code == 2 and "invalid choice: 'fp8'" in capsys.readouterr().err
+    missing = tmp_path / "no" / "such" / "folder" / "sweep.jsonl"
+    assert sweep.main(["--preset", "tiny", "--device", "cpu", "--steps", "1", "-o", str(missing)]) == 2
+    assert capsys.readouterr().err == f"error: cannot write {missing}: No such file or directory\n"
+    assert not missing.parent.exists()
