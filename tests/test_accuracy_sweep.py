@@ -3,24 +3,18 @@ CPU with the tiny preset (same sessions as the bench's accuracy runs)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.scripts import script_module
+
 
 
 @pytest.fixture(scope="module")
 def sweep():
-    spec = importlib.util.spec_from_file_location("accuracy_sweep", ROOT / "scripts" / "accuracy_sweep.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["accuracy_sweep"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("accuracy_sweep", None)
+    with script_module("accuracy_sweep") as module:
+        yield module
 
 
 def test_the_sweep_trains_each_setting_and_confirms_the_one_whose_worst_seed_did_best(sweep, tmp_path, capsys):

@@ -462,10 +462,10 @@ class _Project:
     # --- keys ---
 
     def function_key(self, key: str) -> str | None:
-        return _known_key(through_reexports(key, self._reexports), self.functions, self._function_keys, self._unique_functions)
+        return _known_key(key, self.functions, self._function_keys, self._unique_functions, self._reexports)
 
     def class_key(self, key: str) -> str | None:
-        return _known_key(through_reexports(key, self._reexports), self.classes, self._class_keys, self._unique_classes)
+        return _known_key(key, self.classes, self._class_keys, self._unique_classes, self._reexports)
 
     def method_of(self, class_key: str, method: str) -> str | None:
         """`Cls.method`, looked up through the bases (breadth first, within the project)."""
@@ -764,13 +764,17 @@ def _holds_a_batch(fact: tuple | None) -> bool:
     return fact is not None and fact[0] == "tuple" and BATCH in fact[1:]
 
 
-def _known_key(key: str, defined: dict, cache: dict[str, str | None], unique: dict[str, str]) -> str | None:
-    """`key` itself when defined, else the one definition elsewhere that a spelling of it names."""
+def _known_key(
+    key: str, defined: dict, cache: dict[str, str | None], unique: dict[str, str], reexports: dict[str, str],
+) -> str | None:
+    """`key` itself when defined, else what a package re-exports under it, else the one definition
+    elsewhere that a spelling of it names."""
     if key in defined:
         return key
     found = cache.get(key, "")
     if found == "":
-        found = cache[key] = defined_under(key, unique)
+        named = through_reexports(key, reexports)
+        found = cache[key] = named if named in defined else defined_under(named, unique)
     return found
 
 

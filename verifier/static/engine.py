@@ -8,11 +8,10 @@ A file that cannot be read, decoded or parsed yields one VP900 finding; the run 
 
 from __future__ import annotations
 
-import os
-
 import ast
 import functools
 import itertools
+import os
 import re
 import signal
 import threading

@@ -1351,17 +1351,17 @@ class _Resolver:
         self._find_step_loops(callers)
         if self.whole_project:
             self._steps_nobody_here_calls()
-        self._spread_heat(callees)
-        if self.whole_project:
-            self._only_opted_in()
-
-    def _only_opted_in(self) -> None:
-        """Functions every call of which, across the project, runs under an opt-in setting (a
-        command-line or config default keeps the branch off), directly or through callers that
-        are themselves opt-in only. A function nobody here calls is not: who calls it is unknown."""
         sites_by_key: dict[str, list[CallSite]] = {}
         for site in self.module_calls + [site for fn in self.functions for site in fn.calls]:
             sites_by_key.setdefault(site.callee, []).append(site)
+        self._spread_heat(callees, sites_by_key)
+        if self.whole_project:
+            self._only_opted_in(sites_by_key)
+
+    def _only_opted_in(self, sites_by_key: dict[str, list[CallSite]]) -> None:
+        """Functions every call of which, across the project, runs under an opt-in setting (a
+        command-line or config default keeps the branch off), directly or through callers that
+        are themselves opt-in only. A function nobody here calls is not: who calls it is unknown."""
         changed = True
         while changed:
             changed = False
@@ -1437,11 +1437,8 @@ class _Resolver:
             if not changed:
                 break
 
-    def _spread_heat(self, callees: dict[int, list[FunctionInfo]]) -> None:
+    def _spread_heat(self, callees: dict[int, list[FunctionInfo]], callers_by_key: dict[str, list[CallSite]]) -> None:
         functions = self.functions
-        callers_by_key: dict[str, list[CallSite]] = {}
-        for site in self.module_calls + [site for fn in functions for site in fn.calls]:
-            callers_by_key.setdefault(site.callee, []).append(site)
         stale = {id(fn) for fn in functions}
         changed = True
         while changed:
@@ -1640,14 +1637,7 @@ def resolve_project(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     functions = [fn for model in models for fn in model.functions]
     module_loops = [loop for model in models for loop in model.module_loops]
     module_calls = [site for model in models for site in model.module_calls]
-    sites = [*module_calls, *(site for fn in functions for site in fn.calls)]
-    reexports = project_reexports(models)
-    if reexports:
-        defined = {fn.key for fn in functions}
-        for site in sites:
-            if site.callee not in defined and (named := through_reexports(site.callee, reexports)) in defined:
-                site.callee = named
-    link_across_roots(functions, sites)
+    link_across_roots(functions, [*module_calls, *(site for fn in functions for site in fn.calls)], project_reexports(models))
     _Resolver(functions, module_loops, module_calls, {}, whole_project=True).run()
     return project_facts(models)
 
@@ -1730,17 +1720,18 @@ def through_reexports(key: str, reexports: Mapping[str, str]) -> str:
     return key
 
 
-def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite]) -> None:
-    """`from pkg.engine import step` in scripts/train.py, a script folder of its own, names the
-    package module beside it: a call to a key defined under no root's that name is pointed at the
-    one function defined with that dotted name (or the longest suffix of it) under another root.
-    Two candidates (two `main.py` in two script folders): no link, since guessing would share heat
-    between unrelated scripts."""
+def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite], reexports: Mapping[str, str]) -> None:
+    """Point each call at the function it names when its key is no definition's: a name a package
+    re-exports (`through_reexports`), or `from pkg.engine import step` in scripts/train.py, a script
+    folder of its own, naming the package module beside it: the one function defined with that
+    dotted name (or the longest suffix of it) under another root. Two candidates (two `main.py` in
+    two script folders): no link, since guessing would share heat between unrelated scripts."""
     unique = defined_once(fn.key for fn in functions)
     defined = {fn.key for fn in functions}
     for site in sites:
         if site.callee not in defined:
-            key = defined_under(site.callee, unique)
+            named = through_reexports(site.callee, reexports)
+            key = named if named in defined else defined_under(named, unique)
             if key is not None:
                 site.callee = key
 
