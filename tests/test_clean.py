@@ -138,3 +138,18 @@ def test_a_cache_named_through_a_link_with_a_trailing_slash_is_not_followed(work
         "verify-perf: error: not removing link: it is not a verify-perf cache (a symbolic link or not a folder)"
     ]
     assert snapshot(workspace / "real") == before
+
+
+def test_every_kind_of_entry_is_removed_with_the_cache(workspace, capsys):
+    # A script with command-line defaults stores its configuration defaults too, and every run
+    # keeps a record of itself for the next one: clean removes those with the rest.
+    (workspace / "y.py").write_text(
+        "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--every', type=int, default=1)\n"
+        + (workspace / "x.py").read_text()
+    )
+    assert main(["y.py", "--no-report", "-q", "--cache-dir", "made"]) == 1
+    names = {path.name.split("-")[0] for path in (workspace / "made").rglob("*.json")}
+    assert {"defaults", "last", "run"} <= names
+    assert main(["clean", "--cache-dir", "made"]) == 0
+    assert not (workspace / "made").exists()
+    assert capsys.readouterr().err.splitlines() == ["Removing cache at: made"]

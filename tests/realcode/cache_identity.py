@@ -2,7 +2,8 @@
 
 For each chosen repository of the real-code sets: export its pinned `.py` files, run verify-perf
 once with a results cache, then apply random edits one at a time (a comment line, a synchronising
-call, a deleted line, a renamed name, each at a random line of a random file) and after each run
+call, a deleted line, a renamed name, a comment at the end of a line or of the file, each at a
+random line of a random file) and after each run
 verify-perf twice, with the cache and without any, comparing the decision, the score and every
 finding (traces and evidence included) field by field. Any difference is a stale cache entry: the
 report names the edits that led to it.
@@ -27,12 +28,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from random_edits import edit  # noqa: E402
+from random_edits import IN_PLACE, edit  # noqa: E402
 from score_realcode import export_py, find_git_dir, scope_list  # noqa: E402
 
 DEFAULT_REPOS = ("karpathy/nanoGPT", "karpathy/minGPT", "karpathy/llm.c", "pytorch/examples")
-# Edits that keep to the repository's own files (no new function or module of this harness's).
-EDITS = ("comment", "sync", "delete", "rename")
+# Edits that keep to the repository's own files (no new function or module of this harness's);
+# those that move no line let a run reuse the last project pass.
+EDITS = ("comment", "sync", "delete", "rename", *IN_PLACE)
 
 
 def run(command: list[str], root: Path, targets: list[str], cache: Path | None) -> dict:

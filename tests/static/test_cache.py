@@ -22,6 +22,7 @@ from verifier.errors import UsageError
 from verifier.static import cache_format
 from verifier.static.cache_key import signing_key
 from verifier.static.engine import FileResult
+from verifier.static.incremental import RunRecord
 from verifier.static.runner import AnalysisResult, analyze_paths
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -73,7 +74,7 @@ def test_a_crafted_pickle_or_random_bytes_in_every_entry_is_a_miss(tmp_path):
     settings = Settings(cache_dir=str(cache))
     cold = analyze_paths([str(folder)], settings)
     stored = entries(cache)
-    assert len(stored) >= 3  # two files and the whole run
+    assert len(stored) >= 4  # two files, the whole run and the record of the last run
     marker = tmp_path / "PWNED"
     payloads = [pickle.dumps(Exploit(marker)), os.urandom(4096), b"", b"0" * 64 + b"\n{}", b"\xff" * 10]
     for payload in payloads:
@@ -86,7 +87,8 @@ def test_a_crafted_pickle_or_random_bytes_in_every_entry_is_a_miss(tmp_path):
         assert not marker.exists()
     # Every bad entry was rewritten with a valid one.
     for entry in stored:
-        load(entry, AnalysisResult if "run-" in entry.name else FileResult)
+        kind = AnalysisResult if "run-" in entry.name else RunRecord if "last-" in entry.name else FileResult
+        load(entry, kind)
 
 
 def entry_name(entry: Path) -> str:

@@ -66,6 +66,14 @@ def loads(data: bytes, expected: type, key: bytes, name: str) -> Any:
     return value
 
 
+def canonical(value: Any) -> bytes:
+    """The value as this format describes it, with every set in one order: equal bytes for equal
+    data whichever process built it (a set's order follows string hashing, which differs between
+    processes). Unencodable when the value is not data."""
+    document = _CanonicalEncoder().document(value)
+    return json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
+
+
 def signature(key: bytes, name: str, body: bytes) -> bytes:
     mac = hmac.new(key, name.encode() + b"\0", hashlib.sha256)
     mac.update(body)
@@ -126,6 +134,15 @@ class _Encoder:
                 self.objects.append(value)
             return {"ref": index}
         raise Unencodable(f"{kind.__module__}.{kind.__qualname__} is not data")
+
+
+class _CanonicalEncoder(_Encoder):
+    def encode(self, value: Any) -> Any:
+        kind = type(value)
+        if kind in (set, frozenset):
+            items = [self.encode(item) for item in value]
+            return {kind.__name__: sorted(items, key=lambda item: json.dumps(item, sort_keys=True))}
+        return super().encode(value)
 
 
 class _Decoder:

@@ -26,9 +26,10 @@ IGNORE_TEXT = "# Automatically created by verify-perf.\n*\n"
 ROOT_FILES = {TAG_NAME: TAG_TEXT, IGNORE_NAME: IGNORE_TEXT}
 
 # Folder names level by level below the root: tool fingerprint, settings digest, shard (a key's
-# first two characters: hex digits, or "ru" for the whole-run keys).
-FOLDER_LEVELS = (re.compile(r"[0-9a-f]{24}"), re.compile(r"[0-9a-f]{24}"), re.compile(r"[0-9a-f]{2}|ru"))
-ENTRY_NAME = re.compile(r"(?:run-[0-9a-f]{64}|[0-9a-f]{64}(?:-[0-9a-f]{16})?)\.json")
+# first two characters: hex digits, "ru" for the whole-run keys, "la" for the last run's records;
+# a file's configuration defaults are under "de").
+FOLDER_LEVELS = (re.compile(r"[0-9a-f]{24}"), re.compile(r"[0-9a-f]{24}"), re.compile(r"[0-9a-f]{2}|ru|la"))
+ENTRY_NAME = re.compile(r"(?:(?:run|last|defaults)-[0-9a-f]{64}|[0-9a-f]{64}(?:-[0-9a-f]{16})?)\.json")
 # A write in progress (or interrupted): `.<name>.<12 hex digits>.tmp`.
 TEMPORARY_NAME = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{12}\.tmp")
 

@@ -21,6 +21,7 @@ from verifier.static.engine import (
 )
 from verifier.static.bindings import bind_project
 from verifier.static.heat import FunctionFacts, project_facts, resolve_key, resolve_project
+from verifier.static.incremental import Reuse, RunRecord, facts_digest, record_key, reuse_last_run
 from verifier.static.parallel import AnalysisPool, shared_pool
 
 
@@ -125,25 +126,54 @@ def _analyze_files(
                     notify(file_result)
                 return AnalysisResult(folders + finished.files)
 
-        results: list[FileResult | None] = [
-            cache.load(key, FileResult) if cache and key and reuse else None for key in keys
-        ]
-        for index, result in enumerate(results):
-            if result is not None and not _belongs_to(result, files[index]):
-                results[index] = None
-            elif result is not None:
-                notify(result)
-        missing = [i for i, result in enumerate(results) if result is None]
-        stored = len(missing) < len(files)
-        for index, result in zip(missing, pool.analyse([files[i] for i in missing], codes, settings, deadline=deadline)):
-            results[index] = result
-            notify(result)
-            if cache and keys[index] and _cacheable(result, settings):
-                cache.store(keys[index], result)
+        def first_pass(indices: list[int]) -> list[FileResult]:
+            """Each file's result under its own heat: stored, else analysed (and stored)."""
+            found: dict[int, FileResult] = {}
+            for index in indices:
+                result = cache.load(keys[index], FileResult) if cache and keys[index] and reuse else None
+                if result is not None and _belongs_to(result, files[index]):
+                    found[index] = result
+                    from_cache.add(index)
+            missing = [i for i in indices if i not in found]
+            for index, result in zip(missing, pool.analyse([files[i] for i in missing], codes, settings, deadline=deadline)):
+                found[index] = result
+                if cache and keys[index] and _cacheable(result, settings):
+                    cache.store(keys[index], result)
+            for index in indices:
+                if index not in notified:
+                    notified.add(index)
+                    notify(found[index])
+            return [found[i] for i in indices]
 
+        from_cache: set[int] = set()
+        notified: set[int] = set()
+        last_run = record_key(files, wanted) if whole_run is not None else None
+        record = cache.load(last_run, RunRecord) if last_run is not None and reuse else None
+        if record is not None:
+            try:
+                reused = reuse_last_run(record, files, keys, Reuse(
+                    load=lambda key: cache.load(key, FileResult),
+                    first_pass=first_pass,
+                    judge=lambda index, read: _judge_with(files[index], keys[index], read, codes, settings, cache, pool, deadline),
+                ))
+            except Exception:
+                reused = None  # a stored record or summary that does not work as one: the whole pass runs
+            if reused is not None:
+                for index, result in enumerate(reused):
+                    if index not in notified:
+                        notify(result)
+                if all(_cacheable(r, settings) for r in reused):
+                    final = [replace(r, analysis=None) for r in reused]
+                    cache.store(whole_run, AnalysisResult(final))
+                    cache.store(last_run, replace(record, keys=list(keys), files=final))
+                return AnalysisResult(folders + reused)
+
+        from_cache.clear()
+        results = first_pass(list(range(len(files))))
+        stored = bool(from_cache)
         analysis = AnalysisResult(list(results))
         try:
-            _apply_project_heat(analysis.files, keys, codes, settings, cache, pool, wanted, reuse, deadline)
+            judged_with, lined = _apply_project_heat(analysis.files, keys, codes, settings, cache, pool, wanted, reuse, deadline)
         except Exception:
             if not stored:
                 raise
@@ -152,7 +182,9 @@ def _analyze_files(
             cleanup.close()
             return _analyze_files(files, settings, None, None, reported, unreadable, reuse=False, deadline=deadline)
         if whole_run is not None and all(_cacheable(r, settings) for r in analysis.files):
-            cache.store(whole_run, AnalysisResult([replace(r, analysis=None) for r in analysis.files]))
+            final = [replace(r, analysis=None) for r in analysis.files]
+            cache.store(whole_run, AnalysisResult(final))
+            cache.store(last_run, RunRecord(list(keys), final, judged_with, sorted(lined)))
     analysis.files[:0] = folders
     return analysis
 
@@ -224,15 +256,19 @@ def _apply_project_heat(
     Each file was analysed under its own heat; one fixed point over every file's summary
     (it updates the summaries in place) then says which files' heat changed, and only those
     with candidate findings (and, given `wanted`, only those reported) are analysed again.
+    Returns, for the next run's record, the project facts each of those was judged with, and
+    the files given lines only for other files' traces.
     """
+    judged_with: dict[str, dict[str, FunctionFacts]] = {}
     analysed = [(i, f) for i, f in enumerate(files) if f.analysis is not None and f.analysis.heat is not None]
     if not analysed:
-        return
+        return judged_with, set()
     models = [f.analysis.heat for _, f in analysed]
     # Call sites bind parameters and receivers first (`bindings.py`); heat then follows the calls.
     bind_project(models)
     project = resolve_project(models)
-    if _number_traced_files(analysed, wanted, project, settings):
+    lined = _number_traced_files(analysed, wanted, project, settings)
+    if lined:
         project = project_facts(models)
     redo: list[tuple[int, str | None]] = []
     for index, file_result in analysed:
@@ -240,9 +276,10 @@ def _apply_project_heat(
             continue
         analysis = file_result.analysis
         if analysis.findings_may_change():
+            read = judged_with[file_result.path] = _facts_read(analysis, project)
             key = keys[index]
             if key is not None:
-                key = f"{key}-{_facts_digest(file_result.analysis, project)}"
+                key = f"{key}-{facts_digest(read)}"
                 cached = cache.load(key, FileResult) if cache and reuse else None
                 if cached is not None and _belongs_to(cached, file_result.path):
                     file_result.findings, file_result.suppressed = cached.findings, cached.suppressed
@@ -254,6 +291,30 @@ def _apply_project_heat(
         files[index].internal_error = files[index].internal_error or result.internal_error
         if cache and key and _cacheable(result, settings):
             cache.store(key, replace(result, analysis=None))
+    return judged_with, lined
+
+
+def _judge_with(
+    path: str,
+    key: str | None,
+    read: dict[str, FunctionFacts],
+    codes: list[str],
+    settings: Settings,
+    cache: ResultCache | None,
+    pool: AnalysisPool,
+    deadline: float | None,
+) -> FileResult:
+    """One file judged with the project facts it reads, as the project pass judges it (and
+    stored under the same key)."""
+    if key is not None:
+        key = f"{key}-{facts_digest(read)}"
+        cached = cache.load(key, FileResult) if cache else None
+        if cached is not None and _belongs_to(cached, path):
+            return cached
+    [result] = pool.analyse([path], codes, settings, external=read, deadline=deadline)
+    if cache and key and _cacheable(result, settings):
+        cache.store(key, replace(result, analysis=None))
+    return result
 
 
 def _number_traced_files(
@@ -266,7 +327,7 @@ def _number_traced_files(
     through, where their own analysis did not compute them (no hot loop of their own): each
     such file is parsed once more. A finding's trace is its function's, so only the functions
     holding candidate findings count, and those a call site binds a fact to (a finding may appear
-    there only now). True if any file got its lines."""
+    there only now). Returns the files that got their lines."""
     unnumbered: set[str] = set()
     for index, file_result in analysed:
         analysis = file_result.analysis
@@ -278,16 +339,15 @@ def _number_traced_files(
             known = project.get(key)
             if known is not None:
                 unnumbered.update(step.path for step in (*known.trace, *known.opt_in) if not step.line)
-    numbered = False
+    numbered: set[str] = set()
     for _, file_result in analysed:
         heat = file_result.analysis.heat
-        if file_result.path in unnumbered and not heat.numbered:
-            numbered = number_lines_again(file_result.path, heat, settings) or numbered
+        if file_result.path in unnumbered and not heat.numbered and number_lines_again(file_result.path, heat, settings):
+            numbered.add(file_result.path)
     return numbered
 
 
-def _facts_digest(analysis: ModuleAnalysis, project: dict[str, FunctionFacts]) -> str:
+def _facts_read(analysis: ModuleAnalysis, project: dict[str, FunctionFacts]) -> dict[str, FunctionFacts]:
     """What this file's re-analysis depends on: the project's facts about the functions it touches."""
     touched = set(analysis.local_facts) | {resolve_key(site.callee, project) for site in analysis.heat.call_sites}
-    relevant = sorted((key, project[key]) for key in touched if key in project)
-    return hashlib.sha256(repr(relevant).encode()).hexdigest()[:16]
+    return dict(sorted((key, project[key]) for key in touched if key in project))
