@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from verifier.static.guards import Guards
+from verifier.static.guards import Guards, training_mode_test
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import dotted_name
@@ -55,6 +55,7 @@ _PURE_METHODS = frozenset(
 _EXITS = (cst.Continue, cst.Return, cst.Break, cst.Raise)
 _GUARD_KINDS = {
     "rate": ConditionKind.THROTTLE, "cadence": ConditionKind.CADENCE, "lazy": ConditionKind.ONCE, "eager": ConditionKind.DATA,
+    "eval": ConditionKind.EVAL_MODE,
 }
 _STRUCTURE_CHECKS = frozenset({"isinstance", "issubclass", "hasattr", "callable", "type"})
 
@@ -200,6 +201,10 @@ class Conditions(LambdaScopes, Tracker):
             kind = self._kinds[id(node)] = self._kind_of(node)
         if branch == "rest" and _ends_the_loop(node.body):
             return None  # `if it >= max_iters: break`: the loop's end, every iteration before it runs
+        if kind is ConditionKind.EVAL_MODE and branch != "body":
+            kind = ConditionKind.CONSTANT  # the other side of `if not self.training:` runs in training
+        elif branch != "body" and training_mode_test(node.test) is True:
+            kind = ConditionKind.EVAL_MODE  # the `else` of `if self.training:`, or the rest after its return
         if kind is ConditionKind.THROTTLE and branch == "else":
             return None  # the `else` of a rate limit runs on the other steps: as often as the loop
         if kind is ConditionKind.ONCE and branch != "body":

@@ -66,6 +66,24 @@ def is_rate_limit(
     return False
 
 
+def training_mode_test(test: cst.BaseExpression) -> bool | None:
+    """True for a test that holds in training mode (`self.training`), False for one that holds in
+    evaluation mode (`not self.training`, `self.training is False`), None for any other test."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        inner = training_mode_test(test.expression)
+        return None if inner is None else not inner
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if type(target.operator) in (cst.Is, cst.Equal) and type(target.comparator) is cst.Name:
+            truth = {"True": True, "False": False}.get(target.comparator.value)
+            inner = training_mode_test(test.left)
+            return None if inner is None or truth is None else inner is truth
+        return None
+    if type(test) is cst.Attribute and test.attr.value == "training" and type(test.value) is cst.Name:
+        return test.value.value == "self" or None
+    return None
+
+
 _COMPILING_PROBES = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling", "torch.compiler.is_dynamo_compiling"})
 
 
@@ -254,6 +272,8 @@ class _Frame:
     # After `if step - last < every: return` at the function's own level: the rest of the
     # function runs only when the rate limit lets it through.
     rest_guarded: bool = False
+    # How many open blocks run in evaluation mode only (the `else` of `if self.training:`).
+    in_eval_mode: int = 0
 
 
 class Guards(LambdaScopes, Tracker):
@@ -265,6 +285,7 @@ class Guards(LambdaScopes, Tracker):
         super().__init__(context)
         self._frames: list[_Frame] = [_Frame(context.module)]
         self._if_of_body: dict[int, cst.If] = {}
+        self._eval_mode_bodies: set[int] = set()
         self._verdicts: dict[int, str | None] = {}
         # The answer for the current frame, asked at every call: kept until a function, loop
         # or guarded body opens or closes (each `if`'s verdict never changes once known).
@@ -275,7 +296,9 @@ class Guards(LambdaScopes, Tracker):
         answer = self._answer
         if answer is None:
             frame = self._frames[-1]
-            answer = self._answer = frame.rest_guarded or any(frame.loops) or self._in_guarded_if(frame)
+            answer = self._answer = (
+                frame.rest_guarded or bool(frame.in_eval_mode) or any(frame.loops) or self._in_guarded_if(frame)
+            )
         return answer
 
     def _in_guarded_if(self, frame: _Frame) -> bool:
@@ -325,18 +348,20 @@ class Guards(LambdaScopes, Tracker):
 
     def visit_If(self, node: cst.If) -> None:
         self._if_of_body[id(node.body)] = node
+        if type(node.orelse) is cst.Else and training_mode_test(node.test) is True:
+            self._eval_mode_bodies.add(id(node.orelse.body))
 
     def leave_If(self, node: cst.If) -> None:
         del self._if_of_body[id(node.body)]
         frame = self._frames[-1]
-        if frame.loops and node.orelse is None and _leaves_iteration(node.body) and (
-            self._is_guard(node) or _skips_unless_index(node.test)
-        ):
+        # `if not self.training: return preds` leaves the training-mode code to run every step.
+        limits_the_rest = self.guard_kind(node) in ("rate", "lazy", "eager") or _skips_unless_index(node.test)
+        if frame.loops and node.orelse is None and _leaves_iteration(node.body) and limits_the_rest:
             frame.loops[-1] = True
         elif (
             not frame.loops and not frame.open_ifs and type(frame.scope) is cst.FunctionDef
             and node.orelse is None and _returns(node.body)
-            and (self._is_guard(node) or _skips_unless_index(node.test))
+            and (limits_the_rest or training_mode_test(node.test) is True)
         ):
             frame.rest_guarded = True
             self._answer = None
@@ -359,8 +384,15 @@ class Guards(LambdaScopes, Tracker):
         if owner is not None:
             self._frames[-1].open_ifs.append(owner)
             self._answer = None
+        elif id(body) in self._eval_mode_bodies:
+            self._frames[-1].in_eval_mode += 1
+            self._answer = None
 
     def _close_body(self, body: cst.BaseSuite) -> None:
+        if id(body) in self._eval_mode_bodies:
+            self._eval_mode_bodies.discard(id(body))
+            self._frames[-1].in_eval_mode -= 1
+            self._answer = None
         if id(body) in self._if_of_body:
             frame = self._frames[-1]
             frame.open_ifs.pop()
@@ -368,7 +400,7 @@ class Guards(LambdaScopes, Tracker):
             self._answer = None
 
     def _is_guard(self, node: cst.If) -> bool:
-        return self.guard_kind(node) in ("rate", "lazy", "eager")
+        return self.guard_kind(node) in ("rate", "lazy", "eager", "eval")
 
     def _is_one(self, interval: cst.BaseExpression) -> bool:
         """An interval of 1 as written, as the options hold it by default (`default=1`), or as a
@@ -395,11 +427,14 @@ class Guards(LambdaScopes, Tracker):
         (`conditions.py` asks too): "rate" (a rate limit: a guard), "cadence" (a rate-limit test
         whose body steps the optimizer: the update cadence of gradient accumulation, no guard),
         "lazy" (a cache fill: a guard), "eager" (`if not torch.compiler.is_compiling():`, debug code
-        a compiled graph leaves out: a guard), else None."""
+        a compiled graph leaves out: a guard), "eval" (`if not self.training:`, a module's
+        evaluation-mode branch: a guard), else None."""
         found = self._verdicts.get(id(node), _UNDECIDED)
         if found is _UNDECIDED:
             if _outside_compiled_code(node.test, self.context.imports):
                 found = "eager"
+            elif training_mode_test(node.test) is False:
+                found = "eval"
             elif (
                 is_rate_limit(node.test, self.context.imports, self._is_one) or self._names_a_rate_limit(node.test)
             ) and not self._counts_outer_loops_only(node.test):

@@ -145,10 +145,13 @@ class ConditionKind(enum.Enum):
     OPT_IN = 3
     # A rate limit (`if step % log_every == 0:`): every N steps, not every step.
     THROTTLE = 4
+    # A module's evaluation-mode branch (`if not self.training:`, the `else` of `if
+    # self.training:`): a training step runs the model in training mode, so not every step.
+    EVAL_MODE = 5
     # Runs once or a few times (`if cache is None:` fills, first-N).
-    ONCE = 5
+    ONCE = 6
     # Depends on the data or on state the step changes (`if loss > 10:`, `except ...:`).
-    DATA = 6
+    DATA = 7
 
 
 _TEST_TEXT_LIMIT = 60

@@ -19,7 +19,8 @@ from verifier.static.heat import Condition, ConditionKind
 from verifier.static.rule import Proof, Rule
 
 _WEAKEST_FIRST = (
-    ConditionKind.DATA, ConditionKind.ONCE, ConditionKind.THROTTLE, ConditionKind.OPT_IN, ConditionKind.EXIT
+    ConditionKind.DATA, ConditionKind.ONCE, ConditionKind.EVAL_MODE, ConditionKind.THROTTLE, ConditionKind.OPT_IN,
+    ConditionKind.EXIT,
 )
 
 
@@ -120,6 +121,12 @@ def _skippable(kind: ConditionKind, text: str, node, path: str, line: int, heat:
         return Proof.unknown(
             Premise.FREQUENCY,
             f"runs only when `{text}` holds{at}, which the configuration's defaults leave false: an opt-in setting",
+            node, path, line,
+        )
+    if kind is ConditionKind.EVAL_MODE:
+        return Proof.unknown(
+            Premise.FREQUENCY,
+            f"runs only when `{text}` holds{at}, in evaluation mode: a training step runs the model in training mode",
             node, path, line,
         )
     if kind is ConditionKind.ONCE:
