@@ -16,6 +16,7 @@ parser.add_argument("--no-compile", dest="compile", action="store_false")
 parser.add_argument("--accum", type=int, default=1)
 parser.add_argument("--lr", default="1e-3", type=float)
 parser.add_argument("--resume")
+parser.add_argument("--dataset", type=str, default="CelebA")
 args = parser.parse_args()
 """
 
@@ -35,6 +36,12 @@ args = parser.parse_args()
         ("args.amp or args.compile", True),
         ("cfg.amp", None),
         ("args.unknown_option", None),
+        ("args.dataset in ['CelebA', 'RaFD']", True),
+        ("args.dataset in ['Both']", False),
+        ("args.dataset not in ('Both',)", True),
+        ("args.dataset in {'RaFD'}", False),
+        ("args.dataset in [name, 'Both']", None),
+        ("args.dataset in datasets", None),
     ],
 )
 def test_a_test_is_evaluated_under_the_defaults_in_three_values(test, held):

@@ -112,3 +112,34 @@ def test_a_caller_that_is_itself_opt_in_only_passes_it_on(tmp_path):
 def test_a_function_nobody_here_calls_is_not_opt_in(tmp_path):
     found = analyse(tmp_path, "pass")
     assert [(f.path.rsplit('/', 1)[-1], f.code, f.line, f.severity.name) for f in found] == [("adversary.py", "VP201", 17, "MEDIUM")]
+
+
+def test_a_setting_tested_for_membership_decides_the_branch(tmp_path):
+    # `elif args.dataset in ['Both']:` with `default='CelebA'`: the default run never takes it.
+    (tmp_path / "adversary.py").write_text(DISCRIMINATOR)
+    (tmp_path / "main.py").write_text(textwrap.dedent("""\
+        import argparse
+
+        import torch
+        from adversary import Discriminator
+
+
+        def main():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--dataset", type=str, default="CelebA", choices=["CelebA", "RaFD", "Both"])
+            args = parser.parse_args()
+            discriminator = Discriminator(torch.nn.Linear(4, 1), None, torch.device("cuda"))
+            if args.dataset in ["CelebA", "RaFD"]:
+                pass
+            elif args.dataset in ["Both"]:
+                discriminator.update(expert_loader)
+
+
+        if __name__ == "__main__":
+            main()
+        """))
+    found = analyze_paths([str(tmp_path)], Settings(select=("VP201",))).findings
+    assert [(f.path.rsplit('/', 1)[-1], f.code, f.line, f.severity.name) for f in found] == [("adversary.py", "VP201", 17, "LOW")]
+    assert [(step.line, step.branch, step.branch_kind) for step in found[0].heat_trace[1:]] == [
+        (15, "args.dataset in [\"Both\"]", "opt_in"),
+    ]

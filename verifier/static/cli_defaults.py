@@ -284,6 +284,19 @@ def _literal(node: cst.BaseExpression) -> object:
     return _UNKNOWN
 
 
+def _literal_members(node: cst.BaseExpression) -> object:
+    """The members of a literal list, tuple or set of literals, else _UNKNOWN."""
+    if type(node) not in (cst.List, cst.Tuple, cst.Set):
+        return _UNKNOWN
+    members = []
+    for element in node.elements:
+        value = _literal(element.value) if type(element) is cst.Element else _UNKNOWN
+        if value is _UNKNOWN:
+            return _UNKNOWN
+        members.append(value)
+    return members
+
+
 def _option_value(name: str, defaults: Mapping[str, object], namespaces: set[str] | _ConfigurationObjects) -> object:
     """`args.lr`, `cfg.SOLVER.BASE_LR` (a yacs path), `config.general.ignore_sanity_checks` (a
     field of a section): the default of the path below the configuration object, else of the
@@ -315,6 +328,12 @@ def _value(node: cst.BaseExpression, line: CommandLine) -> object:
         return _UNKNOWN if _UNKNOWN in (left, right) else right
     if kind is cst.Comparison and len(node.comparisons) == 1:
         target = node.comparisons[0]
+        if type(target.operator) in (cst.In, cst.NotIn):
+            # `args.dataset in ['CelebA', 'RaFD']`: membership in a literal list, tuple or set.
+            left, members = _value(node.left, line), _literal_members(target.comparator)
+            if left is _UNKNOWN or members is _UNKNOWN:
+                return _UNKNOWN
+            return (left in members) is (type(target.operator) is cst.In)
         left, right = _value(node.left, line), _value(target.comparator, line)
         if left is _UNKNOWN or right is _UNKNOWN:
             return _UNKNOWN
