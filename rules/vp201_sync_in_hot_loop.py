@@ -8,6 +8,7 @@ import libcst as cst
 
 from verifier.findings import Category, Premise, Severity, SeverityByHeat
 from verifier.static.deferred import DeferredSeverity, JudgementInput, deferred
+from verifier.static.facts import Kind
 from verifier.static.guards import GuardedRule
 from verifier.static.heat import is_environment_step
 from verifier.static.names import method_name, terminal_name
@@ -245,7 +246,7 @@ print(running.item() / len(loader))
         cost = () if follows is None else (
             Proof.proven(
                 Premise.COST,
-                "a round trip only: the read on the statement before already waited for the device's queue",
+                "a round trip only: an earlier read in this block already waited for the device's queue (only host arithmetic since)",
                 follows,
             ),
         )
@@ -259,10 +260,32 @@ print(running.item() / len(loader))
             self._previous[id(statement)] = before
 
     def _follows_a_read(self) -> cst.CSTNode | None:
-        """The statement just before this one in its block, when it read a device value too: the
+        """An earlier statement of this one's block that read a device value too, with only host
+        arithmetic between them (`acc = a.item()`, `acc_sum += acc`, then `loss.item()`): the
         queue is already drained, so this read costs a round trip, not a stall."""
-        before = self._previous.get(id(self._statement)) if self._statement is not None else None
-        return before if before is not None and id(before) in self._reported else None
+        statement = self._statement
+        while statement is not None:
+            before = self._previous.get(id(statement))
+            if before is None or id(before) in self._reported:
+                return before
+            if not self._only_host_numbers(before):
+                return None
+            statement = before
+        return None
+
+    def _only_host_numbers(self, statement: cst.CSTNode) -> bool:
+        """A simple statement that launches no device work: it calls nothing and every name it
+        reads or writes is known to hold a Python number."""
+        if type(statement) is not cst.SimpleStatementLine:
+            return False
+        facts = self.context.facts
+        for node in iter_descendants(statement):
+            kind = type(node)
+            if kind in (cst.Call, cst.Attribute, cst.Subscript, cst.Lambda, cst.Await, cst.Yield):
+                return False
+            if kind is cst.Name and facts.kind_of(node) is not Kind.NUMBER:
+                return False
+        return True
 
     def _in_loop_over_parameters(self, subject: cst.BaseExpression) -> bool:
         """`for p in params: norm(p).item()`: the read runs once per parameter tensor."""
