@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.accelerator_branches import AcceleratorBranches
 from verifier.static.distributed import data_parallel_kind
 from verifier.static.names import keyword_arg, positional_arg
 from verifier.static.rule import Invalid, Rule
@@ -54,10 +55,14 @@ loader = DataLoader(dataset, batch_size=per_gpu_batch, sampler=DistributedSample
         "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html",
     )
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._branches = context.tracker(AcceleratorBranches)
+
     def visit_Call(self, node: cst.Call) -> None:
         kind = data_parallel_kind(node, self.context.imports)
-        if kind is None:
-            return
+        if kind is None or self._branches.host_only:
+            return  # a CPU fallback's wrap (`else:` of `torch.cuda.is_available()`) replicates nothing
         if kind == "function":
             self.report(
                 node,
@@ -76,6 +81,18 @@ loader = DataLoader(dataset, batch_size=per_gpu_batch, sampler=DistributedSample
         )
 
     VALID = (
+        # The CPU fallback: without CUDA, DataParallel calls the module and replicates nothing.
+        """\
+import torch
+
+if torch.cuda.is_available():
+    model = DistributedDataParallel(Net().cuda())
+else:
+    model = torch.nn.DataParallel(Net())
+for x, y in loader:
+    criterion(model(x), y).backward()
+    optimizer.step()
+""",
         """\
 import torch
 
@@ -128,6 +145,22 @@ with torch.no_grad():
 """,
             line=3,
             severity=Severity.LOW,
+        ),
+        # The CUDA side of the same test wraps for real.
+        Invalid(
+            """\
+import torch
+
+if not torch.cuda.is_available():
+    model = torch.nn.DataParallel(Net())
+else:
+    model = torch.nn.DataParallel(Net()).cuda()
+for x, y in loader:
+    criterion(model(x), y).backward()
+    optimizer.step()
+""",
+            line=6,
+            severity=Severity.MEDIUM,
         ),
     )
 
