@@ -66,12 +66,15 @@ def loads(data: bytes, expected: type, key: bytes, name: str) -> Any:
     return value
 
 
-def canonical(value: Any) -> bytes:
+def canonical(value: Any, apart: str = "") -> tuple[bytes, list[Any]]:
     """The value as this format describes it, with every set in one order: equal bytes for equal
     data whichever process built it (a set's order follows string hashing, which differs between
-    processes). Unencodable when the value is not data."""
-    document = _CanonicalEncoder().document(value)
-    return json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
+    processes). With `apart`, every object's field of that name is written as 0 and its values
+    are returned in the order written (two values equal but for those fields give equal bytes,
+    and their fields pair up in order). Unencodable when the value is not data."""
+    encoder = _CanonicalEncoder(apart)
+    document = encoder.document(value)
+    return json.dumps(document, separators=(",", ":"), allow_nan=False).encode(), encoder.set_apart
 
 
 def signature(key: bytes, name: str, body: bytes) -> bytes:
@@ -137,6 +140,18 @@ class _Encoder:
 
 
 class _CanonicalEncoder(_Encoder):
+    def __init__(self, apart: str = "") -> None:
+        super().__init__()
+        self.apart = apart
+        self.set_apart: list[Any] = []
+
+    def fields_of(self, obj: Any) -> list:
+        name, fields = super().fields_of(obj)
+        if self.apart in fields:
+            self.set_apart.append(getattr(obj, self.apart))
+            fields[self.apart] = 0
+        return [name, fields]
+
     def encode(self, value: Any) -> Any:
         kind = type(value)
         if kind in (set, frozenset):

@@ -159,13 +159,14 @@ def _analyze_files(
             except Exception:
                 reused = None  # a stored record or summary that does not work as one: the whole pass runs
             if reused is not None:
+                reused, next_record = reused
                 for index, result in enumerate(reused):
                     if index not in notified:
                         notify(result)
                 if all(_cacheable(r, settings) for r in reused):
                     final = [replace(r, analysis=None) for r in reused]
                     cache.store(whole_run, AnalysisResult(final))
-                    cache.store(last_run, replace(record, keys=list(keys), files=final))
+                    cache.store(last_run, replace(next_record, files=final))
                 return AnalysisResult(folders + reused)
 
         from_cache.clear()
