@@ -188,3 +188,29 @@ def test_a_progress_bar_entered_with_with_iterates_the_loaders_host_batches(anal
     """
     # The bar yields the loader's pageable batches: `x` is copied with the host waiting for it.
     assert analyse(code, select=("VP102",)) == [("VP102", 9, "LOW")]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # `.to(other.device)` follows `other`: a host tensor's device is the host.
+        ("scores = torch.zeros(4).cpu()", []),
+        ("scores = torch.zeros(4, device='cuda')", [(9, "MEDIUM", Status.PROVEN, "`totals.sum()` is on the accelerator: moved to where `scores` lives")]),
+        # Where `other` lives is not shown: the copy proves nothing.
+        ("scores = metric(x)", [(9, "MEDIUM", Status.ASSUMED, "`totals.sum()` is a tensor in code that uses a device; where it lives is not shown")]),
+    ],
+    ids=["follows-a-host-tensor", "follows-a-device-tensor", "follows-an-unknown-place"],
+)
+def test_a_copy_to_another_values_device_goes_where_that_value_lives(tmp_path, source, expected):
+    code = f"""\
+    import torch
+    totals = torch.zeros(4)
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        {source}
+        totals = totals.to(scores.device) + scores
+        print(totals.sum().item())
+    """
+    assert reads(tmp_path, code) == expected

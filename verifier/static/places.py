@@ -68,6 +68,13 @@ _PLACING_METHODS = frozenset({"prepare", "prepare_model", "prepare_data_loader",
 _MODULE_TENSORS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers"})
 
 
+# Objects whose `.device` is the run's chosen device, not the place of a value.
+_SETTINGS_ROOTS = frozenset(
+    {"self", "args", "opt", "opts", "cfg", "config", "conf", "flags", "hparams", "hp", "options", "settings",
+     "training_args", "accelerator", "trainer", "fabric", "state", "dist_util", "distributed"}
+)
+
+
 class PlaceFacts:
     """Placements by name, in walk order; scopes as `NameFacts` keeps kinds."""
 
@@ -284,6 +291,13 @@ class PlaceFacts:
         target = keyword_arg(call, "device") or positional_arg(call, 0)
         if target is None:
             return None
+        follows = self._device_of_a_value(target.value)
+        if follows is not None:
+            # `.to(other.device)`: wherever `other` lives, which says nothing by itself.
+            found = self.placement_of(follows)
+            if found is None:
+                return None
+            return Placement(found.place, f"moved to where `{dotted_name(follows) or 'its source'}` lives", call)
         where = destination(target.value, self._imports)
         if where is None:
             return None
@@ -292,6 +306,17 @@ class PlaceFacts:
             text = target.value
             return Placement(Place.HOST, "moved to the host", call) if type(text) is cst.SimpleString else None
         return Placement(Place.DEVICE, "moved with `.to(device)`", call)
+
+    def _device_of_a_value(self, target: cst.BaseExpression) -> cst.BaseExpression | None:
+        """`x.device` where `x` is a value (a tensor, a module), not a setting (`args.device`,
+        `self.device`, `accelerator.device`): the value whose place the device follows."""
+        if type(target) is not cst.Attribute or target.attr.value != "device":
+            return None
+        owner = target.value
+        root = (dotted_name(owner) or "").split(".", 1)[0]
+        if not root or root in _SETTINGS_ROOTS or (self._imports.qualified_name(owner) or "").startswith("torch."):
+            return None
+        return owner
 
     def _element_placement(self, iterable: cst.BaseExpression) -> Placement | None:
         if type(iterable) is cst.Call:
