@@ -229,7 +229,7 @@ print(running.item() / len(loader))
         proven = self.context.facts.is_tensor(sync.subject) and not (
             type(sync.subject) is cst.Name and sync.subject.value in self._host_made
         )
-        table = self.severity if proven else _UNPROVEN
+        table = self.severity if proven or sync.reads_a_scaler else _UNPROVEN
         per_parameter = proven and self._in_loop_over_parameters(sync.subject)
         if per_parameter:
             table = _PER_PARAMETER
@@ -250,9 +250,14 @@ print(running.item() / len(loader))
                 follows,
             ),
         )
+        value = on_the_accelerator(subject, placement, proven) if not sync.reads_a_scaler else Proof.assumed(
+            Premise.VALUE,
+            f"`{subject}` is a GradScaler: it keeps its scale on the device it scales for (CUDA unless "
+            f"constructed for another), and `{sync.how}` reads it with `.item()`",
+        )
         self.report(
             sync.node, f"`{sync.how}` of `{subject}` {{loop}} waits for the device {often}", severity=table,
-            evidence=(*cost, on_the_accelerator(subject, placement, proven)),
+            evidence=(*cost, value),
         )
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:

@@ -16,6 +16,10 @@ from verifier.static.names import (
 SYNC_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
 CONVERSIONS = frozenset({"float", "int", "bool"})
 _TEXT_BUILTINS = frozenset({"print", "str", "repr", "format"})
+# GradScaler methods that read its scale, kept on the device it scales for, into Python:
+# `get_scale()` calls `.item()` on it, and `state_dict()` calls `get_scale()` and reads the
+# growth tracker the same way (torch/amp/grad_scaler.py; the docs warn of the sync).
+SCALER_READS = frozenset({"get_scale", "state_dict"})
 # NumPy conversions copy a tensor's values to the host (`np.asarray(t)` calls `t.__array__()`).
 _NUMPY_CONVERSIONS = frozenset({"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray"})
 
@@ -25,6 +29,11 @@ class Sync:
     node: cst.CSTNode
     subject: cst.BaseExpression
     how: str
+
+    @property
+    def reads_a_scaler(self) -> bool:
+        """`scaler.get_scale()`: the read is the GradScaler's own, of its scale."""
+        return self.how[1:-2] in SCALER_READS
 
     @property
     def is_explicit_read(self) -> bool:
@@ -37,6 +46,8 @@ def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync
     owner = receiver(call)
     # Without torch imported, `.tolist()`/`.cpu()` belong to memoryviews, arrays and the like;
     # `.item()` still reads tensors handed in by other modules (a helper the loop calls).
+    if method in SCALER_READS and owner is not None and not call.args and facts.kind_of(owner) is Kind.SCALER:
+        return Sync(call, owner, f".{method}()")
     if method in SYNC_METHODS and method != "item" and not imports.imports_module("torch"):
         return None
     if method in SYNC_METHODS and owner is not None and not call.args:
