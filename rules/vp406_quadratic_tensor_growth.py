@@ -28,6 +28,7 @@ from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.heat import Where, is_model_name
 from verifier.static.names import dotted_name, keyword_arg, names_in, positional_arg, terminal_name
 from verifier.static.rule import Invalid, Rule
+from verifier.static.suites import MarkedSuites, SuiteVisits
 
 _GROWERS = frozenset(
     f"torch.{name}"
@@ -56,7 +57,7 @@ class _Loop:
     forwards: list[cst.Call] = field(default_factory=list)
 
 
-class QuadraticTensorGrowth(Rule):
+class QuadraticTensorGrowth(SuiteVisits, Rule):
     code = "VP406"
     name = "quadratic-tensor-growth"
     category = Category.ALGORITHMIC
@@ -111,33 +112,17 @@ features = torch.cat(chunks)
         self._loops: list[list[_Loop]] = [[]]
         # The bodies of `if x is None:` / `if i == 0:` being walked: a binding there starts the
         # growth on the first iteration, it does not cut it.
-        self._first_pass_bodies: set[int] = set()
-        self._in_first_pass = 0
+        self._first_pass_bodies = MarkedSuites()
 
     def visit_If(self, node: cst.If) -> None:
         if _is_first_pass_test(node.test):
-            self._first_pass_bodies.add(id(node.body))
+            self._first_pass_bodies.mark(node.body)
 
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._enter_body(node)
+    def open_suite(self, body: cst.BaseSuite) -> None:
+        self._first_pass_bodies.enter(body)
 
-    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._leave_body(node)
-
-    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self._enter_body(node)
-
-    def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self._leave_body(node)
-
-    def _enter_body(self, node: cst.BaseSuite) -> None:
-        if id(node) in self._first_pass_bodies:
-            self._in_first_pass += 1
-
-    def _leave_body(self, node: cst.BaseSuite) -> None:
-        if id(node) in self._first_pass_bodies:
-            self._first_pass_bodies.discard(id(node))
-            self._in_first_pass -= 1
+    def close_suite(self, body: cst.BaseSuite) -> None:
+        self._first_pass_bodies.leave(body)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._loops.append([])
@@ -215,7 +200,7 @@ features = torch.cat(chunks)
             self._rebind(target.value)
             return
         name = dotted_name(target)
-        if name is None or self._in_first_pass:
+        if name is None or self._first_pass_bodies.depth:
             return
         for loop in self._loops[-1]:
             loop.rebound.add(name)

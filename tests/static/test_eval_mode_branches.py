@@ -12,21 +12,6 @@ import pytest
 from verifier.config import Settings
 from verifier.static.runner import analyze_paths
 
-TRAIN = """\
-import torch
-
-
-def train(model, loader):
-    model = model.cuda()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    for images, targets in loader:
-        images, targets = images.cuda(non_blocking=True), targets.cuda(non_blocking=True)
-        loss = model(images, targets)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-"""
-
 DETECTOR = """\
 import torch
 import torch.nn as nn

@@ -8,50 +8,35 @@ from __future__ import annotations
 
 import libcst as cst
 
+from verifier.static.suites import MarkedSuites, SuiteVisits
 from verifier.static.tracker import Tracker
 
 _AVAILABILITY_PROBES = frozenset({"torch.cuda.is_available"})
 
 
-class AcceleratorBranches(Tracker):
+class AcceleratorBranches(SuiteVisits, Tracker):
     """Whether the node being visited is in a branch that runs only without a CUDA device."""
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._host_bodies: set[int] = set()
-        self._depth = 0
+        self._host_bodies = MarkedSuites()
 
     @property
     def host_only(self) -> bool:
-        return self._depth > 0
+        return self._host_bodies.depth > 0
 
     def visit_If(self, node: cst.If) -> None:
         available = self._probes_cuda(node.test)
         if available is True and type(node.orelse) is cst.Else:
-            self._host_bodies.add(id(node.orelse.body))
+            self._host_bodies.mark(node.orelse.body)
         elif available is False:
-            self._host_bodies.add(id(node.body))
+            self._host_bodies.mark(node.body)
 
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._open(node)
+    def open_suite(self, body: cst.BaseSuite) -> None:
+        self._host_bodies.enter(body)
 
-    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._close(node)
-
-    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self._open(node)
-
-    def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self._close(node)
-
-    def _open(self, body: cst.CSTNode) -> None:
-        if id(body) in self._host_bodies:
-            self._depth += 1
-
-    def _close(self, body: cst.CSTNode) -> None:
-        if id(body) in self._host_bodies:
-            self._host_bodies.discard(id(body))
-            self._depth -= 1
+    def close_suite(self, body: cst.BaseSuite) -> None:
+        self._host_bodies.leave(body)
 
     def _probes_cuda(self, test: cst.BaseExpression) -> bool | None:
         """True for a test that holds where CUDA is present, False for its negation, else None."""

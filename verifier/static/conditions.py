@@ -26,15 +26,11 @@ import libcst as cst
 from verifier.static.guards import Guards, training_mode_test
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.lambda_scopes import LambdaScopes
-from verifier.static.names import dotted_name
+from verifier.static.names import CONFIG_ROOTS, dotted_name
 from verifier.static.statement_bindings import statement_bindings
 from verifier.static.tracker import Tracker
 from verifier.static.walk import children, ends_with
 
-# Objects that hold a run's configuration (`args.lr`, `self.cfg.amp`).
-_CONFIG_ROOTS = frozenset(
-    {"args", "opt", "opts", "cfg", "config", "conf", "flags", "hparams", "hp", "options", "settings", "training_args"}
-)
 # Parameters named as switches: a caller passes the run's setting, not a per-step value.
 _SWITCH = re.compile(r"^(use|enable|disable|with|no|do)_|_enabled$|^(amp|fp16|bf16|compile|distributed|debug)$")
 # Attributes that change with every step even when the loop's function does not assign them.
@@ -275,7 +271,7 @@ class Conditions(LambdaScopes, Tracker):
         root = name.split(".", 1)[0]
         if _DEVICE_PROPERTIES.intersection(name.split(".")[1:]):
             return True  # `x.is_cuda`, `t.device.type`: where a value lives is fixed for the run
-        if root in _CONFIG_ROOTS or (root == "self" and name.split(".")[1:2] and name.split(".")[1] in _CONFIG_ROOTS):
+        if root in CONFIG_ROOTS or (root == "self" and name.split(".")[1:2] and name.split(".")[1] in CONFIG_ROOTS):
             return True
         if name in seen or root in ("None", "True", "False"):
             return True

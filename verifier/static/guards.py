@@ -23,6 +23,7 @@ from verifier.static.heat import is_optimizer_name, is_scaler_name
 from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import ImportTable, dotted_name, terminal_name
 from verifier.static.statement_bindings import statement_bindings
+from verifier.static.suites import MarkedSuites, SuiteVisits
 from verifier.static.rule import Rule
 from verifier.static.tracker import Tracker
 from verifier.static.walk import children, ends_with, iter_descendants
@@ -276,7 +277,7 @@ class _Frame:
     in_eval_mode: int = 0
 
 
-class Guards(LambdaScopes, Tracker):
+class Guards(SuiteVisits, LambdaScopes, Tracker):
     """Whether the node being visited runs only every N steps: inside the body of a rate-limit
     `if` of the same function, or after `if step % N: continue` in its loop. The test of the
     `if` itself, and its `else`, run every time."""
@@ -285,7 +286,7 @@ class Guards(LambdaScopes, Tracker):
         super().__init__(context)
         self._frames: list[_Frame] = [_Frame(context.module)]
         self._if_of_body: dict[int, cst.If] = {}
-        self._eval_mode_bodies: set[int] = set()
+        self._eval_mode_bodies = MarkedSuites()
         self._verdicts: dict[int, str | None] = {}
         # The answer for the current frame, asked at every call: kept until a function, loop
         # or guarded body opens or closes (each `if`'s verdict never changes once known).
@@ -349,48 +350,33 @@ class Guards(LambdaScopes, Tracker):
     def visit_If(self, node: cst.If) -> None:
         self._if_of_body[id(node.body)] = node
         if type(node.orelse) is cst.Else and training_mode_test(node.test) is True:
-            self._eval_mode_bodies.add(id(node.orelse.body))
+            self._eval_mode_bodies.mark(node.orelse.body)
 
     def leave_If(self, node: cst.If) -> None:
         del self._if_of_body[id(node.body)]
         frame = self._frames[-1]
-        # `if not self.training: return preds` leaves the training-mode code to run every step.
-        limits_the_rest = self.guard_kind(node) in ("rate", "lazy", "eager") or _skips_unless_index(node.test)
-        if frame.loops and node.orelse is None and _leaves_iteration(node.body) and limits_the_rest:
+        if frame.loops and node.orelse is None and _leaves_iteration(node.body) and self._limits_the_rest(node):
             frame.loops[-1] = True
         elif (
             not frame.loops and not frame.open_ifs and type(frame.scope) is cst.FunctionDef
             and node.orelse is None and _returns(node.body)
-            and (limits_the_rest or training_mode_test(node.test) is True)
+            and (self._limits_the_rest(node) or training_mode_test(node.test) is True)
         ):
             frame.rest_guarded = True
             self._answer = None
             self._answer = None
 
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._open_body(node)
-
-    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._close_body(node)
-
-    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self._open_body(node)
-
-    def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self._close_body(node)
-
-    def _open_body(self, body: cst.BaseSuite) -> None:
+    def open_suite(self, body: cst.BaseSuite) -> None:
         owner = self._if_of_body.get(id(body))
         if owner is not None:
             self._frames[-1].open_ifs.append(owner)
             self._answer = None
-        elif id(body) in self._eval_mode_bodies:
+        elif self._eval_mode_bodies.enter(body):
             self._frames[-1].in_eval_mode += 1
             self._answer = None
 
-    def _close_body(self, body: cst.BaseSuite) -> None:
-        if id(body) in self._eval_mode_bodies:
-            self._eval_mode_bodies.discard(id(body))
+    def close_suite(self, body: cst.BaseSuite) -> None:
+        if self._eval_mode_bodies.leave(body):
             self._frames[-1].in_eval_mode -= 1
             self._answer = None
         if id(body) in self._if_of_body:
@@ -398,6 +384,11 @@ class Guards(LambdaScopes, Tracker):
             frame.open_ifs.pop()
             del frame.guarded_ifs[len(frame.open_ifs):]
             self._answer = None
+
+    def _limits_the_rest(self, node: cst.If) -> bool:
+        """`if step % N: continue` / `... return` run the rest only on some steps; `if not
+        self.training: return preds` leaves the training-mode code to run every step."""
+        return self.guard_kind(node) in ("rate", "lazy", "eager") or _skips_unless_index(node.test)
 
     def _is_guard(self, node: cst.If) -> bool:
         return self.guard_kind(node) in ("rate", "lazy", "eager", "eval")

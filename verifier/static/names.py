@@ -15,6 +15,12 @@ import libcst as cst
 
 from verifier.static.walk import iter_descendants
 
+# Objects that hold a run's configuration (`args.lr`, `cfg.amp`, `self.cfg.amp`): a test or a
+# device read through them is a setting, not a value the step computes.
+CONFIG_ROOTS = frozenset(
+    {"args", "opt", "opts", "cfg", "config", "conf", "flags", "hparams", "hp", "options", "settings", "training_args"}
+)
+
 
 def dotted_name(node: cst.CSTNode) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None (calls and subscripts break the chain)."""

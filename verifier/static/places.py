@@ -25,6 +25,7 @@ from verifier.static.devices import destination
 from verifier.static.facts import MODULE_STATE, Kind, NameFacts
 from verifier.static.scopes import ScopedNames
 from verifier.static.names import (
+    CONFIG_ROOTS,
     ImportTable,
     dict_items,
     dotted_name,
@@ -68,11 +69,9 @@ _PLACING_METHODS = frozenset({"prepare", "prepare_model", "prepare_data_loader",
 _MODULE_TENSORS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers"})
 
 
-# Objects whose `.device` is the run's chosen device, not the place of a value.
-_SETTINGS_ROOTS = frozenset(
-    {"self", "args", "opt", "opts", "cfg", "config", "conf", "flags", "hparams", "hp", "options", "settings",
-     "training_args", "accelerator", "trainer", "fabric", "state", "dist_util", "distributed"}
-)
+# Objects whose `.device` is the run's chosen device, not the place of a value: the configuration,
+# `self`, and the launchers that pick the device.
+_SETTINGS_ROOTS = CONFIG_ROOTS | {"self", "accelerator", "trainer", "fabric", "state", "dist_util", "distributed"}
 
 
 class PlaceFacts:

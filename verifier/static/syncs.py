@@ -29,11 +29,8 @@ class Sync:
     node: cst.CSTNode
     subject: cst.BaseExpression
     how: str
-
-    @property
-    def reads_a_scaler(self) -> bool:
-        """`scaler.get_scale()`: the read is the GradScaler's own, of its scale."""
-        return self.how[1:-2] in SCALER_READS
+    # `scaler.get_scale()`: the read is the GradScaler's own, of its scale (`subject` is the scaler).
+    reads_a_scaler: bool = False
 
     @property
     def is_explicit_read(self) -> bool:
@@ -47,7 +44,7 @@ def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync
     # Without torch imported, `.tolist()`/`.cpu()` belong to memoryviews, arrays and the like;
     # `.item()` still reads tensors handed in by other modules (a helper the loop calls).
     if method in SCALER_READS and owner is not None and not call.args and facts.kind_of(owner) is Kind.SCALER:
-        return Sync(call, owner, f".{method}()")
+        return Sync(call, owner, f".{method}()", reads_a_scaler=True)
     if method in SYNC_METHODS and method != "item" and not imports.imports_module("torch"):
         return None
     if method in SYNC_METHODS and owner is not None and not call.args:
