@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from verifier.static.constructor_switches import project_switches
 from verifier.static.names import dotted_name
 from verifier.static.walk import iter_descendants
 
@@ -76,6 +77,9 @@ class CommandLine:
     def __init__(
         self, text: str, project: tuple[tuple[str, object], ...] = (), module: cst.Module | None = None
     ) -> None:
+        # `ComputeLoss(autobalance)`: a constructor's switch that holds (`constructor_switches`).
+        self.switches = {name: value for name, value in project if name.endswith(")")}
+        project = tuple((name, value) for name, value in project if not name.endswith(")"))
         tree = _parsed(text) if "add_argument(" in text else None
         self.defaults: dict[str, object] = {}
         self.namespaces: set[str] | _ConfigurationObjects = set()
@@ -96,11 +100,12 @@ class CommandLine:
         if self.defaults and "self." in text:
             self.copies = self._copied_options(module if module is not None else cst.parse_module(text))
 
-    def holds_by_default(self, test: cst.BaseExpression) -> bool | None:
-        """Whether `test` is true when every option keeps its default; None when not known."""
-        if not self.defaults or not self.namespaces:
+    def holds_by_default(self, test: cst.BaseExpression, owner: str | None = None) -> bool | None:
+        """Whether `test` is true when every option keeps its default, and every switch of the
+        class `owner` (the one the test is in) its constructor's default; None when not known."""
+        if not (self.defaults and self.namespaces) and not (owner and self.switches):
             return None
-        value = _value(test, self)
+        value = _value(test, self, owner)
         return None if value is _UNKNOWN else bool(value)
 
     def is_by_default(self, node: cst.BaseExpression, value: object) -> bool:
@@ -135,9 +140,18 @@ class SourceDefaults:
 def project_defaults(sources: Iterable[str]) -> tuple[tuple[str, object], ...]:
     """The configuration defaults every given source that defines them agrees on: argparse
     options and the fields of config classes (`@dataclass`, or a base named `*Config`,
-    `*Arguments`, `*Args`) with literal defaults. A name two definitions disagree on is left out.
+    `*Arguments`, `*Args`) with literal defaults, and the constructor switches nothing in the
+    project sets (`constructor_switches`). A name two definitions disagree on is left out.
     Read with Python's own parser (a quick look before the analysis; nothing is run)."""
-    return agreed_defaults(map(defaults_defined_in, sources))
+    texts = list(sources)
+    return with_switches(agreed_defaults(map(defaults_defined_in, texts)), project_switches(texts).kept)
+
+
+def with_switches(
+    defaults: tuple[tuple[str, object], ...], switches: tuple[tuple[str, object], ...]
+) -> tuple[tuple[str, object], ...]:
+    """Both in one tuple, ordered by name (a switch's name, `Class(attribute)`, is no option's)."""
+    return tuple(sorted((*defaults, *switches), key=lambda item: item[0]))
 
 
 def defaults_defined_in(text: str) -> tuple[tuple[str, object], ...]:
@@ -309,16 +323,20 @@ def _option_value(name: str, defaults: Mapping[str, object], namespaces: set[str
     return _UNKNOWN
 
 
-def _value(node: cst.BaseExpression, line: CommandLine) -> object:
+def _value(node: cst.BaseExpression, line: CommandLine, owner: str | None = None) -> object:
     kind = type(node)
     if kind is cst.Attribute:
         name = dotted_name(node) or ""
+        if owner and name.startswith("self.") and name.count(".") == 1:
+            switch = line.switches.get(f"{owner}({name[5:]})", _UNKNOWN)
+            if switch is not _UNKNOWN:
+                return switch
         return _option_value(line.copies.get(name, name), line.defaults, line.namespaces)
     if kind is cst.UnaryOperation and type(node.operator) is cst.Not:
-        inner = _value(node.expression, line)
+        inner = _value(node.expression, line, owner)
         return _UNKNOWN if inner is _UNKNOWN else not inner
     if kind is cst.BooleanOperation:
-        left, right = _value(node.left, line), _value(node.right, line)
+        left, right = _value(node.left, line, owner), _value(node.right, line, owner)
         if type(node.operator) is cst.And:
             if (left is not _UNKNOWN and not left) or (right is not _UNKNOWN and not right):
                 return False
@@ -330,11 +348,11 @@ def _value(node: cst.BaseExpression, line: CommandLine) -> object:
         target = node.comparisons[0]
         if type(target.operator) in (cst.In, cst.NotIn):
             # `args.dataset in ['CelebA', 'RaFD']`: membership in a literal list, tuple or set.
-            left, members = _value(node.left, line), _literal_members(target.comparator)
+            left, members = _value(node.left, line, owner), _literal_members(target.comparator)
             if left is _UNKNOWN or members is _UNKNOWN:
                 return _UNKNOWN
             return (left in members) is (type(target.operator) is cst.In)
-        left, right = _value(node.left, line), _value(target.comparator, line)
+        left, right = _value(node.left, line, owner), _value(target.comparator, line, owner)
         if left is _UNKNOWN or right is _UNKNOWN:
             return _UNKNOWN
         if type(target.operator) is cst.Is:

@@ -101,6 +101,8 @@ class Conditions(LambdaScopes, Tracker):
         self._opens: dict[int, Condition | _Lazy | None] = {}
         self._bindings: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._kinds: dict[int, ConditionKind] = {}
+        # The classes around the walk, innermost last: `self.<switch>` is read as its class's.
+        self._classes: list[str] = []
         # Rate limits, cadences and cache fills are the guards' verdicts, decided once per `if`.
         self._guards = context.tracker(Guards)
 
@@ -113,6 +115,12 @@ class Conditions(LambdaScopes, Tracker):
         return weakest[-1] if weakest else None
 
     # ----- walk -----
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(node.name.value)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         params = frozenset(
@@ -212,11 +220,12 @@ class Conditions(LambdaScopes, Tracker):
         return Condition(kind, node.test, negated=branch != "body")
 
     def _off_by_default(self, test: cst.BaseExpression, branch: str) -> bool:
-        """Whether the command line's defaults keep the walk out of `branch` of this test."""
+        """Whether the command line's defaults (and the switches of the class the test is in,
+        as its constructor leaves them) keep the walk out of `branch` of this test."""
         command_line = self.context.command_line()
         if command_line is None:
             return False
-        held = command_line.holds_by_default(test)
+        held = command_line.holds_by_default(test, self._classes[-1] if self._classes else None)
         if held is None:
             return False
         return held is (branch != "body")

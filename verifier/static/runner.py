@@ -13,7 +13,10 @@ from dataclasses import dataclass, field, replace
 from verifier.config import Settings
 from verifier.findings import Finding
 from verifier.static.cache import ResultCache, open_cache, run_key
-from verifier.static.cli_defaults import SourceDefaults, agreed_defaults, defaults_defined_in, may_define_defaults
+from verifier.static.cli_defaults import (
+    SourceDefaults, agreed_defaults, defaults_defined_in, may_define_defaults, with_switches,
+)
+from verifier.static.constructor_switches import SwitchRecord, project_switches
 from verifier.static.source import UnreadableSource, read_source
 from verifier.static.discovery import discover
 from verifier.static.engine import (
@@ -190,11 +193,14 @@ def _analyze_files(
     return analysis
 
 
-def _project_defaults(files: Iterable[str], settings: Settings, cache: ResultCache | None) -> tuple[tuple[str, object], ...]:
+def _project_defaults(files: list[str], settings: Settings, cache: ResultCache | None) -> tuple[tuple[str, object], ...]:
     """`project_defaults` of the run's files; with a cache, each file's part is parsed once per
-    content (a run over an unchanged tree parses nothing before its cache lookups)."""
+    content (a run over an unchanged tree parses nothing before its cache lookups), and the
+    constructor switches are read again only in the files changed since the last run."""
+    texts = list(_python_texts(files, settings))
+
     def definitions() -> Iterator[tuple[tuple[str, object], ...]]:
-        for text in _python_texts(files, settings):
+        for text in texts:
             if not may_define_defaults(text):
                 continue
             if cache is None:
@@ -207,7 +213,15 @@ def _project_defaults(files: Iterable[str], settings: Settings, cache: ResultCac
                 cache.store(key, stored)
             yield stored.definitions
 
-    return agreed_defaults(definitions())
+    if cache is None:
+        return with_switches(agreed_defaults(definitions()), project_switches(texts).kept)
+    # One record per list of files (like the last run's), named like a file's defaults.
+    key = "defaults-" + hashlib.sha256("\0".join(["switches", *files]).encode("utf-8", "surrogatepass")).hexdigest()
+    previous = cache.load(key, SwitchRecord)
+    record = project_switches(texts, previous)
+    if record is not previous:
+        cache.store(key, record)
+    return with_switches(agreed_defaults(definitions()), record.kept)
 
 
 def _python_texts(files: Iterable[str], settings: Settings) -> Iterator[str]:
