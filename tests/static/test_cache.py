@@ -21,6 +21,7 @@ from verifier.config import Settings
 from verifier.errors import UsageError
 from verifier.static import cache_format
 from verifier.static.cache_key import signing_key
+from verifier.static.constructor_switches import SwitchRecord
 from verifier.static.engine import FileResult
 from verifier.static.incremental import RunRecord
 from verifier.static.runner import AnalysisResult, analyze_paths
@@ -74,7 +75,7 @@ def test_a_crafted_pickle_or_random_bytes_in_every_entry_is_a_miss(tmp_path):
     settings = Settings(cache_dir=str(cache))
     cold = analyze_paths([str(folder)], settings)
     stored = entries(cache)
-    assert len(stored) >= 4  # two files, the whole run and the record of the last run
+    assert len(stored) >= 5  # two files, the whole run, the record of the last run and the switches'
     marker = tmp_path / "PWNED"
     payloads = [pickle.dumps(Exploit(marker)), os.urandom(4096), b"", b"0" * 64 + b"\n{}", b"\xff" * 10]
     for payload in payloads:
@@ -88,7 +89,7 @@ def test_a_crafted_pickle_or_random_bytes_in_every_entry_is_a_miss(tmp_path):
     # Every bad entry was rewritten with a valid one.
     for entry in stored:
         kind = AnalysisResult if "run-" in entry.name else RunRecord if "last-" in entry.name else FileResult
-        load(entry, kind)
+        load(entry, SwitchRecord if "defaults-" in entry.name else kind)
 
 
 def entry_name(entry: Path) -> str:

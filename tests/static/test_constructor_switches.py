@@ -151,3 +151,21 @@ def test_an_edit_that_sets_the_switch_is_seen_through_the_cache(tmp_path):
     assert findings(project, cache=cache)[0] == [("loss.py", "VP203", 12, "LOW")]
     assert findings(project, "StepLoss(model, blocking_sync=True)", cache=cache)[0] == [("loss.py", "VP203", 12, "HIGH")]
     assert findings(project, cache=cache)[0] == [("loss.py", "VP203", 12, "LOW")]
+
+
+def test_an_opt_in_branch_under_a_rate_limited_call_is_the_weaker_premise(tmp_path):
+    # The rate limit alone says "every few steps" (assumed, MEDIUM at most); the switch nobody
+    # sets says "not in the default run" (unknown): the weakest premise on the path decides.
+    train = TRAIN.replace(
+        "        loss = criterion(torch.randn(8, 8, device=device))",
+        "        loss = model(torch.randn(8, 8, device=device)).mean()\n"
+        "        if step % 10 == 0:\n            loss = loss + criterion(torch.randn(8, 8, device=device))",
+    )
+    (tmp_path / "loss.py").write_text(LOSS)
+    (tmp_path / "train.py").write_text(train.format(construct="StepLoss(model)", imports="from loss import StepLoss", before=""))
+    [finding] = analyze_paths([str(tmp_path)], Settings(select=("VP203",))).findings
+    assert (finding.line, finding.severity.name) == (12, "LOW")
+    assert [e.status.value for e in finding.evidence if e.premise.value == "frequency"] == ["unknown"]
+    (tmp_path / "train.py").write_text(train.format(construct="StepLoss(model, True)", imports="from loss import StepLoss", before=""))
+    [finding] = analyze_paths([str(tmp_path)], Settings(select=("VP203",))).findings
+    assert (finding.line, finding.severity.name) == (12, "MEDIUM")

@@ -140,11 +140,12 @@ class ConditionKind(enum.Enum):
     # The rest of a step after a data-dependent early exit (`if bad_batch: continue`): the main
     # path, skipped only when the exit is taken.
     EXIT = 2
-    # Configuration the command line's defaults leave off (`if args.clip > 0:` with
-    # `default=-1.0`): runs every step only in the runs that opt in.
-    OPT_IN = 3
     # A rate limit (`if step % log_every == 0:`): every N steps, not every step.
-    THROTTLE = 4
+    THROTTLE = 3
+    # Configuration the defaults leave off (`if args.clip > 0:` with `default=-1.0`, a
+    # constructor's switch nothing sets): runs only in the runs that opt in, so how often the
+    # default run takes it is not known at all (weaker than a rate limit's "every N steps").
+    OPT_IN = 4
     # A module's evaluation-mode branch (`if not self.training:`, the `else` of `if
     # self.training:`): a training step runs the model in training mode, so not every step.
     EVAL_MODE = 5

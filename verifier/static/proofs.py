@@ -19,7 +19,7 @@ from verifier.static.heat import Condition, ConditionKind
 from verifier.static.rule import Proof, Rule
 
 _WEAKEST_FIRST = (
-    ConditionKind.DATA, ConditionKind.ONCE, ConditionKind.EVAL_MODE, ConditionKind.THROTTLE, ConditionKind.OPT_IN,
+    ConditionKind.DATA, ConditionKind.ONCE, ConditionKind.EVAL_MODE, ConditionKind.OPT_IN, ConditionKind.THROTTLE,
     ConditionKind.EXIT,
 )
 
