@@ -176,7 +176,7 @@ print(running.item() / len(loader))
     def visit_Call(self, node: cst.Call) -> None:
         if id(node) in self._env_calls:
             self._in_env_call += 1
-        self._report(sync_of_call(node, self.context.facts, self.context.imports))
+        self._report(sync_of_call(node, self.context.facts, self.context.imports, self._shown_on_device))
 
     def leave_Call(self, node: cst.Call) -> None:
         if id(node) in self._env_calls:
@@ -194,17 +194,23 @@ print(running.item() / len(loader))
         self._statement = node
         # An isfinite() guard around scaler.step is VP305's finding; one line, one finding.
         if not is_finite_guard(node, self.context):
-            self._report(sync_of_test(node.test, self.context.facts, self.context.imports))
+            self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self._shown_on_device))
 
     def visit_While(self, node: cst.While) -> None:
         self._statement = node
-        self._report(sync_of_test(node.test, self.context.facts, self.context.imports))
+        self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self._shown_on_device))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        self._report(sync_of_test(node.test, self.context.facts, self.context.imports))
+        self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self._shown_on_device))
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        self._report(sync_of_test(node.test, self.context.facts, self.context.imports))
+        self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self._shown_on_device))
+
+    def _shown_on_device(self, node: cst.BaseExpression) -> bool:
+        """A tensor the places model shows on the accelerator (not one guessed from a call's
+        arguments): `if fg_mask.sum():` with `fg_mask` returned there by the assigner."""
+        placement = self.context.places.placement_of(node)
+        return placement is not None and placement.place is Place.DEVICE and not placement.guessed
 
     def _report(self, sync: Sync | None) -> None:
         # Under `if step % log_every == 0:` the read happens once per interval: the recommended pattern.
@@ -226,7 +232,7 @@ print(running.item() / len(loader))
         if statement is not None and type(sync.node) is not cst.If and type(sync.node) is not cst.While:
             self._reported.add(statement)
         subject = self.context.code_for(sync.subject)
-        proven = self.context.facts.is_tensor(sync.subject) and not (
+        proven = (self.context.facts.is_tensor(sync.subject) or (shown and not placement.guessed)) and not (
             type(sync.subject) is cst.Name and sync.subject.value in self._host_made
         )
         table = self.severity if proven or sync.reads_a_scaler else _UNPROVEN

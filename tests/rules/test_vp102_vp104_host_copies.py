@@ -172,3 +172,37 @@ def test_factory_tensors_combined_over_several_statements_stay_factory_made(anal
     # Factory with factory: VP104; a batch with literals stays a batch, with a factory tensor it is
     # host data (VP102); with a value of unknown origin (`weights`) nothing is known.
     assert analyse(code, select=SELECT) == [("VP104", 5, "MEDIUM"), ("VP102", 6, "LOW"), ("VP102", 7, "LOW")]
+
+
+def test_math_on_factory_tensors_stays_on_the_host(analyse):
+    code = """\
+    import math
+    import torch
+    for x, t in loader:
+        x = x.to(device, non_blocking=True)
+        half = 64
+        freqs = torch.exp(torch.arange(half, dtype=torch.float32) * -(math.log(10000.0) / half))
+        freqs = freqs.to(device=device)
+        window = torch.hann_window(400).to(device)
+        grid = torch.arange(8).float().cumsum(0).to(device)
+        scaled = torch.exp(x * freqs).to(device)
+        loss = model(x, freqs, window, grid, scaled).sum()
+        loss.backward()
+        optimizer.step()
+    """
+    # `torch.exp`, a scan and a window are made where their operands are, the host; math with a
+    # batch moved to the device (`x * freqs`) is not a host tensor the device could have made.
+    assert analyse(code, select=SELECT) == [("VP104", 7, "MEDIUM"), ("VP104", 8, "MEDIUM"), ("VP104", 9, "MEDIUM")]
+
+
+def test_math_with_an_operand_of_unknown_origin_is_unknown(analyse):
+    code = """\
+    import torch
+    for x, t in loader:
+        table = torch.exp(torch.arange(16) * weights).to(device)
+        ratio = torch.outer(torch.arange(16), scale).to(device)
+        loss = model(x, table, ratio).sum()
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=SELECT) == []

@@ -108,7 +108,8 @@ def test_a_loop_calling_an_imported_training_step_is_a_step_loop(tmp_path):
                 print(model.weight.sum().item())
         """,
     })
-    assert findings(tmp_path) == [("run.py", "VP201", 7, "LOW", "step")]
+    # A parameter of a module moved with `.cuda()` is shown on the accelerator: the read is proven.
+    assert findings(tmp_path) == [("run.py", "VP201", 7, "MEDIUM", "step")]
 
 
 def test_helpers_not_called_from_hot_code_stay_cold(tmp_path):

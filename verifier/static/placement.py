@@ -51,6 +51,8 @@ _TORCH_FACTORIES = frozenset(
     for name in (
         "zeros", "ones", "empty", "full", "tensor", "arange", "range", "linspace", "logspace",
         "eye", "rand", "randn", "randint", "randperm", "empty_strided", "normal", "bernoulli",
+        "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
+        "tril_indices", "triu_indices",
     )
 )
 # The legacy CPU tensor types: called with a shape they allocate like a factory
@@ -84,6 +86,28 @@ _SAME_PLACE_METHODS = frozenset(
      "astype", "copy",
      # In-place fills return their receiver.
      "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "fill_diagonal_"}
+)
+# Math on tensors stays where its tensor operands are (as `a * b` does): element-wise functions,
+# reductions, scans, products, reshapes. `torch.exp(torch.arange(half) * -scale)` is still a
+# host tensor the device could have made, and moving it is the copy VP104 reports.
+_SAME_PLACE_FUNCTIONS = frozenset(
+    f"torch.{name}" for name in (
+        "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh", "cosh", "tanh",
+        "asin", "acos", "atan", "atan2", "sqrt", "rsqrt", "square", "pow", "abs", "neg", "sign", "reciprocal",
+        "floor", "ceil", "round", "trunc", "frac", "clamp", "clip", "sigmoid", "erf", "erfinv", "outer", "ger",
+        "matmul", "mm", "bmm", "einsum", "cumsum", "cumprod", "flip", "roll", "tril", "triu", "diag",
+        "diag_embed", "reshape", "flatten", "squeeze", "unsqueeze", "transpose", "permute", "t", "repeat_interleave",
+        "sum", "mean", "prod", "minimum", "maximum", "add", "sub", "mul", "div", "true_divide", "floor_divide",
+        "remainder", "fmod", "logical_not", "logical_and", "logical_or", "eq", "ne", "lt", "le", "gt", "ge",
+    )
+)
+# The same for tensor methods (the receiver's memory space).
+_SAME_PLACE_MATH_METHODS = frozenset(
+    {"exp", "exp2", "log", "log2", "log1p", "sin", "cos", "tanh", "sqrt", "rsqrt", "square", "pow", "abs", "neg",
+     "sign", "reciprocal", "floor", "ceil", "round", "clamp", "clamp_min", "clamp_max", "sigmoid", "cumsum",
+     "cumprod", "flip", "roll", "tril", "triu", "diag", "sum", "mean", "prod", "add", "sub", "mul", "div",
+     "masked_fill", "outer", "matmul", "mm", "bmm", "repeat_interleave", "exp_", "log_", "mul_", "add_",
+     "sub_", "div_", "pow_", "clamp_", "masked_fill_", "tril_", "triu_", "logical_not"}
 )
 _TO_HOST_METHODS = frozenset({"pin_memory", "cpu"})
 _NEXT_BATCH_METHODS = frozenset({"next_batch", "get_batch", "next"})
@@ -192,12 +216,26 @@ class HostData(LambdaScopes, Tracker):
         literals) make a factory tensor (`labels.unsqueeze(0) == labels.unsqueeze(1)`), only one
         batch's parts a batch (`x / 255.0`), host data of several origins host data; one operand
         of unknown origin (a parameter, a device tensor) and the result is unknown."""
-        origins = {self.origin_of(operand) for operand in operands if not _is_literal(operand)}
+        origins = {self.origin_of(operand) for operand in operands if not self._is_number(operand)}
         if not origins or None in origins:
             return None
         if len(origins) == 1:
             return origins.pop()
         return Origin.HOST
+
+    def _is_number(self, node: cst.BaseExpression) -> bool:
+        """A Python number, not a tensor: a literal, a name the facts know holds a number, a
+        `math` function's result, arithmetic of numbers (`-(math.log(10000) / half)`)."""
+        if _is_literal(node) or self._facts.kind_of(node) is Kind.NUMBER:
+            return True
+        kind = type(node)
+        if kind is cst.UnaryOperation:
+            return self._is_number(node.expression)
+        if kind is cst.BinaryOperation:
+            return self._is_number(node.left) and self._is_number(node.right)
+        if kind is cst.Call:
+            return (self._imports.call_name(node) or "").startswith("math.")
+        return False
 
     def is_data_iterator(self, node: cst.BaseExpression) -> bool:
         """`loader`, `iter(loader)`, `train_iter`: something whose `next()` is a batch."""
@@ -230,6 +268,12 @@ class HostData(LambdaScopes, Tracker):
                 return None
             # Factory tensors joined are still tensors the device could have made itself.
             return Origin.FACTORY if self._all_from_factories(first.value) else Origin.HOST
+        if qualified in _SAME_PLACE_FUNCTIONS:
+            operands = [
+                arg.value for arg in call.args
+                if arg.keyword is None and not arg.star and type(arg.value) not in (cst.SimpleString, cst.ConcatenatedString)
+            ]
+            return self._origin_of_operands(operands) if operands else None
         if dotted_name(call.func) == "next" and call.args and self.is_data_iterator(call.args[0].value):
             return Origin.BATCH
         method = method_name(call)
@@ -238,7 +282,7 @@ class HostData(LambdaScopes, Tracker):
             return Origin.BATCH
         if method in _TO_HOST_METHODS:
             return Origin.HOST
-        if method in _SAME_PLACE_METHODS:
+        if method in _SAME_PLACE_METHODS or (method in _SAME_PLACE_MATH_METHODS and not qualified.startswith("torch.")):
             return self.origin_of(receiver(call))
         return None
 

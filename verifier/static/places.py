@@ -17,7 +17,7 @@ Anything else is not known (None): the rules then only assume where it lives.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
@@ -51,6 +51,9 @@ class Placement:
     place: Place
     why: str
     node: cst.CSTNode | None = None
+    # Read off the arguments of a call whose result nothing shows (`compute_loss(out, y)` of
+    # device tensors): likely there, but the result may as well be a number or a dict.
+    guessed: bool = False
 
 
 _HOST_FACTORIES = frozenset(
@@ -61,6 +64,20 @@ _HOST_FACTORIES = frozenset(
     )
 )
 _TO_HOST_METHODS = frozenset({"cpu", "numpy", "pin_memory"})
+# A tensor's description, not its values: known on the host without waiting for the device.
+_METADATA = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "names"})
+# Tensor methods that return a Python value: a description (`size()`), or the value read (`item()`).
+_PYTHON_VALUE_METHODS = frozenset(
+    {"size", "dim", "numel", "nelement", "element_size", "stride", "data_ptr", "is_contiguous", "get_device",
+     "item", "tolist", "is_floating_point", "is_complex"}
+)
+# Builtins whose result is a Python value whatever their arguments are (`max`, `min`, `sum`,
+# `abs`, `round` of tensors are tensors, and are not here).
+_PYTHON_VALUE_BUILTINS = frozenset(
+    {"len", "isinstance", "issubclass", "hasattr", "callable", "type", "id", "str", "repr", "format", "int",
+     "float", "bool", "list", "tuple", "dict", "set", "frozenset", "sorted", "enumerate", "zip", "range", "print",
+     "getattr", "vars", "dir", "hash", "ord", "chr"}
+)
 _MODULE_MOVES = frozenset({"to", "cuda"})
 # Objects whose `prepare`/`setup` place what they return on the accelerator.
 _PLACERS = frozenset({"accelerate.Accelerator", "lightning.fabric.Fabric", "lightning.Fabric", "lightning_fabric.Fabric"})
@@ -193,6 +210,8 @@ class PlaceFacts:
 
     def placement_of(self, node: cst.BaseExpression) -> Placement | None:
         kind = type(node)
+        if kind is cst.Attribute and node.attr.value in _METADATA:
+            return None  # `x.shape`, `x.dtype`: what a tensor is, held on the host
         if kind is cst.Name or kind is cst.Attribute:
             name = dotted_name(node)
             if name is not None:
@@ -211,6 +230,8 @@ class PlaceFacts:
         if kind is cst.UnaryOperation:
             return self.placement_of(node.expression)
         if kind is cst.Comparison:
+            if any(type(c.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for c in node.comparisons):
+                return None  # `stats is None`, `"aux" in outputs`: a Python bool, whatever the operands
             sides = self._tensor_operands(node.left, *(c.comparator for c in node.comparisons))
             return _joined(*map(self.placement_of, sides))
         return None
@@ -227,6 +248,10 @@ class PlaceFacts:
         qualified = self._imports.call_name(call) or ""
         method = method_name(call)
         owner = receiver(call)
+        if method in _PYTHON_VALUE_METHODS and owner is not None and not qualified:
+            return None  # `x.size(0)`, `t.item()`: a Python value read off the tensor
+        if not qualified and dotted_name(call.func) in _PYTHON_VALUE_BUILTINS:
+            return None  # `len(p)`, `isinstance(p, tuple)`, `float(t)`: a Python value, on no device
         if method in _MODULE_MOVES and owner is not None:
             return self._moved(call) or self.placement_of(owner)
         if method in _TO_HOST_METHODS:
@@ -251,8 +276,11 @@ class PlaceFacts:
         if owner is not None and method is not None and not qualified:
             # A tensor method keeps its receiver's place (`loss.detach()`, `x.float()`).
             return _joined(self.placement_of(owner), *map(self.placement_of, arguments))
-        if qualified.startswith("torch.") or not qualified:
+        if qualified.startswith("torch."):
             return _joined(*map(self.placement_of, arguments))
+        if not qualified:
+            joined = _joined(*map(self.placement_of, arguments))
+            return replace(joined, guessed=True) if joined is not None and joined.place is Place.DEVICE else joined
         return None
 
     def _callee_placement(self, func: cst.BaseExpression) -> Placement | None:

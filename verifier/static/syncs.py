@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -15,6 +16,9 @@ from verifier.static.names import (
 # Methods that copy a tensor's value to the host and so wait for every queued kernel.
 SYNC_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
 CONVERSIONS = frozenset({"float", "int", "bool"})
+# Builtins that compare their arguments in Python: `max(t.sum(), 1)` calls `bool(1 > t.sum())`,
+# `max(t)` iterates a tensor and compares its elements one by one.
+COMPARING_BUILTINS = frozenset({"max", "min"})
 _TEXT_BUILTINS = frozenset({"print", "str", "repr", "format"})
 # GradScaler methods that read its scale, kept on the device it scales for, into Python:
 # `get_scale()` calls `.item()` on it, and `state_dict()` calls `get_scale()` and reads the
@@ -22,6 +26,10 @@ _TEXT_BUILTINS = frozenset({"print", "str", "repr", "format"})
 SCALER_READS = frozenset({"get_scale", "state_dict"})
 # NumPy conversions copy a tensor's values to the host (`np.asarray(t)` calls `t.__array__()`).
 _NUMPY_CONVERSIONS = frozenset({"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray"})
+
+
+def _nowhere(_node: cst.BaseExpression) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -35,10 +43,15 @@ class Sync:
     @property
     def is_explicit_read(self) -> bool:
         """A read of a value into Python (`.item()`, `float(t)`), as opposed to printing it."""
-        return self.how.startswith(".") or self.how.endswith("()") and self.how[:-2] in CONVERSIONS
+        return self.how.startswith(".") or self.how.endswith("()") and self.how[:-2] in CONVERSIONS | COMPARING_BUILTINS
 
 
-def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync | None:
+def sync_of_call(
+    call: cst.Call, facts: NameFacts, imports: ImportTable, on_device: Callable[[cst.BaseExpression], bool] = _nowhere
+) -> Sync | None:
+    """The host read `call` makes; `on_device` says which values are shown on the accelerator
+    (a tensor there, whatever the type facts know: `max(target_scores.sum(), 1)` with
+    `target_scores` returned on the device by a helper)."""
     method = method_name(call)
     owner = receiver(call)
     # Without torch imported, `.tolist()`/`.cpu()` belong to memoryviews, arrays and the like;
@@ -64,8 +77,12 @@ def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync
     func = dotted_name(call.func)
     if func in CONVERSIONS and imports.qualify(func) is None and len(call.args) == 1:
         subject = call.args[0].value
-        if facts.is_tensor(subject):
+        if facts.is_tensor(subject) or on_device(subject):
             return Sync(call, subject, f"{func}()")
+    if func in COMPARING_BUILTINS and imports.qualify(func) is None:
+        for arg in call.args:
+            if arg.keyword is None and not arg.star and (facts.is_tensor(arg.value) or on_device(arg.value)):
+                return Sync(call, arg.value, f"{func}()")
     qualified = imports.call_name(call)
     if qualified in _NUMPY_CONVERSIONS and call.args and call.args[0].keyword is None:
         subject = call.args[0].value
@@ -78,14 +95,20 @@ def sync_of_call(call: cst.Call, facts: NameFacts, imports: ImportTable) -> Sync
     return None
 
 
-def sync_of_test(test: cst.BaseExpression, facts: NameFacts, imports: ImportTable | None = None) -> Sync | None:
+def sync_of_test(
+    test: cst.BaseExpression,
+    facts: NameFacts,
+    imports: ImportTable | None = None,
+    on_device: Callable[[cst.BaseExpression], bool] = _nowhere,
+) -> Sync | None:
     """`if t:` / `while t.any():` / `assert t` convert a tensor to bool on the host; so does
-    `if (y < 0).any():` in a module that uses torch and not NumPy (the comparison is a tensor)."""
+    `if (y < 0).any():` in a module that uses torch and not NumPy (the comparison is a tensor).
+    A value shown on the accelerator (`on_device`) is a tensor too: `if fg_mask.sum():`."""
     if type(test) is cst.BooleanOperation:
-        return sync_of_test(test.left, facts, imports) or sync_of_test(test.right, facts, imports)
+        return sync_of_test(test.left, facts, imports, on_device) or sync_of_test(test.right, facts, imports, on_device)
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        return sync_of_test(test.expression, facts, imports)
-    if facts.is_tensor(test):
+        return sync_of_test(test.expression, facts, imports, on_device)
+    if facts.is_tensor(test) or on_device(test):
         return Sync(test, test, "bool()")
     if (
         imports is not None
