@@ -11,7 +11,7 @@ from verifier.static.deferred import DeferredSeverity, JudgementInput, deferred
 from verifier.static.facts import Kind
 from verifier.static.guards import GuardedRule
 from verifier.static.heat import is_environment_step
-from verifier.static.names import method_name, terminal_name
+from verifier.static.names import method_name, positional_arg, terminal_name
 from verifier.static.places import Place, Placement
 from verifier.static.rule import Candidate, Invalid, Proof
 from verifier.static.scaler import is_finite_guard
@@ -56,6 +56,29 @@ def _ids_within(node: cst.CSTNode) -> set[int]:
 
 def _if_accelerated(function, table: SeverityByHeat) -> SeverityByHeat | None:
     return table if function.accelerated else None
+
+
+# Tensor methods whose result is a tensor where the receiver is (reductions, tests, casts).
+_TENSOR_RESULTS = frozenset(
+    {"sum", "mean", "max", "min", "any", "all", "norm", "abs", "prod", "std", "var", "argmax", "argmin",
+     "count_nonzero", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le", "logical_and",
+     "logical_or", "logical_not", "clamp", "sigmoid", "softmax", "detach", "exp", "log", "sqrt", "float",
+     "double", "half", "long", "bool", "amax", "amin", "nansum", "nanmean"}
+)
+# Operations whose output size is read from the data: the host has waited for the queue by the
+# time their result exists (VP205), so reading that result waits only for a round trip.
+_SHAPE_SYNCS = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
+
+
+def _shape_sync_within(subject: cst.BaseExpression) -> cst.Call | None:
+    """`x.nonzero().item()`, `pred.eq(gold).masked_select(mask).sum().item()`: a shape sync in the
+    value read."""
+    for node in (subject, *iter_descendants(subject)):
+        if type(node) is cst.Call and type(node.func) in (cst.Attribute, cst.Name):
+            name = node.func.attr.value if type(node.func) is cst.Attribute else node.func.value
+            if name in _SHAPE_SYNCS:
+                return node
+    return None
 
 
 def on_the_accelerator(subject: str, placement: Placement | None, is_tensor: bool) -> Proof:
@@ -207,9 +230,26 @@ print(running.item() / len(loader))
         self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self._shown_on_device))
 
     def _shown_on_device(self, node: cst.BaseExpression) -> bool:
-        """A tensor the places model shows on the accelerator (not one guessed from a call's
-        arguments): `if fg_mask.sum():` with `fg_mask` returned there by the assigner."""
-        placement = self.context.places.placement_of(node)
+        """A tensor computed on the accelerator: a tensor method or torch function applied to a
+        value the places model shows there (not one guessed from a call's arguments), as in
+        `if fg_mask.sum():` with `fg_mask` returned there by the assigner. A value's place alone
+        is not enough: `step` from `enumerate(loader)`, `model.mode`, `input.is_xpu` sit beside
+        device values without being tensors."""
+        return any(
+            type(part) is cst.Call and self._computes_on_device(part) for part in (node, *iter_descendants(node))
+        )
+
+    def _computes_on_device(self, call: cst.Call) -> bool:
+        qualified = self.context.imports.call_name(call) or ""
+        operand: cst.BaseExpression | None = None
+        if qualified.startswith("torch."):
+            argument = positional_arg(call, 0)
+            operand = argument.value if argument is not None else None
+        elif type(call.func) is cst.Attribute and call.func.attr.value in _TENSOR_RESULTS:
+            operand = call.func.value
+        if operand is None:
+            return False
+        placement = self.context.places.placement_of(operand)
         return placement is not None and placement.place is Place.DEVICE and not placement.guessed
 
     def _report(self, sync: Sync | None) -> None:
@@ -242,7 +282,8 @@ print(running.item() / len(loader))
         if self._in_env_call:
             table = _design_read(table)
         follows = self._follows_a_read()
-        if follows is not None:
+        drained = None if follows is not None else _shape_sync_within(sync.subject)
+        if follows is not None or drained is not None:
             table = _design_read(table)
         if function is not None:
             table = deferred(
@@ -256,6 +297,15 @@ print(running.item() / len(loader))
                 follows,
             ),
         )
+        if drained is not None:
+            cost = (
+                Proof.proven(
+                    Premise.COST,
+                    f"a round trip only: `{self.context.code_for(drained)}` in the value read already waited for the "
+                    "device's queue to learn its output size (VP205's finding)",
+                    drained,
+                ),
+            )
         value = on_the_accelerator(subject, placement, proven) if not sync.reads_a_scaler else Proof.assumed(
             Premise.VALUE,
             f"`{subject}` is a GradScaler: it keeps its scale on the device it scales for (CUDA unless "

@@ -21,3 +21,21 @@ def test_a_read_right_after_a_read_is_low(analyse):
     """
     # Line 9 follows the read of line 8 (the queue is drained); line 11 comes after new work.
     assert analyse(code, select=SELECT) == [("VP201", 8, "MEDIUM"), ("VP201", 9, "LOW"), ("VP201", 11, "MEDIUM")]
+
+
+def test_a_read_of_a_shape_syncs_result_is_a_round_trip(analyse):
+    # `nonzero`/`masked_select` already waited for the queue to size their output (VP205's
+    # finding on the same line); the `.item()` of their result waits only for a round trip.
+    code = """\
+    import torch
+    def train(model, optimizer, loader, device):
+        for x, y in loader:
+            x = x.to(device, non_blocking=True)
+            out = model(x)
+            correct = out.gt(0).masked_select(out > 1).sum().item()
+            first = [row.nonzero().item() for row in out]
+            loss = out.mean()
+            loss.backward()
+            optimizer.step()
+    """
+    assert analyse(code, select=("VP201", "VP205")) == [("VP201", 6, "LOW"), ("VP205", 6, "MEDIUM"), ("VP201", 7, "LOW")]
