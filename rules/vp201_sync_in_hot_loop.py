@@ -100,8 +100,8 @@ class SyncInHotLoop(GuardedRule):
     cost = "a host read of a device value: the host waits until the device's queue drains"
     summary = (
         "Finds reads of tensor values on the host inside the per-step loop: `.item()`, `.cpu()`, "
-        "`.numpy()`, `.tolist()`, `float/int/bool(tensor)`, printing or formatting a tensor, "
-        "and `if tensor:` tests."
+        "`.numpy()`, `.tolist()`, `float/int/bool(tensor)`, `max/min(tensor, ...)`, printing or "
+        "formatting a tensor, and `if tensor:` tests."
     )
     why = (
         "CUDA work is queued asynchronously. Reading a value on the host makes the CPU wait until "
