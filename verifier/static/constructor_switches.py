@@ -99,6 +99,8 @@ class SourceSwitches:
 
     digest: str
     switches: tuple[Switch, ...]
+    # `(class, alias)` for each import of a switch's class under another name.
+    aliases: tuple[tuple[str, str], ...]
     classes: ClassUses | None
     names: NameUses | None
 
@@ -109,7 +111,12 @@ class SwitchRecord:
     run over the same files reads again only what changed (a results cache keeps it)."""
 
     owners: tuple[str, ...]
+    # The owners and their aliases, whose uses `SourceSwitches.classes` holds.
+    classes: tuple[str, ...]
     names: tuple[str, ...]
+    # Every source's digest, in order; `sources` holds only those with anything to say (most
+    # sources define no switch and name none: their part is empty, and kept as the digest alone).
+    digests: tuple[str, ...]
     sources: tuple[SourceSwitches, ...]
     kept: tuple[tuple[str, bool | int | float | str | None], ...]
 
@@ -122,9 +129,12 @@ def project_switches(texts: Sequence[str], previous: SwitchRecord | None = None)
     call gives it enough positional arguments. Then, for the switches left, their names: no
     keyword, string or attribute store anywhere may set them."""
     digests = [hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() for text in texts]
-    if previous is not None and [source.digest for source in previous.sources] == digests:
+    if previous is not None and list(previous.digests) == digests:
         return previous
-    known = {source.digest: source for source in previous.sources} if previous is not None else {}
+    known: dict[str, SourceSwitches] = {}
+    if previous is not None:
+        known = {digest: SourceSwitches(digest, (), (), None, None) for digest in previous.digests}
+        known.update((source.digest, source) for source in previous.sources)
     constructors: dict[int, list[_Constructor]] = {}
     defined: list[tuple[Switch, ...]] = []
     for index, (text, digest) in enumerate(zip(texts, digests)):
@@ -148,17 +158,24 @@ def project_switches(texts: Sequence[str], previous: SwitchRecord | None = None)
         return _without_copies(texts[index], constructors[index]), constructors[index]
 
     # `from .adamw8bit import AdamW8bit as GaLoreAdamW8bit`: the class is called by both names.
-    aliases: dict[str, str] = {}
-    for index in range(len(texts)):
-        if owners and not owners.isdisjoint(named(index)) and " as " in texts[index]:
-            for owner, alias in (pair for line in _IMPORTS.findall(texts[index]) for pair in _ALIAS.findall(line)):
-                if owner in owners:
-                    aliases[alias] = owner if aliases.get(alias, owner) == owner else ""
-    names_of_classes = owners | {alias for alias, owner in aliases.items() if owner}
-    same_owners = previous is not None and names_of_classes <= frozenset(previous.owners)
-    classes: list[ClassUses | None] = []
+    same_owners = previous is not None and owners <= frozenset(previous.owners)
+    imported: list[tuple[tuple[str, str], ...]] = []
     for index, digest in enumerate(digests):
         if digest in known and same_owners:
+            imported.append(tuple(pair for pair in known[digest].aliases if pair[0] in owners))
+        elif owners and " as " in texts[index] and not owners.isdisjoint(named(index)):
+            lines = _IMPORTS.findall(texts[index])
+            imported.append(tuple(pair for line in lines for pair in _ALIAS.findall(line) if pair[0] in owners))
+        else:
+            imported.append(())
+    aliases: dict[str, str] = {}
+    for owner, alias in (pair for pairs in imported for pair in pairs):
+        aliases[alias] = owner if aliases.get(alias, owner) == owner else ""
+    names_of_classes = owners | {alias for alias, owner in aliases.items() if owner}
+    same_classes = previous is not None and names_of_classes <= frozenset(previous.classes)
+    classes: list[ClassUses | None] = []
+    for index, digest in enumerate(digests):
+        if digest in known and same_classes:
             classes.append(_classes_within(known[digest].classes, names_of_classes))
         elif not names_of_classes.isdisjoint(named(index)):
             text, found = blanked(index)
@@ -177,8 +194,13 @@ def project_switches(texts: Sequence[str], previous: SwitchRecord | None = None)
         else:
             names.append(None)
     kept = kept_switches(standing, names)
-    sources = tuple(map(SourceSwitches, digests, defined, classes, names))
-    return SwitchRecord(tuple(sorted(names_of_classes)), tuple(sorted(words)), sources, kept)
+    sources = tuple(
+        source for source in map(SourceSwitches, digests, defined, imported, classes, names)
+        if source.switches or source.aliases or source.classes is not None or source.names is not None
+    )
+    return SwitchRecord(
+        tuple(sorted(owners)), tuple(sorted(names_of_classes)), tuple(sorted(words)), tuple(digests), sources, kept,
+    )
 
 
 def may_define_switches(text: str) -> bool:
