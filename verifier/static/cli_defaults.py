@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import operator
 import re
-import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -29,9 +28,10 @@ import libcst as cst
 
 from verifier.static.constructor_switches import project_switches
 from verifier.static.names import dotted_name
+from verifier.static.python_literals import UNKNOWN, literal, parsed
 from verifier.static.walk import iter_descendants
 
-_UNKNOWN = object()
+_UNKNOWN = UNKNOWN
 # More than one `add_argument` for a name with different defaults: nothing is known.
 _AMBIGUOUS = object()
 _COMPARE = {
@@ -80,7 +80,7 @@ class CommandLine:
         # `ComputeLoss(autobalance)`: a constructor's switch that holds (`constructor_switches`).
         self.switches = {name: value for name, value in project if name.endswith(")")}
         project = tuple((name, value) for name, value in project if not name.endswith(")"))
-        tree = _parsed(text) if "add_argument(" in text else None
+        tree = parsed(text) if "add_argument(" in text else None
         self.defaults: dict[str, object] = {}
         self.namespaces: set[str] | _ConfigurationObjects = set()
         for node in ast.walk(tree) if tree is not None else ():
@@ -159,7 +159,7 @@ def defaults_defined_in(text: str) -> tuple[tuple[str, object], ...]:
     name may come twice). Depends on the text alone, so a results cache can keep it."""
     if not may_define_defaults(text):
         return ()
-    tree = _parsed(text)
+    tree = parsed(text)
     return tuple(_defined_in(tree, text)) if tree is not None else ()
 
 
@@ -175,17 +175,6 @@ def agreed_defaults(definitions: Iterable[Iterable[tuple[str, object]]]) -> tupl
         known = found.get(name, value)
         found[name] = value if known == value and type(known) is type(value) else _AMBIGUOUS
     return tuple(sorted(((k, v) for k, v in found.items() if v is not _AMBIGUOUS), key=lambda item: item[0]))
-
-
-def _parsed(text: str) -> ast.AST | None:
-    """Python's own tree of `text`, None when it does not parse (its analysis says why)."""
-    try:
-        with warnings.catch_warnings():
-            # `"\."` in a user's string is their warning to see from Python, not ours to print.
-            warnings.simplefilter("ignore")
-            return ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
 
 
 def _defined_in(tree: ast.AST, text: str) -> Iterator[tuple[str, object]]:
@@ -231,9 +220,9 @@ def _config_tree_defaults(tree: ast.AST) -> Iterator[tuple[str, object]]:
         elif type(target) is ast.Attribute and roots:
             path = ast.unparse(target).split(".")
             if path[0] in roots and len(path) > 1:
-                literal = _ast_literal(value)
-                if literal is not _UNKNOWN:
-                    yield ".".join(path[1:]), literal
+                default = literal(value)
+                if default is not _UNKNOWN:
+                    yield ".".join(path[1:]), default
 
 
 def _called_name(call: ast.Call) -> str:
@@ -242,17 +231,17 @@ def _called_name(call: ast.Call) -> str:
 
 def _ast_option(call: ast.Call) -> Iterator[tuple[str, object]]:
     keywords = {k.arg: k.value for k in call.keywords if k.arg}
-    dest = _ast_literal(keywords["dest"]) if "dest" in keywords else next(
+    dest = literal(keywords["dest"]) if "dest" in keywords else next(
         (text[2:].replace("-", "_") for arg in call.args
-         if isinstance(text := _ast_literal(arg), str) and text.startswith("--")), None,
+         if isinstance(text := literal(arg), str) and text.startswith("--")), None,
     )
     if not isinstance(dest, str):
         return
-    action = _ast_literal(keywords["action"]) if "action" in keywords else None
+    action = literal(keywords["action"]) if "action" in keywords else None
     if action in ("store_true", "store_false"):
         yield dest, action == "store_false"
     elif "action" not in keywords:
-        value = _ast_literal(keywords["default"]) if "default" in keywords else None
+        value = literal(keywords["default"]) if "default" in keywords else None
         kind = keywords.get("type")
         if isinstance(value, str) and type(kind) is ast.Name and kind.id in ("int", "float"):
             try:
@@ -273,16 +262,8 @@ def _ast_is_config_class(node: ast.ClassDef) -> bool:
 def _ast_field_default(value: ast.expr) -> object:
     if type(value) is ast.Call and ast.unparse(value.func).rsplit(".", 1)[-1] == "field":
         default = next((k.value for k in value.keywords if k.arg == "default"), None)
-        return _ast_literal(default) if default is not None else _UNKNOWN
-    return _ast_literal(value)
-
-
-def _ast_literal(node: ast.expr) -> object:
-    try:
-        value = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _UNKNOWN
-    return value if value is None or type(value) in (bool, int, float, str) else _UNKNOWN
+        return literal(default) if default is not None else _UNKNOWN
+    return literal(value)
 
 
 def _literal(node: cst.BaseExpression) -> object:

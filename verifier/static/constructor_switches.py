@@ -19,11 +19,11 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-_UNKNOWN = object()
+from verifier.static.python_literals import UNKNOWN, literal, parsed
+
 # A source that may define a switch: a constructor, and a branch on an attribute of `self`.
 _BRANCH_LINE = re.compile(r"\b(?:if|elif|while)\b[^\n]*?\bself\.[^\n]*")
 _SELF_ATTRIBUTE = re.compile(r"\bself\.([A-Za-z_][A-Za-z0-9_]*)")
@@ -391,7 +391,7 @@ def _parsed_function(source: str, indent: str) -> ast.FunctionDef | None:
     lines = source.splitlines()
     if any(line.strip() and not line.startswith(indent) for line in lines):
         return None
-    tree = _parsed("\n".join(line[len(indent):] for line in lines))
+    tree = parsed("\n".join(line[len(indent):] for line in lines))
     if tree is None or len(tree.body) != 1 or type(tree.body[0]) is not ast.FunctionDef:
         return None
     return tree.body[0]
@@ -420,15 +420,6 @@ def _names_within(uses: NameUses | None, words: frozenset[str]) -> NameUses | No
     if uses is None:
         return None
     return NameUses(*(tuple(w for w in found if w in words) for found in (uses.keywords, uses.strings, uses.stores)))
-
-
-def _parsed(text: str) -> ast.AST | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
 
 
 def _call_arguments(text: str, opening: int) -> tuple[int, bool] | None:
@@ -474,10 +465,10 @@ def _literal_parameters(arguments: ast.arguments) -> Iterator[tuple[str, int | N
     positional = [*arguments.posonlyargs, *arguments.args][1:]
     defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
     for index, (parameter, default) in enumerate(zip(positional, defaults)):
-        if default is not None and (value := _literal(default)) is not _UNKNOWN:
+        if default is not None and (value := literal(default)) is not UNKNOWN:
             yield parameter.arg, index, value
     for parameter, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
-        if default is not None and (value := _literal(default)) is not _UNKNOWN:
+        if default is not None and (value := literal(default)) is not UNKNOWN:
             yield parameter.arg, None, value
 
 
@@ -535,9 +526,3 @@ def _own_nodes(function: ast.FunctionDef) -> Iterator[ast.AST]:
             pending.extend(ast.iter_child_nodes(node))
 
 
-def _literal(node: ast.expr) -> object:
-    try:
-        value = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _UNKNOWN
-    return value if value is None or type(value) in (bool, int, float, str) else _UNKNOWN
