@@ -11,7 +11,7 @@ from verifier.static.deferred import DeferredSeverity, JudgementInput, deferred
 from verifier.static.facts import Kind
 from verifier.static.guards import GuardedRule
 from verifier.static.heat import is_environment_step
-from verifier.static.names import method_name, positional_arg, terminal_name
+from verifier.static.names import method_name, terminal_name
 from verifier.static.places import Place, Placement
 from verifier.static.rule import Candidate, Invalid, Proof
 from verifier.static.scaler import is_finite_guard
@@ -58,13 +58,6 @@ def _if_accelerated(function, table: SeverityByHeat) -> SeverityByHeat | None:
     return table if function.accelerated else None
 
 
-# Tensor methods whose result is a tensor where the receiver is (reductions, tests, casts).
-_TENSOR_RESULTS = frozenset(
-    {"sum", "mean", "max", "min", "any", "all", "norm", "abs", "prod", "std", "var", "argmax", "argmin",
-     "count_nonzero", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le", "logical_and",
-     "logical_or", "logical_not", "clamp", "sigmoid", "softmax", "detach", "exp", "log", "sqrt", "float",
-     "double", "half", "long", "bool", "amax", "amin", "nansum", "nanmean"}
-)
 # Operations whose output size is read from the data: the host has waited for the queue by the
 # time their result exists (VP205), so reading that result waits only for a round trip.
 _SHAPE_SYNCS = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
@@ -199,7 +192,7 @@ print(running.item() / len(loader))
     def visit_Call(self, node: cst.Call) -> None:
         if id(node) in self._env_calls:
             self._in_env_call += 1
-        self._report(sync_of_call(node, self.context.facts, self.context.imports, self._shown_on_device))
+        self._report(sync_of_call(node, self.context.facts, self.context.imports, self.context.places.computes_on_device))
 
     def leave_Call(self, node: cst.Call) -> None:
         if id(node) in self._env_calls:
@@ -217,40 +210,17 @@ print(running.item() / len(loader))
         self._statement = node
         # An isfinite() guard around scaler.step is VP305's finding; one line, one finding.
         if not is_finite_guard(node, self.context):
-            self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self._shown_on_device))
+            self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self.context.places.computes_on_device))
 
     def visit_While(self, node: cst.While) -> None:
         self._statement = node
-        self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self._shown_on_device))
+        self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self.context.places.computes_on_device))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self._shown_on_device))
+        self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self.context.places.computes_on_device))
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self._shown_on_device))
-
-    def _shown_on_device(self, node: cst.BaseExpression) -> bool:
-        """A tensor computed on the accelerator: a tensor method or torch function applied to a
-        value the places model shows there (not one guessed from a call's arguments), as in
-        `if fg_mask.sum():` with `fg_mask` returned there by the assigner. A value's place alone
-        is not enough: `step` from `enumerate(loader)`, `model.mode`, `input.is_xpu` sit beside
-        device values without being tensors."""
-        return any(
-            type(part) is cst.Call and self._computes_on_device(part) for part in (node, *iter_descendants(node))
-        )
-
-    def _computes_on_device(self, call: cst.Call) -> bool:
-        qualified = self.context.imports.call_name(call) or ""
-        operand: cst.BaseExpression | None = None
-        if qualified.startswith("torch."):
-            argument = positional_arg(call, 0)
-            operand = argument.value if argument is not None else None
-        elif type(call.func) is cst.Attribute and call.func.attr.value in _TENSOR_RESULTS:
-            operand = call.func.value
-        if operand is None:
-            return False
-        placement = self.context.places.placement_of(operand)
-        return placement is not None and placement.place is Place.DEVICE and not placement.guessed
+        self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self.context.places.computes_on_device))
 
     def _report(self, sync: Sync | None) -> None:
         # Under `if step % log_every == 0:` the read happens once per interval: the recommended pattern.

@@ -28,6 +28,7 @@ from verifier.static.heat import Condition, ConditionKind
 from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import CONFIG_ROOTS, dotted_name
 from verifier.static.statement_bindings import statement_bindings
+from verifier.static.suites import SuiteVisits
 from verifier.static.tracker import Tracker
 from verifier.static.walk import children, ends_with
 
@@ -90,7 +91,7 @@ def _weaker(outer: Condition | None, inner: Condition | None) -> Condition | Non
     return outer
 
 
-class Conditions(LambdaScopes, Tracker):
+class Conditions(SuiteVisits, LambdaScopes, Tracker):
     """Which branch the walk is in; `current()` is what the engine and rules capture."""
 
     def __init__(self, context) -> None:
@@ -174,17 +175,11 @@ class Conditions(LambdaScopes, Tracker):
     def leave_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         self._opens.pop(id(node.body), None)
 
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._open(node)
+    def open_suite(self, body: cst.BaseSuite) -> None:
+        self._open(body)
 
-    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._close(node)
-
-    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self._open(node)
-
-    def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self._close(node)
+    def close_suite(self, body: cst.BaseSuite) -> None:
+        self._close(body)
 
     def _open(self, body: cst.CSTNode) -> None:
         opened = self._opens.get(id(body))

@@ -8,10 +8,13 @@ string or hands the class around to be called later), the attribute holds its de
 run the project's own code makes. The branch the default skips is then opt-in, exactly as under
 an argparse option's default (`cli_defaults`): a finding there rests on a choice nobody made.
 
-Two facts per source, both read with Python's own parser (nothing is run) and both depending on
-the text alone, so a results cache keeps them: the switches a source defines (`switches_in`), and
-what a source does that could set one (`uses_in`, only for sources that name a switch).
-`kept_switches` puts them together over the project.
+Nothing is run, and little is parsed. The switches a source defines (`switches_in`) come from
+each constructor alone: a regex finds the `def __init__` of an undecorated class, and only that
+function is parsed with Python's own parser. What a source does that could set one is read off
+its text, erring towards a use: how it calls or hands on the switches' classes (`class_uses`),
+and whether it gives their names as keywords, in quotes or to an attribute store (`name_uses`),
+both only for sources that name them. `project_switches` puts them together over the project and
+returns a record a results cache keeps, so the next run reads again only the changed sources.
 """
 
 from __future__ import annotations
@@ -381,7 +384,8 @@ def _lines_before(text: str, position: int) -> Iterator[tuple[int, str]]:
 def _block_end(text: str, position: int, indent: str) -> int:
     """Where the block whose header line holds `position` ends: the next code line indented no
     deeper than `indent`."""
-    for line in _CODE_LINE.finditer(text, text.find("\n", position) + 1 if "\n" in text[position:] else len(text)):
+    newline = text.find("\n", position)
+    for line in _CODE_LINE.finditer(text, newline + 1 if newline >= 0 else len(text)):
         if len(line.group(1)) <= len(indent):
             return line.start()
     return len(text)

@@ -24,6 +24,7 @@ import libcst as cst
 from verifier.static.devices import destination
 from verifier.static.facts import MODULE_STATE, Kind, NameFacts
 from verifier.static.scopes import ScopedNames
+from verifier.static.walk import iter_descendants
 from verifier.static.names import (
     CONFIG_ROOTS,
     ImportTable,
@@ -70,6 +71,13 @@ _METADATA = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_
 _PYTHON_VALUE_METHODS = frozenset(
     {"size", "dim", "numel", "nelement", "element_size", "stride", "data_ptr", "is_contiguous", "get_device",
      "item", "tolist", "is_floating_point", "is_complex"}
+)
+# Tensor methods whose result is a tensor where the receiver is (reductions, tests, casts).
+_TENSOR_RESULTS = frozenset(
+    {"sum", "mean", "max", "min", "any", "all", "norm", "abs", "prod", "std", "var", "argmax", "argmin",
+     "count_nonzero", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le", "logical_and",
+     "logical_or", "logical_not", "clamp", "sigmoid", "softmax", "detach", "exp", "log", "sqrt", "float",
+     "double", "half", "long", "bool", "amax", "amin", "nansum", "nanmean"}
 )
 # Builtins whose result is a Python value whatever their arguments are (`max`, `min`, `sum`,
 # `abs`, `round` of tensors are tensors, and are not here).
@@ -207,6 +215,29 @@ class PlaceFacts:
             self._set(owner, moved)
 
     # ----- asking -----
+
+    def computes_on_device(self, node: cst.BaseExpression) -> bool:
+        """A tensor computed on the accelerator: a tensor method or torch function applied to a
+        value shown there (not one guessed from a call's arguments), as in `fg_mask.sum()` with
+        `fg_mask` returned there by an assigner module. A value's place alone does not make it a
+        tensor: `step` from `enumerate(loader)`, `model.mode`, `input.is_xpu` sit beside device
+        values without being tensors."""
+        return any(
+            type(part) is cst.Call and self._tensor_call_on_device(part) for part in (node, *iter_descendants(node))
+        )
+
+    def _tensor_call_on_device(self, call: cst.Call) -> bool:
+        qualified = self._imports.call_name(call) or ""
+        operand: cst.BaseExpression | None = None
+        if qualified.startswith("torch."):
+            argument = positional_arg(call, 0)
+            operand = argument.value if argument is not None else None
+        elif type(call.func) is cst.Attribute and call.func.attr.value in _TENSOR_RESULTS:
+            operand = call.func.value
+        if operand is None:
+            return False
+        placement = self.placement_of(operand)
+        return placement is not None and placement.place is Place.DEVICE and not placement.guessed
 
     def placement_of(self, node: cst.BaseExpression) -> Placement | None:
         kind = type(node)
