@@ -46,6 +46,8 @@ DEVICE_TENSOR = ("tensor", "device")
 RUN_LIST = ("list", "run")
 # The facts a re-analysis starts parameters with; instances only steer calls (heat).
 SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR, RUN_LIST})
+# The facts a function's read of a global starts with (a run-long list is known from the text).
+_GLOBAL_FACTS = SEEDED - {RUN_LIST}
 # Tags of terms that are facts as they stand (`_Project.value` returns them unchanged).
 _FACTS = frozenset({"number", "source", "batch", "tensor", "list"})
 
@@ -93,6 +95,8 @@ class Bindings:
         self._run_lists = run_lists
         self._envs: list[dict[str, tuple]] = [{}]
         self._functions: list[FunctionInfo | None] = [None]
+        # Class bodies open outside functions: their names are the class's, not the module's.
+        self._class_depth = 0
 
     # ----- scopes -----
 
@@ -103,6 +107,29 @@ class Bindings:
     def leave_function(self) -> None:
         self._envs.pop()
         self._functions.pop()
+
+    def enter_class(self) -> None:
+        self._class_depth += 1
+
+    def leave_class(self) -> None:
+        self._class_depth -= 1
+
+    # ----- the module's own names, as its functions read them -----
+
+    def note_module_binding(self, target: cst.BaseExpression) -> None:
+        """Called once every tracker has taken a statement's binding: at module level, what a read
+        of each name the target binds now gives (`HeatModel.module_globals`). A function that reads
+        the name as a global reads one of these values, whichever binding ran last."""
+        if len(self._envs) > 1 or self._class_depth:
+            return
+        for name in _target_names(target):
+            self._heat.note_global(name.value, self.term_of(name))
+
+    def note_module_name(self, name: str, declared_global: bool = False) -> None:
+        """A module-level `def`/`class` of `name`, or (`declared_global`) a function's `global
+        name`, which may rebind it to anything: the global's value is not known."""
+        if declared_global or (len(self._envs) == 1 and self._class_depth == 0):
+            self._heat.note_global(name, None)
 
     # ----- statements -----
 
@@ -393,6 +420,18 @@ class Bindings:
 _MAX_TERM_DEPTH = 32
 
 
+def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
+    """The names an assignment target binds (`a`, `a, (b, *c)`)."""
+    kind = type(target)
+    if kind is cst.Name:
+        yield target
+    elif kind in (cst.Tuple, cst.List):
+        for element in target.elements:
+            yield from _target_names(element.value)
+    elif kind is cst.StarredElement:
+        yield from _target_names(target.value)
+
+
 def _bounded(term: tuple) -> tuple | None:
     """`term`, or None (unknown) when it nests more than `_MAX_TERM_DEPTH` levels."""
     level = [term]
@@ -681,6 +720,16 @@ class _Project:
         # Different functions handed in (a dispatcher of callbacks): it may call any of them.
         return _functions(passed) if all(f[0] in ("function", "functions") for f in passed) else None
 
+    def global_value(self, terms: list) -> tuple | None:
+        """The fact a function reading a global finds, whichever module-level binding ran last:
+        the one every binding agrees on (a tensor either way, if some show it on the accelerator
+        and others do not); unknown if any binding is not a fact."""
+        facts = {self.value(term) for term in terms}
+        if not facts or None in facts:
+            return None
+        fact = facts.pop() if len(facts) == 1 else _agreed(facts)
+        return fact if fact in _GLOBAL_FACTS else None
+
     def result(self, callee: str) -> tuple | None:
         key = self.function_key(callee)
         if key is None:
@@ -815,6 +864,17 @@ def bind_project(models: list[HeatModel]) -> None:
                 if (fact := project.parameter(key, name)) in SEEDED
             )
             function.bound = bound
+    module_globals = {model.path: model.module_globals for model in models}
+    for functions in project.functions.values():
+        for function in functions:
+            if function.free:
+                found = module_globals.get(function.path, {})
+                read = tuple(
+                    (name, fact) for name in sorted(function.free)
+                    if (fact := project.global_value(found.get(name, ()))) is not None
+                )
+                if read:
+                    function.bound = tuple(sorted((*function.bound, *read)))
     for key, functions in project.functions.items():
         returned = project.returned(key)
         for function in functions:

@@ -33,6 +33,7 @@ from verifier.static.deferred import EVERY_INPUT, DeferredSeverity, JudgementInp
 from verifier.static.discovery import import_root_for, module_name_for
 from verifier.static.guards import Guards
 from verifier.static.facts import Kind, NameFacts
+from verifier.static.local_names import names_bound_in
 from verifier.static.losses import backward_operands, module_backward_operands
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of, heat_trace
 from verifier.static.names import ImportTable, iterated_source
@@ -505,6 +506,8 @@ class _ModuleFacts:
             self._leave_function()
 
     def _enter_function(self, node: cst.FunctionDef | cst.Lambda, name: str) -> None:
+        if type(node) is cst.FunctionDef:
+            self.bindings.note_module_name(name)
         self.heat.enter_function(node, name)
         function = self.heat.where().function
         losses = backward_operands(node, function.hook) if self.mentions_backward and type(node) is cst.FunctionDef else frozenset()
@@ -518,13 +521,17 @@ class _ModuleFacts:
             if kind is not None:
                 self.facts.seed(name, kind)
             if fact == DEVICE_TENSOR:
-                self.places.seed(name, Placement(Place.DEVICE, "passed in on the accelerator by every caller"))
+                how = "passed in on the accelerator by every caller" if name in function.params else (
+                    "a global every module-level binding puts on the accelerator"
+                )
+                self.places.seed(name, Placement(Place.DEVICE, how))
 
     def visit_For(self, node: cst.For) -> None:
         self.heat.enter_loop(node)
         self.bindings.on_for(node.target, node.iter)
         self.facts.bind_loop(node.target, node.iter)
         self.places.bind_loop(node.target, node.iter)
+        self.bindings.note_module_binding(node.target)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self.places.bind_loop(node.target, node.iter)
@@ -542,9 +549,15 @@ class _ModuleFacts:
         self.heat.enter_block(node)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.bindings.note_module_name(node.name.value)
         self.heat.enter_class(node)
         self.facts.enter_class(node)
         self.places.enter_class()
+        self.bindings.enter_class()
+
+    def visit_Global(self, node: cst.Global) -> None:
+        for item in node.names:
+            self.bindings.note_module_name(item.name.value, declared_global=True)
 
     def visit_Import(self, node: cst.Import) -> None:
         self.imports.add(node, fallback=self._handlers > 0)
@@ -571,12 +584,15 @@ class _ModuleFacts:
                 self.imports.add_alias(target, node.value)
         self.bindings.on_assign(targets, node.value)
         self.heat.on_assign(targets, node.value)
+        for target in targets:
+            self.bindings.note_module_binding(target)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
             self.places.bind(node.target, node.value)
             _bind(self.facts, node.target, node.value)
             self.bindings.on_assign([node.target], node.value)
+            self.bindings.note_module_binding(node.target)
 
     def leave_Return(self, node: cst.Return) -> None:
         self.facts.on_return(node.value)
@@ -585,6 +601,7 @@ class _ModuleFacts:
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         self.places.bind_in_place(node.target, node.value)
         self.facts.bind_in_place(node.target, node.value)
+        self.bindings.note_module_binding(node.target)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._leave_function()
@@ -592,8 +609,17 @@ class _ModuleFacts:
     def _leave_function(self) -> None:
         # A parameter whose kind the walk needed and did not know: a tensor bound to it by every
         # call site (the project pass) could change a finding, so the file is analysed again then.
-        for name in self.facts.unknown_in_function() & self.heat.where().function.params:
+        function = self.heat.where().function
+        unknown = self.facts.unknown_in_function()
+        for name in unknown & function.params:
             self.heat.note_dependency(name, "tensor")
+        # Names read and never bound here are the module's (in a function not nested in another:
+        # a closure's free names may be its enclosing function's).
+        outside = unknown - function.params
+        if outside and self.heat.function_depth == 1:
+            free = outside - names_bound_in(function.node)
+            if free:
+                self.heat.note_free_names(frozenset(free))
         self.heat.leave_function()
         self.facts.leave_function()
         self.places.leave_function()
@@ -609,6 +635,7 @@ class _ModuleFacts:
         self.heat.leave_class()
         self.facts.leave_class()
         self.places.leave_class()
+        self.bindings.leave_class()
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         self.heat.on_context(node.item)
@@ -624,6 +651,7 @@ class _ModuleFacts:
         else:
             self.places.bind(target, None)
         _bind_unknown(self.facts, target)
+        self.bindings.note_module_binding(target)
 
 
 # A parameter bound to a number or a batch source starts as that kind (a host batch: `HostData`).

@@ -337,6 +337,9 @@ class FunctionInfo:
     # user has to choose.
     opt_in_site: CallSite | None = None
     opt_in_trace: tuple[TraceStep, ...] = ()
+    # Names its body reads and never binds, whose value the walk asked for and did not know: its
+    # module's globals (`bound` then gives them what every module-level binding agrees on).
+    free: frozenset[str] = frozenset()
 
 
 @dataclass(eq=False)
@@ -415,6 +418,10 @@ class HeatModel:
         self.routes: dict = {}
         self.asked_results: set = set()
         self.answered: list = []
+        # Per name the module binds outside functions and classes: what a read of it gives after
+        # each binding (binding terms; None for a value that is no fact). Functions read these as
+        # globals (`FunctionInfo.free`).
+        self.module_globals: dict[str, list] = {}
         self._results_seen: dict[int, tuple] = {}  # (callee, answer) by call node, during the walk
         # The current `Where`, shared by every ask until a function or loop opens or closes.
         self._where: Where | None = None
@@ -597,6 +604,30 @@ class HeatModel:
         function = self._function_stack[-1] if self._function_stack else None
         if function is not None and name in function.params:
             self.asked.add((function.key, name, what))
+
+    @property
+    def function_depth(self) -> int:
+        """How many functions the walk is inside (1 in a function not nested in another)."""
+        return len(self._function_stack)
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def note_global(self, name: str, term: tuple | None) -> None:
+        """A module-level binding of `name`: what a read of it gives afterwards (`module_globals`)."""
+        terms = self.module_globals.setdefault(name, [])
+        if term not in terms:
+            terms.append(term)
+
+    def note_free_names(self, names: frozenset[str]) -> None:
+        """The function being walked read these globals without knowing their value: the project
+        pass analyses the file again when the module's bindings of one agree on a fact."""
+        function = self._function_stack[-1]
+        function.free = names
+        for name in names:
+            for what in ("tensor", "number", "origin"):
+                self.asked.add((function.key, name, what))
 
     def returned_by(self, call: cst.Call, assumed: str | None = None) -> tuple | None:
         """What a call of a project function returns, from the project pass (`returned`). When

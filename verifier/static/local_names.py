@@ -1,0 +1,66 @@
+"""The names a function binds in its own scope; any other name it reads is its module's (a global).
+
+Python decides a name's scope from the whole body: assigned anywhere in a function, it is local
+everywhere in it, before the assignment too. Names bound in nested functions, lambdas and
+comprehensions are counted as well: erring towards "local" only withholds a fact from the
+value model, never lends it a wrong one.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from verifier.static.walk import iter_descendants
+
+
+def names_bound_in(function: cst.FunctionDef | cst.Lambda) -> set[str]:
+    """Every name `function` (or code nested in it) binds, its parameters and `global` names included."""
+    bound = {param.name.value for param in _params(function.params)}
+    for node in iter_descendants(function.body):
+        kind = type(node)
+        if kind is cst.AssignTarget:
+            _targets(node.target, bound)
+        elif kind in (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr):
+            _targets(node.target, bound)
+        elif kind is cst.AsName:
+            _targets(node.name, bound)  # `with ... as x`, `except E as x`, `import a as x`
+        elif kind is cst.Del:
+            _targets(node.target, bound)
+        elif kind in (cst.FunctionDef, cst.ClassDef):
+            bound.add(node.name.value)
+        elif kind is cst.Param:
+            bound.add(node.name.value)
+        elif kind is cst.ImportAlias and node.asname is None:
+            # `import os.path` binds `os`; `from m import x` binds `x`.
+            name = node.name
+            while type(name) is cst.Attribute:
+                name = name.value
+            if type(name) is cst.Name:
+                bound.add(name.value)
+        elif kind in (cst.Global, cst.Nonlocal):
+            bound.update(item.name.value for item in node.names)
+        elif kind in (cst.MatchAs, cst.MatchStar) and node.name is not None:
+            bound.add(node.name.value)
+        elif kind is cst.MatchMapping and node.rest is not None:
+            bound.add(node.rest.value)
+    return bound
+
+
+def _params(params: cst.Parameters) -> list[cst.Param]:
+    found = [*params.posonly_params, *params.params, *params.kwonly_params]
+    for star in (params.star_arg, params.star_kwarg):
+        if type(star) is cst.Param:
+            found.append(star)
+    return found
+
+
+def _targets(target: cst.BaseExpression, bound: set[str]) -> None:
+    """The names an assignment target binds (`a`, `a, (b, *c)`); `x.attr` and `x[i]` bind none."""
+    kind = type(target)
+    if kind is cst.Name:
+        bound.add(target.value)
+    elif kind in (cst.Tuple, cst.List):
+        for element in target.elements:
+            _targets(element.value, bound)
+    elif kind is cst.StarredElement:
+        _targets(target.value, bound)
