@@ -1,8 +1,8 @@
 """VP306 training-without-autocast: a training loop in a module that never uses mixed precision.
 
 A training loop is the innermost loop that calls `backward()`, directly or through a function
-of this module (called by plain name or `self.method`) whose body calls it outside a loop of its
-own, in a module that imports torch (turtle graphics has a `backward()` too). The module "uses
+of this module (any call the heat model names: a plain name, `self.method`, a method of an
+instance, `Trainer().step(...)`) whose body calls it outside a loop of its own, in a module that imports torch (turtle graphics has a `backward()` too). The module "uses
 mixed precision" when its text mentions autocast, a GradScaler, a 16-bit dtype, `.half()` or
 `mixed_precision`: such a module has chosen its precision and is left alone. Also left alone:
 `accelerator.backward(loss)` / `fabric.backward(loss)` loops, whose framework is configured
@@ -18,7 +18,6 @@ import libcst as cst
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.amp import is_backward
 from verifier.static.heat import Where
-from verifier.static.names import local_callee_name
 from verifier.static.rule import Invalid, Rule
 
 # Text that shows the module already decides its numeric precision.
@@ -63,17 +62,10 @@ for x, y in loader:
         self._active = not context.mentions_in_code(*_PRECISION_CHOSEN)
         self._loops: list[tuple[cst.CSTNode, Where]] = []
         self._training_loops: set[int] = set()
-        # Calls made from each loop, and from each function outside its loops, by callee name.
+        # Calls made from each loop, and from each function outside its loops, by callee key.
         self._loop_calls: dict[int, set[str]] = {}
         self._function_calls: dict[str, set[str]] = {}
         self._backward_functions: set[str] = set()
-        self._function_names: list[str] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._function_names.append(node.name.value)
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._function_names.pop()
 
     def visit_For(self, node: cst.For) -> None:
         # `for mode in [LOCAL, REMOTE]:` repeats a check per configuration; it trains on no data.
@@ -86,15 +78,16 @@ for x, y in loader:
     def visit_Call(self, node: cst.Call) -> None:
         if not self._active:
             return
-        loop = self.context.heat.where().innermost_loop
-        function = self._function_names[-1] if self._function_names else None
+        where = self.context.heat.where()
+        loop = where.innermost_loop
+        function = where.function.key if where.function is not None else None
         if is_backward(node, self.context.imports):
             if loop is not None:
                 self._training_loops.add(id(loop))
             elif function is not None:
                 self._backward_functions.add(function)
             return
-        callee = local_callee_name(node.func)
+        callee = self.context.heat.callee_key(node)
         if callee is None:
             return
         if loop is not None:

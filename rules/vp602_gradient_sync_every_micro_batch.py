@@ -89,6 +89,10 @@ for step in range(max_steps):
         # the loop that calls it, as if it were written there.
         self._loop_calls: dict[str, list[tuple[Where, bool]]] = {}
         self._definitions: dict[str, list[cst.FunctionDef]] | None = None
+        # Functions (by key) that step the optimizer under an update cadence outside any loop of
+        # their own (`def train_step(...): ...; if step % accum == 0: optimizer.step()`): a loop
+        # calling one accumulates as if the cadence were written in it. The factor, if shown.
+        self._cadence_functions: dict[str, cst.BaseExpression | None] = {}
 
     def _is_cadence(self, node: cst.If) -> bool:
         known = self._cadences.get(id(node))
@@ -117,16 +121,26 @@ for step in range(max_steps):
             name = node.func.value if type(node.func) is cst.Name else dotted_name(node.func)
             if name is not None and any(steps_an_optimizer(found.body) for found in self._definitions.get(name, ())):
                 return True
+            # Any function the heat model names: a method of an instance (`Updater().run(...)`) too.
+            callee = self.context.heat.callee_key(node)
+            if callee is not None and callee not in self._cadence_functions and self._steps_outside_loops(callee):
+                return True
         return False
+
+    def _steps_outside_loops(self, key: str) -> bool:
+        return any(function.key == key and function.steps for function in self.context.heat.functions)
 
     def visit_If(self, node: cst.If) -> None:
         cadence = self._is_cadence(node)
         self._cadence_ifs += cadence
         if cadence:
-            loop = self.context.heat.where().innermost_loop
+            where = self.context.heat.where()
+            loop = where.innermost_loop
             if loop is not None:
                 self._cadence_loops.add(id(loop))
                 self._factors.setdefault(id(loop), _modulo_divisor(node.test))
+            elif where.function is not None:
+                self._cadence_functions.setdefault(where.function.key, _modulo_divisor(node.test))
 
     def leave_If(self, node: cst.If) -> None:
         self._cadence_ifs -= self._is_cadence(node)
@@ -182,7 +196,13 @@ for step in range(max_steps):
         (a parameter, `args.accum`) leaves it assumed; a name bound to 1 and raised only under a
         condition (`accum = 1; if batch_size > MAX: accum = ...`) leaves it unknown."""
         inner = where.loops[-1]
-        factor = self._factors.get(id(inner)) if id(inner) in self._cadence_loops else _range_bound(inner.node)
+        called = self._cadence_function_called(inner)
+        if id(inner) in self._cadence_loops:
+            factor = self._factors.get(id(inner))
+        elif called is not None:
+            factor = self._cadence_functions[called]
+        else:
+            factor = _range_bound(inner.node)
         if factor is None:
             return Proof.assumed(Premise.RULE, "the accumulation factor is not shown: it may be 1")
         shown = self.context.code_for(factor)
@@ -225,11 +245,25 @@ for step in range(max_steps):
         an `i % accum` cadence inside the same loop; here or in a function of this module the
         loop calls."""
         inner = where.loops[-1]
-        if id(inner) in self._cadence_loops:
+        if id(inner) in self._cadence_loops or self._cadence_function_called(inner) is not None:
             return True
         if inner.steps_here or self._calls_a_stepping_function(inner.node):
             return False
-        return any(loop.steps_here or self._calls_a_stepping_function(loop.node) for loop in where.loops[:-1])
+        if any(loop.steps_here or self._calls_a_stepping_function(loop.node) for loop in where.loops[:-1]):
+            return True
+        # The micro-batch loop is the function's own and the function steps once per call, after
+        # it (`def train_step(): for _ in range(accum): ...backward(); optimizer.step()`).
+        return where.function is not None and where.function.steps and where.function.key not in self._cadence_functions
+
+    def _cadence_function_called(self, loop) -> str | None:
+        """The key of a function the loop calls whose optimizer step is under an update cadence."""
+        return next(
+            (
+                key for key, sites in self._loop_calls.items()
+                if key in self._cadence_functions and any(at.innermost_loop is loop for at, _ in sites)
+            ),
+            None,
+        )
 
     VALID = (
         """\

@@ -127,3 +127,68 @@ model = DDP(model, device_ids=[local_rank])
 train(model, loader, optimizer)
 """
     assert analyse(code, select=SELECT) == []
+
+
+CADENCE_IN_A_FUNCTION = """\
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train_step(batch, step):
+    loss = model(batch).mean() / accum_steps
+    loss.backward()
+    if (step + 1) % accum_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+model = DDP(model, device_ids=[local_rank])
+for step, batch in enumerate(loader):
+    train_step(batch, step)
+"""
+
+UPDATE_THROUGH_AN_INSTANCE = """\
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Updater:
+    def run(self, optimizer):
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+model = DDP(model, device_ids=[local_rank])
+for step, batch in enumerate(loader):
+    loss = model(batch).mean() / accum_steps
+    loss.backward()
+    if (step + 1) % accum_steps == 0:
+        Updater().run(optimizer)
+"""
+
+MICRO_BATCH_LOOP_IN_A_FUNCTION = """\
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train_step(micro_batches):
+    for batch in micro_batches:
+        (model(batch).mean() / len(micro_batches)).backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+model = DDP(model, device_ids=[local_rank])
+for micro_batches in loader:
+    train_step(micro_batches)
+"""
+
+
+def test_a_function_that_steps_on_the_cadence_makes_the_loop_calling_it_accumulate(analyse):
+    """The whole inline body moved into a function: the same finding, at the backward."""
+    assert analyse(CADENCE_IN_A_FUNCTION, select=SELECT) == [("VP602", 6, "MEDIUM")]
+
+
+def test_an_update_in_a_method_of_an_instance_made_at_the_call_is_an_update(analyse):
+    assert analyse(UPDATE_THROUGH_AN_INSTANCE, select=SELECT) == [("VP602", 13, "MEDIUM")]
+
+
+def test_a_function_that_loops_over_micro_batches_and_steps_once_accumulates(analyse):
+    assert analyse(MICRO_BATCH_LOOP_IN_A_FUNCTION, select=SELECT) == [("VP602", 6, "MEDIUM")]

@@ -33,6 +33,7 @@ from verifier.static.deferred import EVERY_INPUT, DeferredSeverity, JudgementInp
 from verifier.static.discovery import import_root_for, module_name_for
 from verifier.static.guards import Guards
 from verifier.static.facts import Kind, NameFacts
+from verifier.static.autograd import GradMode, grad_mode_of
 from verifier.static.local_names import names_bound_in
 from verifier.static.losses import backward_operands, module_backward_operands
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of, heat_trace
@@ -327,6 +328,7 @@ def analyze_source(
     if mentions_backward:
         facts.set_module_losses(module_backward_operands(module))
     own = _ModuleFacts(heat, facts, places, imports, Bindings(heat, facts, is_host_batch, on_device, lists), mentions_backward)
+    heat.grad_off_probe = own.grad_off
     visitors, leavers = _dispatch_tables(own, [*context.trackers.values(), *active])
     try:
         walk(module, visitors, leavers)
@@ -481,6 +483,19 @@ class _ModuleFacts:
         self._handlers = 0
         # Only a module that says `backward` can hand a name to one: the body scan is skipped elsewhere.
         self.mentions_backward = mentions_backward
+        # Per function being walked (the module first): for each `with` open in it, whether it
+        # turns gradients off; a function's own grad-mode decorator opens its frame.
+        self._grad_off: list[list[bool]] = [[]]
+
+    def grad_off(self) -> bool:
+        """Is the walk under `torch.no_grad()`, `inference_mode()` or `set_grad_enabled(False)`?"""
+        return any(self._grad_off[-1])
+
+    def visit_With(self, node: cst.With) -> None:
+        self._grad_off[-1].append(any(grad_mode_of(item.item, self.imports) is GradMode.DISABLED for item in node.items))
+
+    def leave_With(self, node: cst.With) -> None:
+        self._grad_off[-1].pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         self.bindings.on_call(node, self.heat.on_call(node, self.bindings.via_of(node)))
@@ -508,6 +523,8 @@ class _ModuleFacts:
     def _enter_function(self, node: cst.FunctionDef | cst.Lambda, name: str) -> None:
         if type(node) is cst.FunctionDef:
             self.bindings.note_module_name(name)
+        decorators = node.decorators if type(node) is cst.FunctionDef else ()
+        self._grad_off.append([any(grad_mode_of(d.decorator, self.imports) is GradMode.DISABLED for d in decorators)])
         self.heat.enter_function(node, name)
         function = self.heat.where().function
         losses = backward_operands(node, function.hook) if self.mentions_backward and type(node) is cst.FunctionDef else frozenset()
@@ -624,6 +641,7 @@ class _ModuleFacts:
         self.facts.leave_function()
         self.places.leave_function()
         self.bindings.leave_function()
+        self._grad_off.pop()
 
     def leave_For(self, node: cst.For) -> None:
         self.heat.leave_loop()

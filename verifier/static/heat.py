@@ -429,6 +429,8 @@ class HeatModel:
         self._pending: LoopInfo | None = None
         # Asked at each call: is the walk under a rate-limit guard? Under which branch? (set by the engine)
         self.guard_probe: Callable[[], bool] = _never
+        # Asked at `zero_grad()`: is the walk under `torch.no_grad()` / `inference_mode()`? (set by the engine)
+        self.grad_off_probe: Callable[[], bool] = _never
         self.condition_probe: Callable[[], Condition | None] = _no_condition
         self._timing_module = bool(_TIMING_MODULE.search(module_name.rsplit(".", 1)[-1]))
         # The module's own text names an accelerator (set by the engine before the walk).
@@ -737,10 +739,14 @@ class HeatModel:
         return f"loops on {counted}" if counted else ""
 
     def _is_training_signal(self, call: cst.Call, qualified: str | None) -> bool:
-        """Backward passes and weight updates. A forward alone is not training: it is eval."""
+        """Backward passes and weight updates. A forward alone is not training: it is eval. A
+        `zero_grad()` under `torch.no_grad()` prepares no update: nothing there makes a gradient
+        (StyleTTS2's validation loop zeroes them out of habit)."""
         method = method_name(call)
-        if method in {"backward", "zero_grad"}:
+        if method == "backward":
             return True
+        if method == "zero_grad":
+            return not self.grad_off_probe()
         if method == "step":
             return self._is_update(call)
         return qualified == "torch.autograd.backward"
@@ -826,6 +832,11 @@ class HeatModel:
             instance = self._instance_of(owner) if owner is not None else None
             if instance is not None:
                 return f"{instance}.{func.attr.value}"
+            if type(func.value) is cst.Call:
+                # `Probe().run(loss)`: a method of the project's class, constructed right there.
+                constructed = self.class_key(func.value)
+                if constructed is not None and unrooted(constructed).split(".", 1)[0] not in LIBRARY_ROOTS:
+                    return f"{constructed}.{func.attr.value}"
         if (
             type(func) is cst.Attribute
             and type(func.value) is cst.Name
@@ -1016,6 +1027,7 @@ class HeatModel:
         """Drop references to syntax nodes so a summary outlives its parsed module cheaply."""
         # The probe is code, not data: a stored summary never carries it.
         self.__dict__.pop("guard_probe", None)
+        self.__dict__.pop("grad_off_probe", None)
         self.__dict__.pop("condition_probe", None)
         self._site_nodes = []
         self._named_lambdas = {}  # ids of nodes no longer there

@@ -37,13 +37,47 @@ def module_backward_operands(module: cst.Module) -> frozenset[str]:
 
 def _operands(body: cst.CSTNode, returns_loss: bool) -> frozenset[str]:
     names: set[str] = set()
+    # Names the code checks for a placeholder before using them (`if d_loss != 0:`, `if loss is
+    # not None:`, `if loss:`): the code itself says they may hold a plain 0 or None, so a
+    # backward on them somewhere does not make them a tensor everywhere.
+    checked: set[str] = set()
     for node in iter_descendants(body):
         kind = type(node)
         if kind is cst.Call:
             _add(names, backward_operand(node))
         elif kind is cst.Return and returns_loss and node.value is not None:
             _add(names, _returned_loss(node.value))
-    return frozenset(names)
+        elif kind in (cst.If, cst.While, cst.IfExp):
+            checked.update(_placeholder_checks(node.test))
+    return frozenset(names - checked)
+
+
+def _placeholder_checks(test: cst.BaseExpression) -> set[str]:
+    """The names a test checks against 0, None or for truth (`x != 0`, `x is not None`, `x`, `not x`)."""
+    if type(test) is cst.BooleanOperation:
+        return _placeholder_checks(test.left) | _placeholder_checks(test.right)
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return _placeholder_checks(test.expression)
+    if type(test) in (cst.Name, cst.Attribute):
+        name = dotted_name(test)
+        return {name} if name is not None else set()
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        sides = (test.left, comparison.comparator)
+        for side, other in (sides, sides[::-1]):
+            if _is_placeholder(other) and type(comparison.operator) in _PLACEHOLDER_TESTS:
+                name = dotted_name(side)
+                return {name} if name is not None else set()
+    return set()
+
+
+_PLACEHOLDER_TESTS = (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)
+
+
+def _is_placeholder(node: cst.BaseExpression) -> bool:
+    if type(node) is cst.Name:
+        return node.value == "None"
+    return type(node) in (cst.Integer, cst.Float) and node.evaluated_value == 0
 
 
 def backward_operand(call: cst.Call, owner_is_tensor: bool = False) -> cst.BaseExpression | None:
