@@ -60,8 +60,18 @@ def sync_of_call(
         return Sync(call, owner, f".{method}()", reads_a_scaler=True)
     if method in SYNC_METHODS and method != "item" and not imports.imports_module("torch"):
         return None
+    if method == "numpy" and owner is not None and call.args:
+        # `t.numpy(force=True)` copies a device tensor to the host first: a read like `.cpu()`.
+        force = keyword_arg(call, "force") or (call.args[0] if call.args[0].keyword is None else None)
+        if force is not None and is_true(force.value) and facts.kind_of(owner) not in (Kind.NUMBER, Kind.NUMPY):
+            return Sync(call, owner, ".numpy(force=True)")
+        return None
     if method in SYNC_METHODS and owner is not None and not call.args:
         if method == "cpu" and _is_module(owner, facts):
+            return None
+        if method == "numpy":
+            # A device tensor's `.numpy()` raises: code that calls it works only where the tensor
+            # already lives on the host (a CPU-only example), or after the `.cpu()` that synced.
             return None
         if facts.kind_of(owner) in (Kind.NUMBER, Kind.NUMPY, Kind.MODULE, Kind.OTHER):
             return None
