@@ -1,6 +1,6 @@
 """Heat follows a step to its code through every way Python calls it: a callback handed in as an
 argument, an alias, `functools.partial`, `getattr` with a literal name, a context manager, a
-lambda bound to a name."""
+lambda bound to a name, a method of an instance made at the call (`Trainer().hook(loss)`)."""
 
 from __future__ import annotations
 
@@ -52,6 +52,8 @@ def test_each_way_of_calling_carries_the_step_heat(analyse):
         ('getattr(self, "hook")(loss)', 22),
         ("with Probe():\n                pass", 9),
         ("sync = lambda: torch.cuda.synchronize()\n            sync()", 31),
+        # A method of an instance made right at the call.
+        ("Trainer().hook(loss)", 22),
     ]:
         assert analyse(TRAINER.format(call=call), select=SELECT) == [("VP203", line, "HIGH")], call
 

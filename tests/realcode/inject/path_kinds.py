@@ -257,6 +257,13 @@ def local_instance(b: _Builder) -> None:
         b.step([Line(f"probe_runner.probe_{probe.name}({b.site.subject})", (probe.name,), "call")])
 
 
+def instance_at_call(b: _Builder) -> None:
+    """A method of an instance made right at the call (`ProbeRunner().probe_item(loss)`)."""
+    _runner_class(b)
+    for probe in b.site.probes:
+        b.step([Line(f"ProbeRunner().probe_{probe.name}({b.site.subject})", (probe.name,), "call")])
+
+
 def init_attribute(b: _Builder) -> bool:
     """A method of an instance stored on `self` in `__init__` of the loop's class."""
     point = b.point
@@ -402,6 +409,7 @@ KINDS: dict[str, Callable[[_Builder], bool | None]] = {
     "helper_module": helper_module,
     "self_method": self_method,
     "local_instance": local_instance,
+    "instance_at_call": instance_at_call,
     "init_attribute": init_attribute,
     "inherited_method": inherited_method,
     "model_parameter": model_parameter,

@@ -16,7 +16,7 @@ from tests.realcode.inject.runner import Results
 OVERALL_BAR = 0.95
 PATH_KIND_BAR = 0.90
 COLUMN = {
-    "inline": "inline", "helper_module": "module", "self_method": "self", "local_instance": "inst",
+    "inline": "inline", "helper_module": "module", "self_method": "self", "local_instance": "inst", "instance_at_call": "new-inst",
     "init_attribute": "init", "inherited_method": "base", "model_parameter": "model",
     "callback_argument": "cb-arg", "callback_list": "cb-list", "functools_partial": "partial",
     "lambda": "lambda", "decorator": "decor", "context_manager": "ctx", "alias": "alias",
