@@ -15,7 +15,7 @@ from verifier.static.names import method_name, terminal_name
 from verifier.static.places import Place, Placement
 from verifier.static.rule import Candidate, Invalid, Proof
 from verifier.static.scaler import is_finite_guard
-from verifier.static.syncs import Sync, sync_of_call, sync_of_fstring, sync_of_test
+from verifier.static.syncs import Sync, sync_of_call, sync_of_fstring, sync_of_slice, sync_of_test
 from verifier.static.walk import iter_descendants
 
 
@@ -202,6 +202,9 @@ print(running.item() / len(loader))
         return self._statement is not None and id(self._statement) in self._reported and (
             id(self.candidates[-1].node) in _ids_within(node.value)
         )
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self._report(sync_of_slice(node, self.context.facts, self.context.places.computes_on_device))
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         self._report(sync_of_fstring(node, self.context.facts))

@@ -20,6 +20,9 @@ CONVERSIONS = frozenset({"float", "int", "bool"})
 # `max(t)` iterates a tensor and compares its elements one by one.
 COMPARING_BUILTINS = frozenset({"max", "min"})
 _TEXT_BUILTINS = frozenset({"print", "str", "repr", "format"})
+# The standard library's `math` works on Python floats: `math.isnan(loss)` converts a one-element
+# tensor with `float()` first, a host read like `float(loss)` (TimeSformer's per-step NaN check).
+_MATH_MODULE = "math."
 # GradScaler methods that read its scale, kept on the device it scales for, into Python:
 # `get_scale()` calls `.item()` on it, and `state_dict()` calls `get_scale()` and reads the
 # growth tracker the same way (torch/amp/grad_scaler.py; the docs warn of the sync).
@@ -43,7 +46,10 @@ class Sync:
     @property
     def is_explicit_read(self) -> bool:
         """A read of a value into Python (`.item()`, `float(t)`), as opposed to printing it."""
-        return self.how.startswith(".") or self.how.endswith("()") and self.how[:-2] in CONVERSIONS | COMPARING_BUILTINS
+        return (
+            self.how.startswith((".", _MATH_MODULE))
+            or self.how.endswith("()") and self.how[:-2] in CONVERSIONS | COMPARING_BUILTINS
+        )
 
 
 def sync_of_call(
@@ -94,6 +100,11 @@ def sync_of_call(
             if arg.keyword is None and not arg.star and (facts.is_tensor(arg.value) or on_device(arg.value)):
                 return Sync(call, arg.value, f"{func}()")
     qualified = imports.call_name(call)
+    if qualified is not None and qualified.startswith(_MATH_MODULE):
+        for arg in call.args:
+            if arg.keyword is None and not arg.star and (facts.is_tensor(arg.value) or on_device(arg.value)):
+                return Sync(call, arg.value, f"{qualified}()")
+        return None
     if qualified in _NUMPY_CONVERSIONS and call.args and call.args[0].keyword is None:
         subject = call.args[0].value
         if facts.is_tensor(subject):
@@ -102,6 +113,21 @@ def sync_of_call(
         for arg in call.args:
             if arg.keyword is None and facts.is_tensor(arg.value):
                 return Sync(call, arg.value, f"{func}()")
+    return None
+
+
+def sync_of_slice(
+    subscript: cst.Subscript, facts: NameFacts, on_device: Callable[[cst.BaseExpression], bool] = _nowhere
+) -> Sync | None:
+    """`pred[:length]` with `length` a tensor: a slice bound is a Python int, so the tensor's
+    `__index__` reads it on the host first (per sample, in a loop over a batch's lengths).
+    An index that is a tensor (`x[idx]`) gathers on the device instead: no read."""
+    for element in subscript.slice:
+        if type(element.slice) is not cst.Slice:
+            continue
+        for bound in (element.slice.lower, element.slice.upper, element.slice.step):
+            if bound is not None and (facts.is_tensor(bound) or on_device(bound)):
+                return Sync(bound, bound, "__index__()")
     return None
 
 
