@@ -32,6 +32,7 @@ from verifier.static.heat import (
     LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, another_target, attribute_of_getattr, defined_once,
     defined_under, project_reexports, through_reexports, unrooted,
 )
+from verifier.static.local_names import target_names
 from verifier.static.names import dotted_name
 
 # Facts a parameter can be bound to. A batch source is what `next()` or a `for` reads host
@@ -122,7 +123,7 @@ class Bindings:
         the name as a global reads one of these values, whichever binding ran last."""
         if len(self._envs) > 1 or self._class_depth:
             return
-        for name in _target_names(target):
+        for name in target_names(target):
             self._heat.note_global(name.value, self.term_of(name))
 
     def note_module_name(self, name: str, declared_global: bool = False) -> None:
@@ -418,18 +419,6 @@ class Bindings:
 # next(x1)`, ...); a deeper term reads as unknown, so no later step (evaluation, comparison,
 # the results cache) walks thousands of levels. Real code nests a handful.
 _MAX_TERM_DEPTH = 32
-
-
-def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
-    """The names an assignment target binds (`a`, `a, (b, *c)`)."""
-    kind = type(target)
-    if kind is cst.Name:
-        yield target
-    elif kind in (cst.Tuple, cst.List):
-        for element in target.elements:
-            yield from _target_names(element.value)
-    elif kind is cst.StarredElement:
-        yield from _target_names(target.value)
 
 
 def _bounded(term: tuple) -> tuple | None:

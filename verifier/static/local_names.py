@@ -8,6 +8,8 @@ value model, never lends it a wrong one.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
 from verifier.static.walk import iter_descendants
@@ -54,13 +56,17 @@ def _params(params: cst.Parameters) -> list[cst.Param]:
     return found
 
 
-def _targets(target: cst.BaseExpression, bound: set[str]) -> None:
+def target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
     """The names an assignment target binds (`a`, `a, (b, *c)`); `x.attr` and `x[i]` bind none."""
     kind = type(target)
     if kind is cst.Name:
-        bound.add(target.value)
+        yield target
     elif kind in (cst.Tuple, cst.List):
         for element in target.elements:
-            _targets(element.value, bound)
+            yield from target_names(element.value)
     elif kind is cst.StarredElement:
-        _targets(target.value, bound)
+        yield from target_names(target.value)
+
+
+def _targets(target: cst.BaseExpression, bound: set[str]) -> None:
+    bound.update(name.value for name in target_names(target))
