@@ -78,3 +78,60 @@ def test_a_factory_that_returns_a_tensor_is_no_model(tmp_path):
     # `build_net` returns a tensor here: moving it gives no instance, so `model(x)` runs nothing known.
     net = NET.replace("    model = Net(**kwargs)\n    return model", "    return torch.zeros(4)")
     assert findings(tmp_path, "    model = model.to('cuda')", net) == []
+
+
+def test_an_unpack_takes_only_the_returns_of_its_width(tmp_path):
+    """`model, optimizer = get_model(train=True)` where `get_model` returns `model, optimizer` when
+    training and `model` alone otherwise: only the pair can be unpacked, so `model` is the `Net`."""
+    net = NET + """
+
+def get_model(train=False):
+    model = Net(width=8)
+    if train:
+        return model, torch.optim.SGD(model.parameters(), lr=0.1)
+    return model
+"""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "__init__.py").write_text("")
+    (tmp_path / "models" / "net.py").write_text(net)
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "from models.net import get_model\n"
+        "\n"
+        "model, optimizer = get_model(train=True)\n"
+        "model = torch.nn.DataParallel(model)\n"
+        "for x in loader:\n"
+        "    loss = model(x.cuda()).sum()\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+    )
+    result = analyze_paths([str(tmp_path)], Settings(select=("VP203",)))
+    assert [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name) for f in result.findings] == [
+        ("net.py", "VP203", 11, "HIGH")
+    ]
+
+
+def test_a_package_reexport_seen_from_a_folder_without_init(tmp_path):
+    """`utils/model.py` (no `__init__.py` in `utils/`) says `from model import Net`: run from the
+    project root, that is the `model` package, which re-exports `Net` from `model/net.py`."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "__init__.py").write_text("from .net import Net\n")
+    (tmp_path / "model" / "net.py").write_text(NET)
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "model.py").write_text(
+        "from model import Net\n\n\ndef get_model():\n    return Net(width=8).cuda()\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "from utils.model import get_model\n"
+        "\n"
+        "model = get_model()\n"
+        "for x in loader:\n"
+        "    loss = model(x.cuda()).sum()\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+    )
+    result = analyze_paths([str(tmp_path)], Settings(select=("VP203",)))
+    assert [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name) for f in result.findings] == [
+        ("net.py", "VP203", 11, "HIGH")
+    ]

@@ -302,9 +302,10 @@ class Bindings:
             return None
         if inner is not None and inner[0] == "or":
             inner = inner[1]  # the project's instance, not the walk's guess that it is a tensor
-        if inner is not None and inner[0] == "result":
-            # `model = build_model(cfg); model = model.to(device)`: the factory's instance, once
-            # the project pass knows what it returns (a tensor moved is not that tensor).
+        if inner is not None and inner[0] in ("result", "item"):
+            # `model = build_model(cfg); model = model.to(device)`, or `model, opt = get_model(...)`
+            # then `DataParallel(model)`: the factory's instance, once the project pass knows what
+            # it returns (a tensor moved is not that tensor).
             return _bounded(("module", inner))
         return inner if inner is not None and inner[0] in ("instance", "self", "module") else None
 
@@ -389,8 +390,10 @@ class Bindings:
                 for element, item in zip(target.elements, values):
                     self._bind(element.value, item.value, self.term_of(item.value))
                 return
+            # The unpack's width travels with each part: only returns of that width can fill it.
+            width = len(target.elements) if all(type(e) is cst.Element for e in target.elements) else -1
             for index, element in enumerate(target.elements):
-                part = _bounded(("item", term, index)) if term is not None and type(element) is cst.Element else None
+                part = _bounded(("item", term, index, width)) if term is not None and type(element) is cst.Element else None
                 self._bind(element.value, None, part)
             return
         name = dotted_name(target)
@@ -671,6 +674,8 @@ class _Project:
         if tag == "item":
             if inner is not None and inner[0] == "tuple":
                 return inner[1 + term[2]] if term[2] + 1 < len(inner) else None
+            if inner is None and term[1] is not None and term[1][0] == "result" and term[3] > 0:
+                return self._unpacked(term[1][1], term[2], term[3])
             return BATCH if inner == BATCH else None
         return None
 
@@ -732,6 +737,23 @@ class _Project:
             produced = {self.value(t) for t in function.yields}
             return SOURCE if produced and all(_holds_a_batch(v) for v in produced) else None
         found = {self.value(t) for t in function.results}
+        return found.pop() if len(found) == 1 else None
+
+    def _unpacked(self, callee: str, index: int, width: int) -> tuple | None:
+        """`model, optimizer = get_model(...)` where `get_model` returns `model, optimizer` on one
+        path and `model` alone on another: the unpack succeeds only where a `width`-tuple came
+        back, so position `index` is what every such return holds there. A return that could be
+        unpacked too (unknown, a tensor, a batch) leaves it unknown; an instance or a number cannot."""
+        key = self.function_key(callee)
+        functions = self.functions.get(key, ()) if key is not None else ()
+        if len(functions) != 1 or functions[0].yields:
+            return None
+        found = set()
+        for fact in (self.value(t) for t in functions[0].results):
+            if fact is not None and fact[0] == "tuple" and len(fact) == width + 1:
+                found.add(fact[1 + index])
+            elif fact is None or fact[0] not in ("instance", "number"):
+                return None
         return found.pop() if len(found) == 1 else None
 
     def returned(self, key: str) -> tuple | None:

@@ -616,6 +616,11 @@ class HeatModel:
     def path(self) -> str:
         return self._path
 
+    @property
+    def root(self) -> str:
+        """The token of this module's import root ("" for none)."""
+        return self._root
+
     def note_global(self, name: str, term: tuple | None) -> None:
         """A module-level binding of `name`: what a read of it gives afterwards (`module_globals`)."""
         terms = self.module_globals.setdefault(name, [])
@@ -1746,10 +1751,22 @@ def defined_under(callee: str, unique: Mapping[str, str]) -> str | None:
 
 
 def project_reexports(models: list[HeatModel]) -> dict[str, str]:
-    """Every package's re-exported names (`HeatModel.reexports`), across the project."""
+    """Every package's re-exported names (`HeatModel.reexports`), across the project. A name one
+    package re-exports under exactly one import root is that name seen from every root too:
+    `from model import FastSpeech2` in `utils/model.py`, a folder of its own without
+    `__init__.py`, names the `model` package beside it (as `link_across_roots` links functions)."""
     found: dict[str, str] = {}
     for model in models:
         found.update(model.reexports())
+    targets: dict[str, set[str]] = {}
+    for alias, target in found.items():
+        targets.setdefault(unrooted(alias), set()).add(target)
+    roots = {model.root for model in models}
+    for dotted, named in targets.items():
+        if len(named) == 1:
+            target = next(iter(named))
+            for root in roots:
+                found.setdefault(f"{root}:{dotted}" if root else dotted, target)
     return found
 
 
