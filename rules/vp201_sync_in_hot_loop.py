@@ -204,7 +204,14 @@ print(running.item() / len(loader))
         )
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        self._report(sync_of_slice(node, self.context.facts, self.context.places.computes_on_device))
+        sync = sync_of_slice(node, self.context.facts, self.context.places.computes_on_device)
+        if sync is None:
+            return
+        # Only a bound shown on the device: slicing by tensors of unknown place is as common in
+        # host-side bookkeeping (`cum = torch.tensor(sizes).cumsum(0)`) as in a training step.
+        placement = self.context.places.placement_of(sync.subject)
+        if placement is not None and placement.place is Place.DEVICE and not placement.guessed:
+            self._report(sync)
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         self._report(sync_of_fstring(node, self.context.facts))

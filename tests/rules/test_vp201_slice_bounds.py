@@ -1,6 +1,6 @@
 """A slice bound is a Python int: `pred[:n]` with `n` a device tensor calls `n.__index__()`, a
-host read per slice (speech and sequence losses slicing each sample by its length). An index that
-is a tensor (`out[idx]`) gathers on the device: no read."""
+host read per slice (speech and sequence losses slicing each sample by its length). Only a bound
+shown on the device counts; an index that is a tensor (`out[idx]`) gathers on the device: no read."""
 
 from __future__ import annotations
 
@@ -28,8 +28,10 @@ for x, y in loader:
         ("for i in range(8):\n        loss = loss + out[i, :lengths[i]].sum()", [("VP201", 10, "MEDIUM")]),
         ("loss = loss + out[lengths].sum()", []),
         ("loss = loss + out[:4].sum()", []),
+        # Bounds from a tensor made on the host (no device shown): slicing by it waits for nothing.
+        ("cum = torch.tensor([0, 2, 4]).cumsum(0)\n    loss = loss + out[cum[0]:cum[1]].sum()", []),
     ],
-    ids=["zip-over-lengths", "indexed-length", "tensor-index-gathers", "literal-bound"],
+    ids=["zip-over-lengths", "indexed-length", "tensor-index-gathers", "literal-bound", "host-made-bounds"],
 )
 def test_a_tensor_slice_bound_is_a_host_read(analyse, line, expected):
     assert analyse(CODE.format(line=line), select=("VP201",)) == expected

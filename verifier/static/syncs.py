@@ -120,8 +120,8 @@ def sync_of_slice(
     subscript: cst.Subscript, facts: NameFacts, on_device: Callable[[cst.BaseExpression], bool] = _nowhere
 ) -> Sync | None:
     """`pred[:length]` with `length` a tensor: a slice bound is a Python int, so the tensor's
-    `__index__` reads it on the host first (per sample, in a loop over a batch's lengths).
-    An index that is a tensor (`x[idx]`) gathers on the device instead: no read."""
+    `__index__` reads it on the host first (per sample, in a loop over a batch's lengths). An
+    index that is a tensor (`x[idx]`) gathers on the device instead: no read."""
     for element in subscript.slice:
         if type(element.slice) is not cst.Slice:
             continue
