@@ -254,7 +254,7 @@ print(running.item() / len(loader))
         subject = self.context.code_for(sync.subject)
         proven = (self.context.facts.is_tensor(sync.subject) or (shown and not placement.guessed)) and not (
             type(sync.subject) is cst.Name and sync.subject.value in self._host_made
-        )
+        ) and not self.context.places.contested(sync.subject)
         table = self.severity if proven or sync.reads_a_scaler else _UNPROVEN
         per_parameter = proven and self._in_loop_over_parameters(sync.subject)
         if per_parameter:

@@ -569,7 +569,7 @@ class _ModuleFacts:
         self.bindings.note_module_name(node.name.value)
         self.heat.enter_class(node)
         self.facts.enter_class(node)
-        self.places.enter_class()
+        self.places.enter_class(node)
         self.bindings.enter_class()
 
     def visit_Global(self, node: cst.Global) -> None:

@@ -23,6 +23,7 @@ import libcst as cst
 
 from verifier.static.devices import destination
 from verifier.static.facts import MODULE_STATE, Kind, NameFacts
+from verifier.static.class_attributes import unsettled_attributes
 from verifier.static.scopes import ScopedNames
 from verifier.static.walk import iter_descendants
 from verifier.static.names import (
@@ -110,6 +111,10 @@ class PlaceFacts:
         # function and, for `self.` names, per class.
         self._placers: list[set[str]] = [set()]
         self._class_placers: list[set[str]] = []
+        # Per open class, the `self.` attributes whose bindings disagree across methods
+        # (`class_attributes.py`); per open function, the `self.` attributes it bound itself.
+        self._unsettled: list[frozenset[str]] = []
+        self._bound_here: list[set[str]] = [set()]
         # The string-keyed items each name was last given by a dict literal (`_bind_items`).
         self._keys: dict[str, set[str]] = {}
 
@@ -118,22 +123,26 @@ class PlaceFacts:
     def enter_function(self) -> None:
         self._names.enter_function()
         self._placers.append(set())
+        self._bound_here.append(set())
 
     def leave_function(self) -> None:
         self._names.leave_function()
         self._placers.pop()
+        self._bound_here.pop()
 
     def seed(self, name: str, placement: Placement) -> None:
         """A parameter of the function just entered is where every visible call site put it."""
         self._names.set(name, placement)
 
-    def enter_class(self) -> None:
+    def enter_class(self, node: cst.ClassDef | None = None) -> None:
         self._names.enter_class()
         self._class_placers.append(set())
+        self._unsettled.append(unsettled_attributes(node) if node is not None else frozenset())
 
     def leave_class(self) -> None:
         self._names.leave_class()
         self._class_placers.pop()
+        self._unsettled.pop()
 
     # ----- recording -----
 
@@ -413,9 +422,27 @@ class PlaceFacts:
         name = dotted_name(target) or keyed_name(target)
         if name is None:
             return
+        if name.startswith("self."):
+            self._bound_here[-1].add(name.split(".", 2)[1])
         self._names.set(name, placement)
 
+    def contested(self, node: cst.BaseExpression) -> bool:
+        """`self.steps` (or a value computed from it, `self.steps < n`) where another method binds
+        the attribute otherwise (a registered buffer, a host factory): its place here is unknown."""
+        for part in iter_descendants(node) if type(node) is not cst.Attribute else ():
+            if type(part) is cst.Attribute and self.contested(part):
+                return True
+        name = dotted_name(node) if type(node) is cst.Attribute else None
+        if name is None or not name.startswith("self.") or not self._unsettled:
+            return False
+        attribute = name.split(".", 2)[1]
+        return attribute in self._unsettled[-1] and attribute not in self._bound_here[-1]
+
     def _lookup(self, name: str) -> Placement | None:
+        if name.startswith("self.") and self._unsettled:
+            attribute = name.split(".", 2)[1].split("[", 1)[0]
+            if attribute in self._unsettled[-1] and attribute not in self._bound_here[-1]:
+                return None  # another method binds it otherwise: where it is here is not known
         return self._names.lookup(name)
 
 
