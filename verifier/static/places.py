@@ -111,9 +111,11 @@ class PlaceFacts:
         # function and, for `self.` names, per class.
         self._placers: list[set[str]] = [set()]
         self._class_placers: list[set[str]] = []
-        # Per open class, the `self.` attributes whose bindings disagree across methods
-        # (`class_attributes.py`); per open function, the `self.` attributes it bound itself.
-        self._unsettled: list[frozenset[str]] = []
+        # Per open class, its node and, once asked, the `self.` attributes whose bindings disagree
+        # across methods (`class_attributes.py`); per open function, the `self.` attributes it
+        # bound itself.
+        self._classes: list[cst.ClassDef | None] = []
+        self._unsettled: list[frozenset[str] | None] = []
         self._bound_here: list[set[str]] = [set()]
         # The string-keyed items each name was last given by a dict literal (`_bind_items`).
         self._keys: dict[str, set[str]] = {}
@@ -137,11 +139,13 @@ class PlaceFacts:
     def enter_class(self, node: cst.ClassDef | None = None) -> None:
         self._names.enter_class()
         self._class_placers.append(set())
-        self._unsettled.append(unsettled_attributes(node) if node is not None else frozenset())
+        self._classes.append(node)
+        self._unsettled.append(None)
 
     def leave_class(self) -> None:
         self._names.leave_class()
         self._class_placers.pop()
+        self._classes.pop()
         self._unsettled.pop()
 
     # ----- recording -----
@@ -433,17 +437,26 @@ class PlaceFacts:
             if type(part) is cst.Attribute and self.contested(part):
                 return True
         name = dotted_name(node) if type(node) is cst.Attribute else None
-        if name is None or not name.startswith("self.") or not self._unsettled:
+        return name is not None and self._unsettled_here(name)
+
+    def _unsettled_here(self, name: str) -> bool:
+        """`self.<attribute>...` that another method of the open class binds otherwise, and the
+        function being walked did not bind itself (the class is scanned once, when first asked)."""
+        if not name.startswith("self.") or not self._classes:
             return False
-        attribute = name.split(".", 2)[1]
-        return attribute in self._unsettled[-1] and attribute not in self._bound_here[-1]
+        attribute = name.split(".", 2)[1].split("[", 1)[0]
+        if attribute in self._bound_here[-1]:
+            return False
+        if self._unsettled[-1] is None:
+            node = self._classes[-1]
+            self._unsettled[-1] = unsettled_attributes(node) if node is not None else frozenset()
+        return attribute in self._unsettled[-1]
 
     def _lookup(self, name: str) -> Placement | None:
-        if name.startswith("self.") and self._unsettled:
-            attribute = name.split(".", 2)[1].split("[", 1)[0]
-            if attribute in self._unsettled[-1] and attribute not in self._bound_here[-1]:
-                return None  # another method binds it otherwise: where it is here is not known
-        return self._names.lookup(name)
+        found = self._names.lookup(name)
+        if found is not None and self._unsettled_here(name):
+            return None  # another method binds it otherwise: where it is here is not known
+        return found
 
 
 def _joined(*placements: Placement | None) -> Placement | None:
