@@ -93,8 +93,9 @@ class SyncInHotLoop(GuardedRule):
     cost = "a host read of a device value: the host waits until the device's queue drains"
     summary = (
         "Finds reads of tensor values on the host inside the per-step loop: `.item()`, `.cpu()`, "
-        "`.numpy()`, `.tolist()`, `float/int/bool(tensor)`, `max/min(tensor, ...)`, printing or "
-        "formatting a tensor, and `if tensor:` tests."
+        "`.tolist()`, `float/int/bool(tensor)`, `max/min(tensor, ...)`, `math.isnan(tensor)` and other "
+        "`math` functions, a device tensor as a slice bound (`x[:n]`), printing or formatting a tensor, "
+        "and `if tensor:` tests (`.numpy()` only after the `.cpu()` that reads)."
     )
     why = (
         "CUDA work is queued asynchronously. Reading a value on the host makes the CPU wait until "
