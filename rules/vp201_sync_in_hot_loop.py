@@ -11,6 +11,7 @@ from verifier.static.deferred import DeferredSeverity, JudgementInput, deferred
 from verifier.static.facts import Kind
 from verifier.static.guards import GuardedRule
 from verifier.static.heat import is_environment_step
+from verifier.static.implicit_syncs import SHAPE_METHODS
 from verifier.static.names import method_name, terminal_name
 from verifier.static.places import Place, Placement
 from verifier.static.rule import Candidate, Invalid, Proof
@@ -58,18 +59,14 @@ def _if_accelerated(function, table: SeverityByHeat) -> SeverityByHeat | None:
     return table if function.accelerated else None
 
 
-# Operations whose output size is read from the data: the host has waited for the queue by the
-# time their result exists (VP205), so reading that result waits only for a round trip.
-_SHAPE_SYNCS = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
-
-
 def _shape_sync_within(subject: cst.BaseExpression) -> cst.Call | None:
-    """`x.nonzero().item()`, `pred.eq(gold).masked_select(mask).sum().item()`: a shape sync in the
-    value read."""
+    """`x.nonzero().item()`, `pred.eq(gold).masked_select(mask).sum().item()`: an operation whose
+    output size is read from the data (VP205's) in the value read: the host has waited for the
+    queue by the time its result exists, so reading that result waits only for a round trip."""
     for node in (subject, *iter_descendants(subject)):
         if type(node) is cst.Call and type(node.func) in (cst.Attribute, cst.Name):
             name = node.func.attr.value if type(node.func) is cst.Attribute else node.func.value
-            if name in _SHAPE_SYNCS:
+            if name in SHAPE_METHODS:
                 return node
     return None
 
@@ -221,17 +218,20 @@ print(running.item() / len(loader))
         self._statement = node
         # An isfinite() guard around scaler.step is VP305's finding; one line, one finding.
         if not is_finite_guard(node, self.context):
-            self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self.context.places.computes_on_device))
+            self._report(self._test_sync(node.test))
+
+    def _test_sync(self, test: cst.BaseExpression) -> Sync | None:
+        return sync_of_test(test, self.context.facts, self.context.imports, self.context.places.computes_on_device)
 
     def visit_While(self, node: cst.While) -> None:
         self._statement = node
-        self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self.context.places.computes_on_device))
+        self._report(self._test_sync(node.test))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self.context.places.computes_on_device))
+        self._report(self._test_sync(node.test))
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        self._report(sync_of_test(node.test, self.context.facts, self.context.imports, self.context.places.computes_on_device))
+        self._report(self._test_sync(node.test))
 
     def _report(self, sync: Sync | None) -> None:
         # Under `if step % log_every == 0:` the read happens once per interval: the recommended pattern.

@@ -128,7 +128,7 @@ for step in range(max_steps):
         return False
 
     def _steps_outside_loops(self, key: str) -> bool:
-        return any(function.key == key and function.steps for function in self.context.heat.functions)
+        return any(function.steps for function in self.context.heat.functions_keyed(key))
 
     def visit_If(self, node: cst.If) -> None:
         cadence = self._is_cadence(node)

@@ -53,6 +53,10 @@ def findings(root, setup: str, net: str = NET) -> list[tuple[str, str, int, str]
     (root / "models" / "__init__.py").write_text("")
     (root / "models" / "net.py").write_text(net)
     (root / "train.py").write_text(TRAIN.format(setup=setup))
+    return vp203_findings(root)
+
+
+def vp203_findings(root) -> list[tuple[str, str, int, str]]:
     result = analyze_paths([str(root)], Settings(select=("VP203",)))
     return [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name) for f in result.findings]
 
@@ -105,10 +109,7 @@ def get_model(train=False):
         "    loss.backward()\n"
         "    optimizer.step()\n"
     )
-    result = analyze_paths([str(tmp_path)], Settings(select=("VP203",)))
-    assert [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name) for f in result.findings] == [
-        ("net.py", "VP203", 11, "HIGH")
-    ]
+    assert vp203_findings(tmp_path) == [("net.py", "VP203", 11, "HIGH")]
 
 
 def test_a_package_reexport_seen_from_a_folder_without_init(tmp_path):
@@ -131,7 +132,4 @@ def test_a_package_reexport_seen_from_a_folder_without_init(tmp_path):
         "    loss.backward()\n"
         "    optimizer.step()\n"
     )
-    result = analyze_paths([str(tmp_path)], Settings(select=("VP203",)))
-    assert [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.severity.name) for f in result.findings] == [
-        ("net.py", "VP203", 11, "HIGH")
-    ]
+    assert vp203_findings(tmp_path) == [("net.py", "VP203", 11, "HIGH")]

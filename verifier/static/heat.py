@@ -939,6 +939,10 @@ class HeatModel:
     def functions(self) -> list[FunctionInfo]:
         return self._all_functions
 
+    def functions_keyed(self, key: str) -> list[FunctionInfo]:
+        """This module's functions with `key`, as walked so far."""
+        return self._functions.get(key, [])
+
     @property
     def module_loops(self) -> list[LoopInfo]:
         return self._module_loops

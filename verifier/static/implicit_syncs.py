@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 _SHAPE_FUNCTIONS = frozenset(
     {"torch.nonzero", "torch.argwhere", "torch.masked_select", "torch.unique", "torch.unique_consecutive"}
 )
-_SHAPE_METHODS = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
+SHAPE_METHODS = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
 # Element-wise tests and casts: their result is a boolean tensor where their input lives.
 _MASK_METHODS = frozenset(
     {"bool", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "logical_and",
@@ -219,7 +219,7 @@ def shape_sync_of_call(call: cst.Call, values: DeviceValues) -> ShapeSync | None
         return None
     if qualified == "torch.repeat_interleave" or (method == "repeat_interleave" and not qualified):
         return _repeat_interleave(call, values, qualified)
-    if method in _SHAPE_METHODS and not qualified and owner is not None and values.on_device(owner):
+    if method in SHAPE_METHODS and not qualified and owner is not None and values.on_device(owner):
         return ShapeSync(call, owner, f".{method}()")
     return None
 

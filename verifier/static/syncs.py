@@ -35,6 +35,11 @@ def _nowhere(_node: cst.BaseExpression) -> bool:
     return False
 
 
+def _is_tensor(node: cst.BaseExpression, facts: NameFacts, on_device: Callable[[cst.BaseExpression], bool]) -> bool:
+    """A tensor by the type facts, or a value shown computed on the accelerator."""
+    return facts.is_tensor(node) or on_device(node)
+
+
 @dataclass(frozen=True)
 class Sync:
     node: cst.CSTNode
@@ -93,16 +98,16 @@ def sync_of_call(
     func = dotted_name(call.func)
     if func in CONVERSIONS and imports.qualify(func) is None and len(call.args) == 1:
         subject = call.args[0].value
-        if facts.is_tensor(subject) or on_device(subject):
+        if _is_tensor(subject, facts, on_device):
             return Sync(call, subject, f"{func}()")
     if func in COMPARING_BUILTINS and imports.qualify(func) is None:
         for arg in call.args:
-            if arg.keyword is None and not arg.star and (facts.is_tensor(arg.value) or on_device(arg.value)):
+            if arg.keyword is None and not arg.star and _is_tensor(arg.value, facts, on_device):
                 return Sync(call, arg.value, f"{func}()")
     qualified = imports.call_name(call)
     if qualified is not None and qualified.startswith(_MATH_MODULE):
         for arg in call.args:
-            if arg.keyword is None and not arg.star and (facts.is_tensor(arg.value) or on_device(arg.value)):
+            if arg.keyword is None and not arg.star and _is_tensor(arg.value, facts, on_device):
                 return Sync(call, arg.value, f"{qualified}()")
         return None
     if qualified in _NUMPY_CONVERSIONS and call.args and call.args[0].keyword is None:
@@ -126,7 +131,7 @@ def sync_of_slice(
         if type(element.slice) is not cst.Slice:
             continue
         for bound in (element.slice.lower, element.slice.upper, element.slice.step):
-            if bound is not None and (facts.is_tensor(bound) or on_device(bound)):
+            if bound is not None and _is_tensor(bound, facts, on_device):
                 return Sync(bound, bound, "__index__()")
     return None
 
@@ -144,7 +149,7 @@ def sync_of_test(
         return sync_of_test(test.left, facts, imports, on_device) or sync_of_test(test.right, facts, imports, on_device)
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         return sync_of_test(test.expression, facts, imports, on_device)
-    if facts.is_tensor(test) or on_device(test):
+    if _is_tensor(test, facts, on_device):
         return Sync(test, test, "bool()")
     if (
         imports is not None
