@@ -9,7 +9,7 @@ from verifier.static.deferred import EVERY_INPUT, JudgementInput, deferred
 from verifier.static.guards import GuardedRule, is_opt_in_flag
 from verifier.static.heat import Where, reads_clock
 from verifier.static.lambda_scopes import LambdaScopes
-from verifier.static.names import terminal_name
+from verifier.static.names import method_name, terminal_name
 from verifier.static.rule import Invalid, Proof
 from verifier.static.syncs import sync_of_call
 from verifier.static.walk import iter_descendants
@@ -27,6 +27,11 @@ _SECOND_WAIT = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
 # pattern (LOW). Judged on real code, the timed steps reported LOW were right 15 times of 15 and
 # those reported MEDIUM 1 of 5 (the rest: too high).
 _TIMED_STEP = SeverityByHeat(step=Severity.LOW, epoch=Severity.LOW, once=None)
+# A synchronize whose block then reads CUDA events (`start.elapsed_time(end)`): the events
+# cannot be read before their work is done, so this wait is the event-timing idiom's one wait,
+# the rule's own fix. Once per epoch it costs nothing worth a finding; every step it is a
+# timed step (LOW).
+_EVENT_READ = SeverityByHeat(step=Severity.LOW, epoch=None, once=None)
 
 
 class SynchronizeInLoop(LambdaScopes, GuardedRule):
@@ -78,6 +83,8 @@ per_iter_ms = start.elapsed_time(end) / iters
         self._statement: cst.BaseStatement | None = None
         # Synchronize calls whose next statement reads a device value anyway: what it reads.
         self._read_next: dict[int, str] = {}
+        # Synchronize calls that a later statement of their block serves by reading CUDA events.
+        self._event_reads: set[int] = set()
         # Per body that runs once per iteration (a loop's, or a function's outside its loops):
         # the first read of a device value in it.
         self._loop_reads: dict[int, str] = {}
@@ -116,6 +123,8 @@ per_iter_ms = start.elapsed_time(end) / iters
                 read = self._read_in_next_statement()
                 if read is not None:
                     self._read_next[id(node)] = read
+                if self._events_read_after():
+                    self._event_reads.add(id(node))
 
     def _note_read(self, node: cst.Call) -> None:
         key = _body_of(self.context.heat.where())
@@ -138,6 +147,16 @@ per_iter_ms = start.elapsed_time(end) / iters
                 if read is not None:
                     return self.context.code_for(read.node)
         return None
+
+    def _events_read_after(self) -> bool:
+        """`ender.record(); torch.cuda.synchronize(); ms = starter.elapsed_time(ender)`: a later
+        statement of the same block reads CUDA event times, which needs their work done."""
+        following = self._next_statement.get(id(self._statement)) if self._statement is not None else None
+        while following is not None:
+            if any(type(part) is cst.Call and method_name(part) == "elapsed_time" for part in iter_descendants(following)):
+                return True
+            following = self._next_statement.get(id(following))
+        return False
 
     def visit_If(self, node: cst.If) -> None:
         self._flags.append(is_opt_in_flag(node.test))
@@ -166,6 +185,15 @@ per_iter_ms = start.elapsed_time(end) / iters
     def _flush(self) -> None:
         calls, timed = self._scopes.pop()
         for call, where, condition in calls:
+            if id(call) in self._event_reads:
+                self.report(
+                    call,
+                    "`synchronize()` to read CUDA event times: every step, it blocks the host until the device "
+                    "is idle, so no work is queued ahead of the next step",
+                    where=where, condition=condition, evidence=self._cost(call), severity=_EVENT_READ,
+                    fix="Keep the events recorded every step and synchronize once per log interval or epoch to read them.",
+                )
+                continue
             second = self._second_wait(call, where)
             if second is not None:
                 # Timed or not: the body's own read already drains the queue once per iteration.

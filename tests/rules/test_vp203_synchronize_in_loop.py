@@ -184,3 +184,61 @@ def test_a_stream_or_event_sync_states_its_cost_as_assumed(tmp_path):
     (found,) = analyze_paths([str(tmp_path)], Settings(select=("VP203",))).findings
     assert (found.line, found.severity.name) == (6, "MEDIUM")  # capped by the assumed cost
     assert [(e.premise.value, e.status.value) for e in found.evidence] == [("cost", "assumed"), ("frequency", "proven")]
+
+
+EVENT_READ_PER_EPOCH = """\
+import torch
+
+starter = torch.cuda.Event(enable_timing=True)
+ender = torch.cuda.Event(enable_timing=True)
+seconds = 0.0
+for epoch in range(epochs):
+    starter.record()
+    for x, y in loader:
+        model(x.cuda()).sum().backward()
+        optimizer.step()
+    ender.record()
+    torch.cuda.synchronize()
+    seconds += 1e-3 * starter.elapsed_time(ender)
+"""
+
+
+def test_a_synchronize_that_lets_cuda_events_be_read_is_the_timing_fix_itself(analyse):
+    # The rule's own fix: events around the work, one wait to read them. Once per epoch it is
+    # no finding; moved into the step loop it waits every step to time it (LOW).
+    assert analyse(EVENT_READ_PER_EPOCH, select=SELECT) == []
+    per_step = (
+        EVENT_READ_PER_EPOCH.replace("    ender.record()\n    torch.cuda.synchronize()\n    seconds", "        ender.record()\n        torch.cuda.synchronize()\n        seconds")
+    )
+    assert analyse(per_step, select=SELECT) == [("VP203", 12, "LOW")]
+
+
+def test_an_event_timer_helper_called_each_epoch_is_the_same_idiom(analyse):
+    # airbench's shape: a nested stop_timer() records, synchronizes, then reads the events.
+    code = """\
+    import torch
+
+    def main(model, loader, optimizer, epochs):
+        starter = torch.cuda.Event(enable_timing=True)
+        ender = torch.cuda.Event(enable_timing=True)
+        seconds = 0.0
+
+        def stop_timer():
+            ender.record()
+            torch.cuda.synchronize()
+            nonlocal seconds
+            seconds += 1e-3 * starter.elapsed_time(ender)
+
+        for epoch in range(epochs):
+            starter.record()
+            for x, y in loader:
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+            stop_timer()
+        return seconds
+    """
+    assert analyse(code, select=SELECT) == []
+    # Without the event read the helper's synchronize stalls every epoch (before: MEDIUM here too).
+    assert analyse(code.replace("seconds += 1e-3 * starter.elapsed_time(ender)", "seconds += 1.0"), select=SELECT) == [
+        ("VP203", 10, "MEDIUM")
+    ]
