@@ -11,8 +11,9 @@ and their `.append(value)` in per-step code. How long the list lives decides the
   over one pass of a dataset are bounded by it, and so are the losses of one RL update's repeats
   (`for _ in range(repeat): for minibatch in batch.split(n):`), summarised when the call ends.
 Lists recreated per step or per epoch, trimmed every N steps (`.clear()`, `.pop()`, `del h[:]`,
-`h = h[-k:]`), bounded containers (`deque(maxlen=...)`) and values of unknown kind are not
-reported. In an evaluation loop without `no_grad`, graph-carrying outputs are VP404's finding.
+`h = h[-k:]`), bounded containers (`deque(maxlen=...)`), values of unknown kind, and tensors
+without graphs in a list its function returns (`return masks`: what it collects is its result,
+handed on) are not reported. In an evaluation loop without `no_grad`, graph-carrying outputs are VP404's finding.
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ for epoch in range(epochs):
         self._scopes: list[dict[str, _History | None]] = [{}]
         self._classes: list[dict[str, _History | None]] = []
         self._function_names: list[str] = []
+        # The names each function (by id; None: the module) returns as lists of its result.
+        self._returned: dict[int, set[str]] = {}
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.append({})
@@ -142,6 +145,11 @@ for epoch in range(epochs):
         elif method == "append" and len(node.args) == 1 and not self.guarded:
             # Under `if step % N == 0:` or `if step > total - 20:` the list grows slowly or not at all.
             self._check(node, name, positional_arg(node, 0))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        function = self.context.heat.where().function
+        returned = self._returned.setdefault(id(function), set())
+        returned.update(_returned_names(node.value))
 
     def leave_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -237,6 +245,10 @@ for epoch in range(epochs):
             if entry == "graph":
                 return self.severity if lifetime in {"epoch", "call", "run"} else None
             if entry == "tensor" and kind == "graph" and (lifetime != "run" or not trains(step_loop)):
+                return None
+            if entry == "tensor" and name in self._returned.get(id(history.bound.function), ()):
+                # `return masks`: what the function collects is its result, handed to its caller;
+                # no history the run forgets to cut (a graph in it is kept all the same).
                 return None
             if kind == "unknown" and not history.attribute:
                 return None
@@ -438,6 +450,16 @@ _MESSAGES = {
     "host": "`{name}` grows by one Python value every step for the whole run and is never cleared",
 }
 
+
+
+def _returned_names(value: cst.BaseExpression | None) -> set[str]:
+    """The names a `return` hands back as they are: `return masks`, `return model, masks`."""
+    if value is None:
+        return set()
+    if type(value) in (cst.Tuple, cst.List):
+        return {name for element in value.elements for name in _returned_names(element.value)}
+    name = dotted_name(value)
+    return {name} if name is not None else set()
 
 
 def _per_step_hook(where: Where, heat) -> bool:

@@ -215,3 +215,42 @@ def test_repeats_around_the_minibatches_of_one_update_are_not_the_run(analyse):
         return seen
     """
     assert analyse(code, select=SELECT) == [("VP402", 20, "LOW"), ("VP402", 31, "LOW")]
+
+
+def test_a_list_the_function_returns_is_its_result_not_a_history(analyse):
+    # airbench's proxy run: a function called once collects one mask per step and returns the
+    # list for the caller's next run. What it collects is its product; graphs in it still count.
+    code = """\
+    import torch
+
+    def collect_masks(model, loader, optimizer):
+        masks = []
+        grads = []
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            mask = torch.zeros(len(x), device="cuda").bool()
+            masks.append(mask)
+            grads.append(model.encoder(x))
+            loss.backward()
+            optimizer.step()
+        return masks, grads
+
+    def main():
+        history = []
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            history.append(loss.detach())
+        return len(history)
+
+    if __name__ == "__main__":
+        masks, grads = collect_masks(model, loader, optimizer)
+        main()
+    """
+    # The returned masks are its result; the returned outputs keep their graphs (assumed: MEDIUM);
+    # main's history is not returned (only its length is).
+    assert analyse(code, select=SELECT) == [("VP402", 10, "MEDIUM"), ("VP402", 21, "HIGH")]
+    assert analyse(code.replace("return masks, grads", "return None"), select=SELECT) == [
+        ("VP402", 9, "HIGH"), ("VP402", 10, "MEDIUM"), ("VP402", 21, "HIGH")
+    ]
