@@ -594,9 +594,13 @@ class _ModuleFacts:
     def leave_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets]
         for target in targets:
+            # Read before the target is rebound: `x = x.sum()` asks where the old `x` lives.
+            device_tensor = type(target) in (cst.Name, cst.Attribute) and self.places.makes_device_tensor(node.value)
             # Where it lives first: it reads the value's kind before the target is rebound.
             self.places.bind(target, node.value)
             _bind(self.facts, target, node.value)
+            if device_tensor:
+                self.facts.note_device_tensor(target)
             if type(node.value) in (cst.Attribute, cst.IfExp):
                 self.imports.add_alias(target, node.value)
         self.bindings.on_assign(targets, node.value)

@@ -128,6 +128,13 @@ class NameFacts:
         """A parameter of the function just entered holds `kind` at every visible call site."""
         self._names.set(name, kind)
 
+    def note_device_tensor(self, target: cst.BaseExpression) -> None:
+        """`target` was just bound to a tensor the place model shows computed on the accelerator
+        (`places.makes_device_tensor`); kept only where the type facts know nothing better."""
+        name = dotted_name(target)
+        if name is not None and self.lookup(name) is None:
+            self._names.set(name, Kind.TENSOR)
+
     def unknown_in_function(self) -> set[str]:
         """Bare names of the function being walked whose kind was asked and not known."""
         return self._unknown[-1]

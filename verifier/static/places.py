@@ -80,6 +80,8 @@ _TENSOR_RESULTS = frozenset(
      "logical_or", "logical_not", "clamp", "sigmoid", "softmax", "detach", "exp", "log", "sqrt", "float",
      "double", "half", "long", "bool", "amax", "amin", "nansum", "nanmean"}
 )
+# Methods of `_TENSOR_RESULTS` that an `nn.Module` has too (`model.half()` is the module).
+_MODULE_METHODS = frozenset({"float", "double", "half"})
 # Builtins whose result is a Python value whatever their arguments are (`max`, `min`, `sum`,
 # `abs`, `round` of tensors are tensors, and are not here).
 _PYTHON_VALUE_BUILTINS = frozenset(
@@ -237,6 +239,18 @@ class PlaceFacts:
         values without being tensors."""
         return any(
             type(part) is cst.Call and self._tensor_call_on_device(part) for part in (node, *iter_descendants(node))
+        )
+
+    def makes_device_tensor(self, node: cst.BaseExpression) -> bool:
+        """`num_pos = gt.eq(1).float().sum()` with `gt` shown on the accelerator: a method only
+        tensors have, called on a value shown there, gives a tensor there, so a name bound to it
+        is one (`.float()`, `.half()`, `.double()` are modules' methods too)."""
+        return (
+            type(node) is cst.Call
+            and type(node.func) is cst.Attribute
+            and node.func.attr.value in _TENSOR_RESULTS
+            and node.func.attr.value not in _MODULE_METHODS
+            and self._tensor_call_on_device(node)
         )
 
     def _tensor_call_on_device(self, call: cst.Call) -> bool:
