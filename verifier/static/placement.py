@@ -226,11 +226,11 @@ class HostData(LambdaScopes, Tracker):
     def _is_number(self, node: cst.BaseExpression) -> bool:
         """A Python number, not a tensor: a literal, a name the facts know holds a number, a
         `math` function's result, arithmetic of numbers (`-(math.log(10000) / half)`)."""
+        while type(node) is cst.UnaryOperation:
+            node = node.expression  # `-x` is a number when `x` is (peeled once: chains stay linear)
         if _is_literal(node) or self._facts.kind_of(node) is Kind.NUMBER:
             return True
         kind = type(node)
-        if kind is cst.UnaryOperation:
-            return self._is_number(node.expression)
         if kind is cst.BinaryOperation:
             return self._is_number(node.left) and self._is_number(node.right)
         if kind is cst.Call:
