@@ -99,12 +99,20 @@ class CommandLine:
         self.copies: dict[str, str] = {}
         if self.defaults and "self." in text:
             self.copies = self._copied_options(module if module is not None else cst.parse_module(text))
+        self._text = text
+        self._constants: dict[str, object] | None = None
+
+    def constant(self, name: str) -> object:
+        """The literal a module-level name is bound to once and never again (`HF_MODE = False`,
+        a script's own switch, edited rather than passed); `UNKNOWN` otherwise."""
+        if self._constants is None:
+            self._constants = module_constants(self._text)
+        return self._constants.get(name, _UNKNOWN)
 
     def holds_by_default(self, test: cst.BaseExpression, owner: str | None = None) -> bool | None:
-        """Whether `test` is true when every option keeps its default, and every switch of the
-        class `owner` (the one the test is in) its constructor's default; None when not known."""
-        if not (self.defaults and self.namespaces) and not (owner and self.switches):
-            return None
+        """Whether `test` is true when every option keeps its default, every switch of the
+        class `owner` (the one the test is in) its constructor's default, and every module
+        constant its literal; None when not known."""
         value = _value(test, self, owner)
         return None if value is _UNKNOWN else bool(value)
 
@@ -266,6 +274,62 @@ def _ast_field_default(value: ast.expr) -> object:
     return literal(value)
 
 
+# `NAME = literal` at the top of a module (a candidate module constant; checked with the parser).
+_TOP_LEVEL_LITERAL = re.compile(
+    r"""^([A-Za-z_]\w*)[ \t]*=[ \t]*(?:True|False|None|-?[\d.]+(?:e-?\d+)?|'[^'\n]*'|"[^"\n]*")[ \t]*(?:#.*)?$""", re.M
+)
+
+
+def may_hold_constants(text: str) -> bool:
+    """A quick look: does some top-level line bind a name to a literal?"""
+    return _TOP_LEVEL_LITERAL.search(text) is not None
+
+
+def module_constants(text: str) -> dict[str, object]:
+    """Names bound at the module's top level to a literal and nowhere else in the module (no
+    other assignment, parameter, loop target, import, `global`, definition or pattern of that
+    name in any scope), so every read of them in the module reads that literal."""
+    candidates = {match.group(1) for match in _TOP_LEVEL_LITERAL.finditer(text)}
+    if not candidates:
+        return {}
+    tree = parsed(text)
+    if tree is None:
+        return {}
+    bindings: dict[str, int] = {}
+    for node in ast.walk(tree):
+        for name in _names_bound_by(node):
+            if name in candidates:
+                bindings[name] = bindings.get(name, 0) + 1
+    found: dict[str, object] = {}
+    for statement in tree.body:
+        if type(statement) is ast.Assign and len(statement.targets) == 1 and type(statement.targets[0]) is ast.Name:
+            name = statement.targets[0].id
+            value = literal(statement.value)
+            if bindings.get(name) == 1 and value is not _UNKNOWN:
+                found[name] = value
+    return found
+
+
+def _names_bound_by(node: ast.AST) -> Iterator[str]:
+    kind = type(node)
+    if kind is ast.Name and type(node.ctx) is not ast.Load:
+        yield node.id
+    elif kind is ast.arg:
+        yield node.arg
+    elif kind in (ast.Global, ast.Nonlocal):
+        yield from node.names
+    elif kind is ast.alias:
+        yield (node.asname or node.name).split(".", 1)[0]
+    elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        yield node.name
+    elif kind is ast.ExceptHandler and node.name:
+        yield node.name
+    elif kind in (ast.MatchAs, ast.MatchStar) and node.name:
+        yield node.name
+    elif kind is ast.MatchMapping and node.rest:
+        yield node.rest
+
+
 def _literal(node: cst.BaseExpression) -> object:
     if type(node) in (cst.SimpleString, cst.Integer, cst.Float) or (
         type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus and type(node.expression) in (cst.Integer, cst.Float)
@@ -306,6 +370,8 @@ def _option_value(name: str, defaults: Mapping[str, object], namespaces: set[str
 
 def _value(node: cst.BaseExpression, line: CommandLine, owner: str | None = None) -> object:
     kind = type(node)
+    if kind is cst.Name and node.value not in ("True", "False", "None"):
+        return line.constant(node.value)
     if kind is cst.Attribute:
         name = dotted_name(node) or ""
         if owner and name.startswith("self.") and name.count(".") == 1:

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from verifier.static.cli_defaults import CommandLine
+from verifier.static.cli_defaults import CommandLine, may_hold_constants
 from verifier.static.facts import NameFacts
 from verifier.static.heat import Condition, HeatModel
 from verifier.static.names import ImportTable
@@ -74,7 +74,7 @@ class ModuleContext:
 
     def command_line(self) -> CommandLine | None:
         """The defaults of the options this module (or, without its own, the project) reads."""
-        if "add_argument" not in self.text and not self.config_defaults:
+        if "add_argument" not in self.text and not self.config_defaults and not may_hold_constants(self.text):
             return None
         return self.memo(CommandLine, lambda: CommandLine(self.text, self.config_defaults, self.module))
 
