@@ -169,3 +169,12 @@ def test_an_opt_in_branch_under_a_rate_limited_call_is_the_weaker_premise(tmp_pa
     (tmp_path / "train.py").write_text(train.format(construct="StepLoss(model, True)", imports="from loss import StepLoss", before=""))
     [finding] = analyze_paths([str(tmp_path)], Settings(select=("VP203",))).findings
     assert (finding.line, finding.severity.name) == (12, "MEDIUM")
+
+
+def test_a_class_listed_in_a_package_export_list_is_not_handed_on(tmp_path):
+    # `__all__` exports the name to importers; nothing in the project calls the class through it.
+    exports = '"""The package."""\nfrom loss import StepLoss\n\n__all__ = [\n    "StepLoss",\n]\n'
+    assert findings(tmp_path, extra={"package.py": exports})[0] == [("loss.py", "VP203", 12, "LOW")]
+    # Any other mention in quotes may construct it by name: the heat holds.
+    by_name = 'from loss import StepLoss\n\nregistry = {"loss": "StepLoss"}\n'
+    assert findings(tmp_path, extra={"package.py": by_name})[0] == [("loss.py", "VP203", 12, "HIGH")]

@@ -47,6 +47,8 @@ _ALIAS = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s+as\s+([A-Za-z_][A-Za-z0-9_]*)
 _CLASS_START = re.compile(r"\s*class\b")
 _CLASS_KEYWORD = re.compile(r"\s*class\s+")
 _OPENS_CALL = re.compile(r"\s*\(")
+# A package's export list, `__all__ = [...]` (or `+=`, or a tuple), written out in literals.
+_EXPORT_LIST = re.compile(r"^__all__[ \t]*\+?=[ \t]*[\[(][^\])]*[\])]", re.MULTILINE)
 _IMPORT_LINE = re.compile(r"\s*(?:from\s|import\s)|.*\bimport\b")
 
 
@@ -233,6 +235,8 @@ def class_uses(text: str, owners: Iterable[str], made_here: Iterable[str] = ()) 
     class on. `made_here`: classes the source constructs through `cls(...)`, arguments unread."""
     calls: dict[str, tuple[int, bool]] = {owner: (0, True) for owner in made_here}
     handed: set[str] = set()
+    # `__all__ = ["Trainer", ...]` exports the name to importers; nothing here is handed it.
+    text = _EXPORT_LIST.sub(lambda match: " " * len(match.group()), text)
     for word in owners:
         for match in re.finditer(rf"{re.escape(word)}\b", text):
             if text[match.start() - 1:match.start()] in _WORD_CHARACTERS:
