@@ -49,8 +49,10 @@ from verifier.static.names import (
     ImportTable,
     dotted_name,
     iterated_source,
+    keyword_arg,
     literal_string,
     method_name,
+    positional_arg,
     receiver,
     terminal_name,
 )
@@ -367,6 +369,13 @@ class Where:
 
 
 _MODULE_LEVEL = Where(None, ())
+# Launchers that run a function once per process or thread: where its target is (a position, or
+# -1 for the `target=` keyword).
+_LAUNCHERS = {
+    "torch.multiprocessing.spawn": 0, "torch.multiprocessing.start_processes": 0,
+    "torch.multiprocessing.Process": -1, "multiprocessing.Process": -1, "threading.Thread": -1,
+    "accelerate.notebook_launcher": 0, "torch_xla.distributed.xla_multiprocessing.spawn": 0,
+}
 
 
 class HeatModel:
@@ -721,7 +730,29 @@ class HeatModel:
             self._site_nodes.append((site, call))
             self._site_ordinals.append((site, ordinal))
             self._add_site(site)
+        self._launched(call, qualified, ordinal)
         return site
+
+    def _launched(self, call: cst.Call, qualified: str | None, ordinal: int) -> None:
+        """`mp.spawn(train_worker, nprocs=n)`, `Process(target=run)`: the function handed to a
+        process or thread launcher is that process's main, run once per process where the launch
+        is (not a function nobody calls, which could be a step run by a framework)."""
+        position = _LAUNCHERS.get(qualified or "")
+        if position is None:
+            return
+        target = keyword_arg(call, "target") if position < 0 else positional_arg(call, position)
+        if target is None and position >= 0:
+            target = keyword_arg(call, "fn")
+        reference = self.function_reference(target.value) if target is not None else None
+        if reference is None:
+            return
+        site = CallSite(
+            reference[0], self.where(), self.guard_probe(), self.accelerated,
+            not reference[0].startswith(self._rooted(f"{self._module}.")), condition=self.condition_probe(),
+        )
+        self._site_nodes.append((site, call))
+        self._site_ordinals.append((site, ordinal))
+        self._add_site(site)
 
     # ----- classification -----
 
