@@ -91,3 +91,28 @@ def test_functional_data_parallel_takes_the_heat_of_its_call(analyse):
         optimizer.step()
     """
     assert analyse(code, select=("VP604",)) == [("VP604", 5, "MEDIUM")]
+
+
+def test_a_project_subclass_of_data_parallel_replicates_all_the_same(analyse):
+    # YOLACT's shape: a DataParallel that gathers its own outputs, wrapping the model and loss.
+    code = """\
+    import torch
+    import torch.nn as nn
+
+    class GatherLists(nn.DataParallel):
+        def gather(self, outputs, output_device):
+            return sum(outputs, [])
+
+    class Quiet(GatherLists):
+        pass
+
+    net = GatherLists(Net().cuda())
+    other = Quiet(Net().cuda())
+    for x, y in loader:
+        loss = net(x.cuda()).sum()
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=("VP604",)) == [("VP604", 11, "MEDIUM"), ("VP604", 12, "MEDIUM")]
+    # A class of the project's own (not a DataParallel) is nothing to report.
+    assert analyse(code.replace("(nn.DataParallel)", "(nn.Module)"), select=("VP604",)) == []

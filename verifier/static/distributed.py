@@ -97,8 +97,8 @@ _DATA_PARALLEL_FUNCTIONS = frozenset({"torch.nn.parallel.data_parallel", "torch.
 def data_parallel_kind(call: cst.Call, imports: ImportTable) -> str | None:
     """"module" for `nn.DataParallel(model)`, "function" for `nn.parallel.data_parallel(...)`."""
     qualified = imports.call_name(call)
-    if qualified in _DATA_PARALLEL:
-        return "module"
+    if qualified in _DATA_PARALLEL or imports.library_base(call.func) in _DATA_PARALLEL:
+        return "module"  # a project subclass (`CustomDataParallel(net)`) replicates all the same
     if qualified in _DATA_PARALLEL_FUNCTIONS:
         return "function"
     return None

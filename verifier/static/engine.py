@@ -566,6 +566,7 @@ class _ModuleFacts:
         self.heat.enter_block(node)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.imports.note_class(node)
         self.bindings.note_module_name(node.name.value)
         self.heat.enter_class(node)
         self.facts.enter_class(node)

@@ -81,6 +81,8 @@ class ImportTable:
         self._version = 0
         # Names bound to a method of a call's result (`sync = torch.cuda.Event().synchronize`).
         self._bound_methods: dict[str, cst.Attribute] = {}
+        # This module's classes derived from a library class: name -> the library class.
+        self._derived: dict[str, str] = {}
 
     def forget_nodes(self) -> None:
         """Drop the remembered answers (and the nodes they hold) once the walk is over."""
@@ -157,6 +159,24 @@ class ImportTable:
         answer = self.qualify(dotted) if dotted else None
         self._answers[id(node)] = (node, self._version, answer)
         return answer
+
+    def note_class(self, node: cst.ClassDef) -> None:
+        """`class CustomDataParallel(nn.DataParallel):` is a kind of `torch.nn.DataParallel`
+        (directly, or through another class of this module); the first such base counts."""
+        for base in node.bases:
+            if base.keyword is not None or base.star:
+                continue
+            name = dotted_name(base.value)
+            library = self._derived.get(name) if name is not None else None
+            qualified = library or self.qualified_name(base.value)
+            if qualified is not None and not qualified.startswith("."):
+                self._derived[node.name.value] = qualified
+                return
+
+    def library_base(self, node: cst.BaseExpression) -> str | None:
+        """The library class a class of this module named by `node` derives from, else None."""
+        name = dotted_name(node)
+        return self._derived.get(name) if name is not None else None
 
     def call_name(self, call: cst.Call) -> str | None:
         """Qualified name of the called function, e.g. `torch.stack` for `t.stack(...)`."""
