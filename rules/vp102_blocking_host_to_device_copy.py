@@ -88,6 +88,11 @@ for x, y in loader:
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._parameters[node.name.value] = [p.name.value for p in node.params.params]
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        name = self.context.heat.lambda_name(node)  # `move = lambda batch: batch.to(device)`
+        if name is not None:
+            self._parameters[name] = [p.name.value for p in node.params.params]
         self._joined.append({})
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -145,7 +150,8 @@ for x, y in loader:
         function = self.context.heat.where().function
         if origin is None and type(move.source) is cst.Name and function is not None:
             # `def train_batch(src): src.to(dev)`: decided once every call site has been seen.
-            name, parameter = function.node.name.value, move.source.value
+            # The function's own name (a lambda's is the name it is bound to: `send = lambda x: ...`).
+            name, parameter = function.key.rsplit(".", 1)[-1], move.source.value
             if parameter in function.params:
                 self.report(
                     node,
