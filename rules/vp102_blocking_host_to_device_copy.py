@@ -88,12 +88,12 @@ for x, y in loader:
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._parameters[node.name.value] = [p.name.value for p in node.params.params]
+        self._joined.append({})
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
         name = self.context.heat.lambda_name(node)  # `move = lambda batch: batch.to(device)`
         if name is not None:
             self._parameters[name] = [p.name.value for p in node.params.params]
-        self._joined.append({})
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._joined.pop()
