@@ -222,6 +222,12 @@ def test_a_named_lambda_that_copies_its_parameter_is_no_internal_error(analyse):
     def move_def(batch):
         return batch.to(device)
 
+    def unused(batch):
+        return batch
+
+    def also_unused(batch):
+        return batch
+
     for x, y in loader:
         x = move(x)
         y = move_def(y)
@@ -230,3 +236,5 @@ def test_a_named_lambda_that_copies_its_parameter_is_no_internal_error(analyse):
         optimizer.step()
     """
     assert analyse(code, select=("VP102", "VP900")) == [("VP102", 7, "LOW")]
+    # With every rule: no internal error anywhere (a stack of the rule once lost its balance).
+    assert [f for f in analyse(code) if f[0] == "VP900"] == []
