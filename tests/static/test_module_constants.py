@@ -69,3 +69,13 @@ def test_a_read_behind_a_switch_the_module_turns_off_is_opt_in(analyse):
     # Rebound by a function (`global`), it is no constant: the branch is run-constant, MEDIUM.
     rebound = CODE.format(value="False") + "\n\ndef enable():\n    global HF_MODE\n    HF_MODE = True\n"
     assert analyse(rebound, select=("VP201",)) == [("VP201", 11, "MEDIUM")]
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["exec(open('configurator.py').read())", "globals()['HF_MODE'] = True", "vars().update(overrides)"],
+    ids=["exec-configurator", "globals", "vars"],
+)
+def test_a_module_that_can_set_its_globals_by_name_has_no_constants(override):
+    # nanoGPT's configurator: `exec(open('configurator.py').read())` overrides the globals.
+    assert module_constants(SCRIPT + override + "\n") == {}

@@ -280,6 +280,10 @@ _TOP_LEVEL_LITERAL = re.compile(
 )
 
 
+# Calls through which a module's globals can be set by name.
+_REBINDS_GLOBALS = frozenset({"exec", "globals", "vars"})
+
+
 def may_hold_constants(text: str) -> bool:
     """A quick look: does some top-level line bind a name to a literal?"""
     return _TOP_LEVEL_LITERAL.search(text) is not None
@@ -288,7 +292,8 @@ def may_hold_constants(text: str) -> bool:
 def module_constants(text: str) -> dict[str, object]:
     """Names bound at the module's top level to a literal and nowhere else in the module (no
     other assignment, parameter, loop target, import, `global`, definition or pattern of that
-    name in any scope), so every read of them in the module reads that literal."""
+    name in any scope), so every read of them in the module reads that literal. None in a module
+    that calls `exec`, `globals()` or `vars()`, through which any global may be set."""
     candidates = {match.group(1) for match in _TOP_LEVEL_LITERAL.finditer(text)}
     if not candidates:
         return {}
@@ -297,6 +302,10 @@ def module_constants(text: str) -> dict[str, object]:
         return {}
     bindings: dict[str, int] = {}
     for node in ast.walk(tree):
+        if type(node) is ast.Call and type(node.func) is ast.Name and node.func.id in _REBINDS_GLOBALS:
+            # nanoGPT's `exec(open('configurator.py').read())` overrides the globals from the
+            # command line; `globals()[k] = v` does the same: no name holds its literal then.
+            return {}
         for name in _names_bound_by(node):
             if name in candidates:
                 bindings[name] = bindings.get(name, 0) + 1
