@@ -238,3 +238,29 @@ def test_a_named_lambda_that_copies_its_parameter_is_no_internal_error(analyse):
     assert analyse(code, select=("VP102", "VP900")) == [("VP102", 7, "LOW")]
     # With every rule: no internal error anywhere (a stack of the rule once lost its balance).
     assert [f for f in analyse(code) if f[0] == "VP900"] == []
+
+
+def test_a_conditional_of_two_host_tensors_is_host_data(analyse):
+    # ng-video-lecture's `data = train_data if split == 'train' else val_data` of two slices of
+    # one host tensor: the batch built from it is host data, copied to the device every step.
+    code = """\
+    import torch
+
+    data = torch.tensor(tokens, dtype=torch.long)
+    train_data, val_data = data[:n], data[n:]
+
+    def get_batch(split):
+        source = train_data if split == "train" else val_data
+        ix = torch.randint(len(source) - 8, (4,))
+        x = torch.stack([source[i:i + 8] for i in ix])
+        return x.to(device)
+
+    for it in range(max_iters):
+        xb = get_batch("train")
+        loss = model(xb).sum()
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=("VP102",)) == [("VP102", 10, "LOW")]
+    # One branch of unknown origin: nothing is shown.
+    assert analyse(code.replace("else val_data", "else other(split)"), select=("VP102",)) == []

@@ -344,7 +344,11 @@ class NameFacts:
         if type(node) is cst.IfExp:
             # `torch.cuda.FloatTensor if cuda else torch.FloatTensor`: the device's type wherever
             # the device is there (as `"cuda" if available else "cpu"` names the device).
-            return Kind.DEVICE_TENSOR_TYPE if self.names_device_tensor_type(node) else None
+            if self.names_device_tensor_type(node):
+                return Kind.DEVICE_TENSOR_TYPE
+            # `data = train_data if split == "train" else val_data`: what both branches are.
+            body = self.kind_of(node.body)
+            return body if body is not None and body is self.kind_of(node.orelse) else None
         if type(node) is cst.Comparison:
             # `t is None` compares identities on the host; it never reads the tensor.
             if all(type(c.operator) in (cst.Is, cst.IsNot) for c in node.comparisons):

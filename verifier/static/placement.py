@@ -209,6 +209,9 @@ class HostData(LambdaScopes, Tracker):
             return self._origin_of_operands((node.left, *(c.comparator for c in node.comparisons)))
         if type(node) is cst.UnaryOperation:
             return self._origin_of_operands((node.expression,))
+        if type(node) is cst.IfExp:
+            # `data = train_data if split == "train" else val_data`: one of the two, whichever runs.
+            return self._origin_of_operands((node.body, node.orelse))
         return None
 
     def _origin_of_operands(self, operands) -> Origin | None:

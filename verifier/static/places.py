@@ -287,6 +287,10 @@ class PlaceFacts:
             return _joined(*map(self.placement_of, self._tensor_operands(node.left, node.right)))
         if kind is cst.UnaryOperation:
             return self.placement_of(node.expression)
+        if kind is cst.IfExp:
+            # `x = a if train else b`: where it lives only when both branches live there.
+            body, orelse = self.placement_of(node.body), self.placement_of(node.orelse)
+            return body if body is not None and orelse is not None and body.place is orelse.place else None
         if kind is cst.Comparison:
             if any(type(c.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for c in node.comparisons):
                 return None  # `stats is None`, `"aux" in outputs`: a Python bool, whatever the operands
