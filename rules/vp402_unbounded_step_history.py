@@ -12,8 +12,8 @@ and their `.append(value)` in per-step code. How long the list lives decides the
   (`for _ in range(repeat): for minibatch in batch.split(n):`), summarised when the call ends.
 Lists recreated per step or per epoch, trimmed every N steps (`.clear()`, `.pop()`, `del h[:]`,
 `h = h[-k:]`), bounded containers (`deque(maxlen=...)`), values of unknown kind, and tensors
-without graphs in a list its function returns (`return masks`: what it collects is its result,
-handed on) are not reported. In an evaluation loop without `no_grad`, graph-carrying outputs are VP404's finding.
+that never were part of a graph in a list its function returns (`return masks`: data it
+collects as its result, handed on; a returned loss history is still a history) are not reported. In an evaluation loop without `no_grad`, graph-carrying outputs are VP404's finding.
 """
 
 from __future__ import annotations
@@ -246,9 +246,10 @@ for epoch in range(epochs):
                 return self.severity if lifetime in {"epoch", "call", "run"} else None
             if entry == "tensor" and kind == "graph" and (lifetime != "run" or not trains(step_loop)):
                 return None
-            if entry == "tensor" and name in self._returned.get(id(history.bound.function), ()):
-                # `return masks`: what the function collects is its result, handed to its caller;
-                # no history the run forgets to cut (a graph in it is kept all the same).
+            if kind == "tensor" and not graph_names and name in self._returned.get(id(history.bound.function), ()):
+                # `return masks`: data the function collects, never part of a graph, is its
+                # result, handed to its caller; a history of losses (detached or freed by their
+                # backward) returned for plotting still grows every step.
                 return None
             if kind == "unknown" and not history.attribute:
                 return None

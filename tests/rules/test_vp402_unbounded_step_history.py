@@ -254,3 +254,25 @@ def test_a_list_the_function_returns_is_its_result_not_a_history(analyse):
     assert analyse(code.replace("return masks, grads", "return None"), select=SELECT) == [
         ("VP402", 9, "HIGH"), ("VP402", 10, "MEDIUM"), ("VP402", 21, "HIGH")
     ]
+
+
+def test_a_returned_loss_history_is_still_a_history(analyse):
+    # Detached, or freed by its backward, a loss appended every step and returned for plotting
+    # grows the list as any history does; only data never part of a graph is a result.
+    code = """\
+    import torch
+
+    def fit(model, loader, optimizer):
+        losses, detached = [], []
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss)
+            detached.append(loss.detach())
+        return losses, detached
+
+    if __name__ == "__main__":
+        fit(model, loader, optimizer)
+    """
+    assert analyse(code, select=SELECT) == [("VP402", 9, "HIGH"), ("VP402", 10, "HIGH")]
