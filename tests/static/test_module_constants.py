@@ -79,3 +79,26 @@ def test_a_read_behind_a_switch_the_module_turns_off_is_opt_in(analyse):
 def test_a_module_that_can_set_its_globals_by_name_has_no_constants(override):
     # nanoGPT's configurator: `exec(open('configurator.py').read())` overrides the globals.
     assert module_constants(SCRIPT + override + "\n") == {}
+
+
+LOGGED = """\
+import torch
+
+log_interval = {interval}
+
+model = Net().cuda()
+for iter_num in range(max_iters):
+    loss = model(next_batch().cuda()).sum()
+    loss.backward()
+    optimizer.step()
+    if iter_num % log_interval == 0:
+        print(loss.item())
+"""
+
+
+def test_a_log_test_modulo_a_setting_of_one_holds_every_step(analyse):
+    # lit-llama's `log_interval = 1`: the test holds every iteration, so the read runs every step
+    # (before: a test "that depends on the data", frequency unknown, LOW).
+    assert analyse(LOGGED.format(interval=1), select=("VP201",)) == [("VP201", 11, "MEDIUM")]
+    # A real interval is a rate limit: nothing per step.
+    assert analyse(LOGGED.format(interval=100), select=("VP201",)) == []

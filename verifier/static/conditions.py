@@ -200,6 +200,10 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
             kind = self._kinds[id(node)] = self._kind_of(node)
         if branch == "rest" and _ends_the_loop(node.body):
             return None  # `if it >= max_iters: break`: the loop's end, every iteration before it runs
+        if branch == "body" and self._guards.holds_every_step(node.test):
+            # `if it % log_interval == 0:` with `log_interval = 1` (or an option's default of 1):
+            # true on every iteration of the run, as a run-constant setting that holds.
+            return Condition(ConditionKind.CONSTANT, node.test)
         if kind is ConditionKind.EVAL_MODE and branch != "body":
             kind = ConditionKind.CONSTANT  # the other side of `if not self.training:` runs in training
         elif branch != "body" and training_mode_test(node.test) is True:

@@ -405,6 +405,19 @@ class Guards(SuiteVisits, LambdaScopes, Tracker):
         command_line = self.context.command_line()
         return command_line is not None and command_line.is_by_default(interval, 1)
 
+    def holds_every_step(self, test: cst.BaseExpression) -> bool:
+        """`if iter_num % log_interval == 0:` with an interval of 1 by default (`_is_one`): taken
+        modulo 1, the test holds on every iteration, as if there were no test."""
+        if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+            return False
+        target = test.comparisons[0]
+        if type(target.operator) is not cst.Equal:
+            return False
+        sides = (test.left, target.comparator)
+        zero = [side for side in sides if type(side) is cst.Integer and side.evaluated_value == 0]
+        modulo = [side for side in sides if type(side) is cst.BinaryOperation and type(side.operator) is cst.Modulo]
+        return bool(zero) and bool(modulo) and self._is_one(modulo[0].right)
+
     def _module_setting_is_one(self, name: str) -> bool:
         """Bound once in the module, at its top level, to the literal 1, and not in this function."""
         scope = self._frames[-1].scope
