@@ -523,6 +523,8 @@ class _ModuleFacts:
     def _enter_function(self, node: cst.FunctionDef | cst.Lambda, name: str) -> None:
         if type(node) is cst.FunctionDef:
             self.bindings.note_module_name(name)
+            if self.heat.function_depth == 0 and not self.heat.in_class:
+                self.imports.shadow(name)  # a module-level `def log` hides `from math import log`
         decorators = node.decorators if type(node) is cst.FunctionDef else ()
         self._grad_off.append([any(grad_mode_of(d.decorator, self.imports) is GradMode.DISABLED for d in decorators)])
         self.heat.enter_function(node, name)
@@ -566,6 +568,8 @@ class _ModuleFacts:
         self.heat.enter_block(node)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if self.heat.function_depth == 0 and not self.heat.in_class:
+            self.imports.shadow(node.name.value)
         self.imports.note_class(node)
         self.bindings.note_module_name(node.name.value)
         self.heat.enter_class(node)

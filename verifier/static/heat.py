@@ -622,6 +622,11 @@ class HeatModel:
         return len(self._function_stack)
 
     @property
+    def in_class(self) -> bool:
+        """Whether the walk is inside a class body (a method's `def` binds no module name)."""
+        return bool(self._class_stack)
+
+    @property
     def path(self) -> str:
         return self._path
 

@@ -116,6 +116,14 @@ class ImportTable:
         if not (fallback and local in self._aliases):
             self._aliases[local] = qualified
 
+    def shadow(self, name: str) -> None:
+        """`from math import log` then `def log(t): ...` at the module's top: the module's own
+        function is what `log` names from then on (for the functions that call it, too)."""
+        if name in self._aliases or name in self._bound_methods:
+            self._version += 1
+            self._aliases.pop(name, None)
+            self._bound_methods.pop(name, None)
+
     def add_alias(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """`sync = torch.cuda.synchronize` or `sync = torch.cuda.synchronize if cuda else
         lambda: None`: the name calls the torch function (on the branch where it matters)."""
