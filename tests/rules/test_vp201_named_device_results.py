@@ -37,3 +37,23 @@ for x, y in loader:
 )
 def test_a_name_bound_to_a_device_tensor_method_is_a_device_tensor(analyse, line, expected):
     assert analyse(CODE.format(line=line), select=("VP201", "VP202")) == expected
+
+
+def test_a_torch_function_that_returns_a_python_value_reads_nothing(analyse):
+    # x-transformers: `if not exists(v) or not is_tensor(v): continue` over a model's outputs.
+    # `torch.is_tensor` answers from the type; the `.item()` after it is the step's read.
+    code = """\
+    import torch
+    from torch import is_tensor
+
+    model = Net().cuda()
+    for x in loader:
+        loss, parts = model(x.cuda())
+        loss.backward()
+        optimizer.step()
+        for k, v in parts.items():
+            if v is None or not is_tensor(v) or torch.numel(v) != 1:
+                continue
+            total[k] += v.item()
+    """
+    assert analyse(code, select=("VP201",)) == [("VP201", 12, "MEDIUM")]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from verifier.static.devices import destination
+from verifier.static.torch_api import returns_tensor
 from verifier.static.facts import MODULE_STATE, Kind, NameFacts
 from verifier.static.class_attributes import unsettled_attributes
 from verifier.static.scopes import ScopedNames
@@ -256,7 +257,8 @@ class PlaceFacts:
     def _tensor_call_on_device(self, call: cst.Call) -> bool:
         qualified = self._imports.call_name(call) or ""
         operand: cst.BaseExpression | None = None
-        if qualified.startswith("torch."):
+        if qualified.startswith("torch.") and returns_tensor(qualified):
+            # `torch.isnan(t)`; not `torch.is_tensor(t)` or `torch.numel(t)`, Python values.
             argument = positional_arg(call, 0)
             operand = argument.value if argument is not None else None
         elif type(call.func) is cst.Attribute and call.func.attr.value in _TENSOR_RESULTS:
