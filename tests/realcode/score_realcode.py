@@ -57,13 +57,15 @@ def in_scope(path, scopes):
     return any(path == s or path.startswith(s + "/") for s in scopes)
 
 
-def export_py(git_dir, commit, scopes, dest):
-    """Extract the *.py files of `commit` that lie in `scopes` into `dest`; return their count."""
+def export_py(git_dir, commit, scopes, dest, notebooks=False):
+    """Extract the *.py files (and *.ipynb notebooks, for a repository whose verdicts say
+    `"notebooks": true`) of `commit` that lie in `scopes` into `dest`; return their count."""
     ls = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "-z", "--name-only", commit],
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     if ls.returncode != 0:
         raise RuntimeError(f"git ls-tree {commit} failed: {ls.stderr.decode(errors='replace').strip()}")
-    paths = [p.decode("utf-8", "surrogateescape") for p in ls.stdout.split(b"\0") if p.endswith(b".py")]
+    suffixes = (b".py", b".ipynb") if notebooks else (b".py",)
+    paths = [p.decode("utf-8", "surrogateescape") for p in ls.stdout.split(b"\0") if p.endswith(suffixes)]
     paths = [p for p in paths if in_scope(p, scopes)]
     os.makedirs(dest, exist_ok=True)
     n = 0
@@ -194,12 +196,17 @@ def score_repo(repo, args, out):
     scopes = scope_list(repo.get("scope", "."))
     res = {"name": repo["name"], "mirror": name, "commit": repo["commit"], "scope": scopes}
     with tempfile.TemporaryDirectory(prefix="realcode-") as root:
-        nfiles = export_py(find_git_dir(args.mirrors, name), repo["commit"], scopes, os.path.join(root, name))
+        nfiles = export_py(
+            find_git_dir(args.mirrors, name), repo["commit"], scopes, os.path.join(root, name), repo.get("notebooks", False)
+        )
         data, rc = run_verifier(args.verifier_cmd, root, name, scopes, args.timeout)
         findings = []
         for f in data.get("findings", []):
             g = dict(f)
             g["path"] = norm_path(f["path"], root, name)
+            if f.get("cell") is not None:
+                # A notebook's lines count within a cell: the cell is part of where the finding is.
+                g["path"] = f"{g['path']}#cell{f['cell']}"
             findings.append(g)
     above = [f for f in findings if f.get("severity") != "INFO"]
     verdicts = repo.get("verdicts", [])
