@@ -264,3 +264,23 @@ def test_a_conditional_of_two_host_tensors_is_host_data(analyse):
     assert analyse(code, select=("VP102",)) == [("VP102", 10, "LOW")]
     # One branch of unknown origin: nothing is shown.
     assert analyse(code.replace("else val_data", "else other(split)"), select=("VP102",)) == []
+
+
+def test_a_batch_stacked_from_its_parts_in_a_comprehension_is_host_data(analyse):
+    # OpenFlamingo: `input_ids = torch.stack([x[0] for x in batch[1]])`, masked on the host, then
+    # copied every step. The comprehension's element is a part of the loader's batch.
+    code = """\
+    import torch
+
+    def train(model, loader, optimizer, device):
+        for step, batch in enumerate(loader):
+            images = batch[0].to(device, non_blocking=True)
+            input_ids = torch.stack([x[0] for x in batch[1]]).squeeze(1)
+            labels = input_ids.clone()
+            labels[labels == 0] = -100
+            labels = labels.to(device)
+            loss = model(images, labels=labels)
+            loss.backward()
+            optimizer.step()
+    """
+    assert analyse(code, select=("VP102",)) == [("VP102", 9, "LOW")]

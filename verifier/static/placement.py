@@ -326,15 +326,28 @@ class HostData(LambdaScopes, Tracker):
         if type(node) in (cst.List, cst.Tuple):
             return bool(node.elements) and all(self.origin_of(e.value) is not None for e in node.elements)
         if type(node) in (cst.ListComp, cst.GeneratorExp):
-            return self.origin_of(node.elt) is not None
+            return self._element_of_comprehension(node) is not None
         return self.origin_of(node) is not None
 
     def _all_from_factories(self, node: cst.BaseExpression) -> bool:
         if type(node) in (cst.List, cst.Tuple):
             return all(self.origin_of(e.value) is Origin.FACTORY for e in node.elements)
         if type(node) in (cst.ListComp, cst.GeneratorExp):
-            return self.origin_of(node.elt) is Origin.FACTORY
+            return self._element_of_comprehension(node) is Origin.FACTORY
         return False
+
+    def _element_of_comprehension(self, node: cst.ListComp | cst.GeneratorExp) -> Origin | None:
+        """`torch.stack([x[0] for x in batch[1]])`, asked once the comprehension's own scope is
+        closed: its element with its targets bound again to what they iterate (parts of a batch)."""
+        self._open_scope()
+        try:
+            clause: cst.CompFor | None = node.for_in
+            while clause is not None:
+                self.bind_all(clause.target, self.origin_of(clause.iter))
+                clause = clause.inner_for_in
+            return self.origin_of(node.elt)
+        finally:
+            self._close_scope()
 
     def _set(self, target: cst.BaseExpression, origin: Origin | None) -> None:
         name = dotted_name(target)
