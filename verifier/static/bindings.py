@@ -34,6 +34,7 @@ from verifier.static.heat import (
 )
 from verifier.static.local_names import target_names
 from verifier.static.names import dotted_name
+from verifier.static.torch_api import MODULE_SELF_METHODS
 
 # Facts a parameter can be bound to. A batch source is what `next()` or a `for` reads host
 # batches from (a DataLoader, a generator over one); a host batch is one such batch or a part of it.
@@ -54,7 +55,7 @@ _FACTS = frozenset({"number", "source", "batch", "tensor", "list"})
 
 _BUILTINS = frozenset(dir(builtins))
 # Methods that return the module they are called on, moved or switched (`Net().cuda()`).
-_MODULE_MOVES = frozenset({"cuda", "to", "half", "float", "bfloat16", "double", "train", "eval", "requires_grad_", "to_empty"})
+_MODULE_MOVES = MODULE_SELF_METHODS
 # Wrappers whose call runs the wrapped module's forward.
 _MODULE_WRAPPERS = frozenset({"compile", "DistributedDataParallel", "DataParallel", "FullyShardedDataParallel", "DDP", "FSDP"})
 # Calls into these packages never reach project code: their arguments are not recorded.

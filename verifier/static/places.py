@@ -21,11 +21,11 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from verifier.static.devices import destination
-from verifier.static.torch_api import returns_tensor
-from verifier.static.facts import MODULE_STATE, Kind, NameFacts
 from verifier.static.class_attributes import unsettled_attributes
+from verifier.static.devices import destination
+from verifier.static.facts import MODULE_STATE, Kind, NameFacts
 from verifier.static.scopes import ScopedNames
+from verifier.static.torch_api import MODULE_SELF_METHODS, returns_tensor
 from verifier.static.walk import iter_descendants
 from verifier.static.names import (
     CONFIG_ROOTS,
@@ -82,7 +82,7 @@ _TENSOR_RESULTS = frozenset(
      "double", "half", "long", "bool", "amax", "amin", "nansum", "nanmean"}
 )
 # Methods of `_TENSOR_RESULTS` that an `nn.Module` has too (`model.half()` is the module).
-_MODULE_METHODS = frozenset({"float", "double", "half"})
+_MODULE_METHODS = _TENSOR_RESULTS & MODULE_SELF_METHODS
 # Builtins whose result is a Python value whatever their arguments are (`max`, `min`, `sum`,
 # `abs`, `round` of tensors are tensors, and are not here).
 _PYTHON_VALUE_BUILTINS = frozenset(

@@ -8,6 +8,11 @@ from __future__ import annotations
 TENSOR_NAMESPACES = frozenset(
     {"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.nested"}
 )
+# `nn.Module` methods that return the module itself, moved, cast or switched (`Net().cuda()`,
+# `model.half()`, `model.eval()`); tensors share some of the names (`.cuda()`, `.float()`).
+MODULE_SELF_METHODS = frozenset(
+    {"cuda", "to", "half", "float", "bfloat16", "double", "train", "eval", "requires_grad_", "to_empty"}
+)
 NON_TENSOR_TORCH_FUNCTIONS = frozenset(
     {"device", "dtype", "no_grad", "inference_mode", "enable_grad", "manual_seed", "autocast",
      "save", "load", "finfo", "iinfo", "Size", "Generator", "compile", "typename", "numel",
