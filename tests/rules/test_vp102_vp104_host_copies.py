@@ -284,3 +284,41 @@ def test_a_batch_stacked_from_its_parts_in_a_comprehension_is_host_data(analyse)
             optimizer.step()
     """
     assert analyse(code, select=("VP102",)) == [("VP102", 9, "LOW")]
+
+
+def test_a_progress_bar_over_a_loader_attribute_yields_its_batches(analyse):
+    code = """\
+    import torch
+    from torch.utils.data import DataLoader
+    from tqdm import tqdm
+
+    class Trainer:
+        def __init__(self, dataset, model, optimizer):
+            self.train_loader = DataLoader(dataset, batch_size=8, num_workers=4, pin_memory=True)
+            self.model, self.optimizer = model, optimizer
+
+        def training(self, epoch):
+            tbar = tqdm(self.train_loader)
+            for i, sample in enumerate(tbar):
+                image, target = sample["image"], sample["label"]
+                image, target = image.cuda(), target.cuda()
+                loss = self.model(image, target)
+                loss.backward()
+                self.optimizer.step()
+    """
+    assert analyse(code, select=SELECT) == [("VP102", 14, "LOW")]
+
+
+def test_a_legacy_tensor_type_of_literals_moved_each_step_is_a_factory(analyse):
+    code = """\
+    import torch
+
+    for x in loader:
+        x = x.cuda(non_blocking=True)
+        half = torch.FloatTensor([0.5]).to(x.device)
+        state = torch.FloatTensor(observation).to(x.device)
+        loss = (model(x) * half).sum()
+        loss.backward()
+        optimizer.step()
+    """
+    assert analyse(code, select=SELECT) == [("VP104", 5, "MEDIUM")]

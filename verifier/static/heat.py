@@ -600,13 +600,21 @@ class HeatModel:
                     if name:
                         self._dataloader_names.add(name)
         source = iterated_source(value)
-        if type(source) is cst.Name and source.value in self._dataloader_names:
+        if type(source) is cst.Name and source.value in self._dataloader_names or (
+            source is not value and self._names_a_data_source(source)
+        ):
             # `self.train_data = train_data`: the attribute holds the same loader; so does a
-            # progress bar over it (`bar = tqdm(enumerate(loader))`).
+            # progress bar over it (`bar = tqdm(enumerate(loader))`, `tbar = tqdm(self.train_loader)`),
+            # which a loop header iterates as it would the loader itself.
             for target in targets:
                 name = terminal_name(target)
                 if name:
                     self._dataloader_names.add(name)
+
+    def _names_a_data_source(self, node: cst.BaseExpression) -> bool:
+        """`loader`, `self.train_loader`: a reference a loop header would take for a data source."""
+        name = terminal_name(node) if type(node) in (cst.Name, cst.Attribute) else None
+        return bool(name) and (name in self._dataloader_names or bool(_DATA_SOURCE.search(name)))
 
     def note_dependency(self, name: str, what: str) -> None:
         """The walk asked about the unknown value of `name` (`what`: "number" or "origin"); if it

@@ -249,8 +249,9 @@ class HostData(LambdaScopes, Tracker):
 
     def _origin_of_call(self, call: cst.Call) -> Origin | None:
         qualified = self._imports.call_name(call) or ""
-        if qualified in _LEGACY_TYPES and not self._is_a_shape(call):
-            # `torch.FloatTensor(state)`: data put in a tensor, not a tensor the device could make.
+        if qualified in _LEGACY_TYPES and not self._is_a_shape(call) and not self._is_made_here(call):
+            # `torch.FloatTensor(state)`: data put in a tensor, not a tensor the device could make
+            # (`torch.FloatTensor([0.5])` of literals it could, as `torch.tensor([0.5])`).
             return Origin.DATA if self._made_on_host(call) else None
         if qualified in HOST_FACTORIES:
             if qualified in _FROM_DATA and not self._is_made_here(call):
