@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
+from verifier.static.bindings import READ
 from verifier.static.guards import GuardedRule
+from verifier.static.host_reads import HostReads
 from verifier.static.lambda_scopes import LambdaScopes
 from verifier.static.names import dotted_name, root_name
 from verifier.static.rule import Invalid
@@ -25,7 +28,9 @@ class RepeatedSync(LambdaScopes, GuardedRule):
     cost = "a second host read of the same value: another round trip to the device for nothing"
     summary = (
         "Finds the same expression read on the host more than once in one scope "
-        "(`loss.item()` twice, `.item()` then `float(loss)`) with no reassignment in between."
+        "(`loss.item()` twice, `.item()` then `float(loss)`) with no reassignment in between, also "
+        "across a call: a helper reading what every caller just read, a caller reading what the "
+        "helper it called read."
     )
     why = (
         "Each read is a device-to-host copy and a synchronisation. The first read already drained "
@@ -52,7 +57,7 @@ if loss_value > best:
         super().__init__(context)
         # One map per scope: source of the synced expression -> how it was first read, and in
         # which arm of each conditional expression around it (`_arms`).
-        self._seen: list[dict[str, tuple[str, frozenset[tuple[int, bool]]]]] = [{}]
+        self._seen: list[dict[str, tuple[str | _Elsewhere, frozenset[tuple[int, bool]]]]] = [{}]
         # The conditional expressions (`a if c else b`) being walked, with the calls in their
         # `else` arm: `x.item() if first else total + x.item()` reads `x` once, not twice.
         self._conditional_arms: list[tuple[int, frozenset[int], frozenset[int]]] = []
@@ -60,9 +65,16 @@ if loss_value > best:
         # Reads in one branch of an `if` never run together with reads in the other branch.
         self._before_branch: dict[int, dict[str, tuple[str, frozenset[tuple[int, bool]]]]] = {}
         self._before_if: list[dict[str, tuple[str, frozenset[tuple[int, bool]]]]] = []
+        # Values read into Python across calls: by every caller, by a callee, by a returning one.
+        self._reads = context.tracker(HostReads)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._seen.append({})
+        # A parameter every caller read into Python just before the call (`host_reads.py`).
+        function = self.context.heat.where().function
+        self._seen.append({
+            f"{id(None)}:{name}": (_BY_EVERY_CALLER, frozenset())
+            for name, fact in (function.bound if function is not None else ()) if fact == READ
+        })
 
     def visit_If(self, node: cst.If) -> None:
         self._enter_branch(node)
@@ -103,6 +115,8 @@ if loss_value > best:
 
     def visit_Call(self, node: cst.Call) -> None:
         sync = sync_of_call(node, self.context.facts, self.context.imports)
+        if sync is None:
+            self._note_read_elsewhere(self._reads.read_by_call(node))
         if sync is None or not sync.is_explicit_read or self.guarded:
             return
         # A read inside a loop and one after it are different executions, not a repeat.
@@ -119,15 +133,21 @@ if loss_value > best:
         first_how, first_arms = seen[key]
         if any((conditional, not in_body) in first_arms for conditional, in_body in arms):
             return  # the other arm of the same conditional expression: one read runs, not both
-        self.report(
-            node,
-            f"`{subject}` is read on the host again with `{sync.how}` "
-            f"(already read with `{first_how}` in this scope, unchanged since)",
-        )
+        earlier = first_how.text if type(first_how) is _Elsewhere else f"with `{first_how}` in this scope, unchanged since"
+        self.report(node, f"`{subject}` is read on the host again with `{sync.how}` (already read {earlier})")
 
     def leave_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self._forget(target.target)
+        self._note_read_elsewhere(self._reads.results_read(node))
+
+    def _note_read_elsewhere(self, reads: list[tuple[str, str, str]]) -> None:
+        """Values a call read into Python (`HostReads`): a later read here is the repeat."""
+        if not reads or self.guarded:
+            return
+        loop = self.context.heat.where().innermost_loop
+        for name, callee, how in reads:
+            self._seen[-1][f"{id(loop)}:{name}"] = (_Elsewhere(f"by {callee}, {how}" if how.startswith("which") else f"by {callee} {how}"), frozenset())
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         self._forget(node.target)
@@ -230,6 +250,16 @@ for x, y in loader:
             severity=Severity.LOW,
         ),
     )
+
+
+@dataclass(frozen=True)
+class _Elsewhere:
+    """A first read made outside this scope's lines (`HostReads`): how to say where."""
+
+    text: str
+
+
+_BY_EVERY_CALLER = _Elsewhere("by every caller just before the call")
 
 
 @functools.lru_cache(maxsize=1024)

@@ -51,8 +51,10 @@ TRAIN = """
 def test_a_finding_in_a_loop_names_that_loop_and_why_and_a_helper_names_its_call_site(tmp_path):
     write(tmp_path, {"train.py": TRAIN})
     step_loop = ("train.py", 8, "step loop: iterates train_loader, calls optimizer.step()")
+    # The helper's read is the second of the same value (the loop printed it just before the
+    # call): a repeat, with the same trace.
     assert traces(tmp_path) == [
-        ("train.py", "VP201", 4, "MEDIUM", "step", [("train.py", 13, "calls log_metrics()"), step_loop]),
+        ("train.py", "VP202", 4, "LOW", "step", [("train.py", 13, "calls log_metrics()"), step_loop]),
         ("train.py", "VP201", 12, "MEDIUM", "step", [step_loop]),
     ]
 
@@ -237,7 +239,8 @@ def test_a_framework_hook_names_the_framework_that_calls_it(tmp_path):
     lightning = ("model.py", 7, "Lightning calls training_step() every step")
     assert traces(tmp_path) == [
         ("model.py", "VP201", 9, "MEDIUM", "step", [lightning]),
-        ("model.py", "VP201", 14, "MEDIUM", "step", [("model.py", 10, "calls report()"), lightning]),
+        # `report(loss)` reads again what `training_step` printed just before: a repeat.
+        ("model.py", "VP202", 14, "LOW", "step", [("model.py", 10, "calls report()"), lightning]),
         ("model.py", "VP201", 17, "LOW", "eval", [
             ("model.py", 16, "Lightning calls validation_step() every evaluation batch"),
         ]),

@@ -33,7 +33,8 @@ from verifier.static.heat import (
     defined_under, project_reexports, through_reexports, unrooted,
 )
 from verifier.static.local_names import target_names
-from verifier.static.names import dotted_name
+from verifier.static.names import ImportTable, dotted_name
+from verifier.static.transfers import device_move
 from verifier.static.torch_api import MODULE_SELF_METHODS
 
 # Facts a parameter can be bound to. A batch source is what `next()` or a `for` reads host
@@ -46,10 +47,13 @@ TENSOR = ("tensor",)
 DEVICE_TENSOR = ("tensor", "device")
 # A list that lives for the whole run (`run_lists.py`): `train_step(..., history)` grows it.
 RUN_LIST = ("list", "run")
+# A value every caller read into Python just before the call (`host_reads.py`); held beside
+# the parameter's other fact.
+READ = ("read",)
 # The facts a re-analysis starts parameters with; instances only steer calls (heat).
-SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR, RUN_LIST})
+SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR, RUN_LIST, READ})
 # The facts a function's read of a global starts with (a run-long list is known from the text).
-_GLOBAL_FACTS = SEEDED - {RUN_LIST}
+_GLOBAL_FACTS = SEEDED - {RUN_LIST, READ}
 # Tags of terms that are facts as they stand (`_Project.value` returns them unchanged).
 _FACTS = frozenset({"number", "source", "batch", "tensor", "list"})
 
@@ -88,11 +92,16 @@ class Bindings:
         is_host_batch: Callable[[cst.BaseExpression], bool],
         on_device: Callable[[cst.BaseExpression], bool] = lambda node: False,
         run_lists: frozenset[str] = frozenset(),
+        read_before: Callable[[str], bool] = lambda name: False,
+        imports: ImportTable | None = None,
     ) -> None:
         self._heat = heat
         self._facts = facts
         self._is_host_batch = is_host_batch
         self._on_device = on_device
+        # Was this name read into Python earlier in the block (`host_reads.py`)?
+        self._read_before = read_before
+        self._imports = imports if imports is not None else ImportTable()
         # Module-level lists that live for the whole run (`run_lists.py`).
         self._run_lists = run_lists
         self._envs: list[dict[str, tuple]] = [{}]
@@ -169,14 +178,20 @@ class Bindings:
         func = attribute_of_getattr(call.func) or call.func  # `getattr(runner, "log")(loss)` is `runner.log(loss)`
         site.through_instance = type(func) is cst.Attribute and not _names_a_class(func.value)
         args = []
+        read = []
         for index, arg in enumerate(call.args):
             if arg.star:
                 site.starred = True
                 continue
+            slot = arg.keyword.value if arg.keyword is not None else index
             term = self.term_of(arg.value)
             if term is not None:
-                args.append((arg.keyword.value if arg.keyword is not None else index, term))
+                args.append((slot, term))
+            name = dotted_name(arg.value)
+            if name is not None and self._read_before(name):
+                read.append(slot)
         site.args = tuple(args)
+        site.read_args = tuple(read)
 
     def via_of(self, call: cst.Call) -> tuple | None:
         """`self.sampler.sample(...)`, `model.step(...)`, `criterion(...)`: the receiver's term
@@ -296,6 +311,8 @@ class Bindings:
         """`Net().cuda()`, `model.to(device)`, `torch.compile(model)`, `DDP(model, ...)`: the same
         module, moved or wrapped; calling the result runs the instance's `forward`."""
         if type(call.func) is cst.Attribute and call.func.attr.value in _MODULE_MOVES:
+            if self._is_host_batch(call.func.value) and device_move(call, self._imports, self._facts) is not None:
+                return DEVICE_TENSOR  # a loader's batch copied onto the accelerator: no module
             inner = self.term_of(call.func.value)
         elif first is not None and (self._heat.qualified_call(call) or "").rsplit(".", 1)[-1] in _MODULE_WRAPPERS:
             inner = self.term_of(first)
@@ -306,8 +323,10 @@ class Bindings:
         if inner is not None and inner[0] in ("result", "item"):
             # `model = build_model(cfg); model = model.to(device)`, or `model, opt = get_model(...)`
             # then `DataParallel(model)`: the factory's instance, once the project pass knows what
-            # it returns (a tensor moved is not that tensor).
-            return _bounded(("module", inner))
+            # it returns; a batch or a tensor moved onto the accelerator (`x.cuda(non_blocking=True)`
+            # of a loader's batch) is a tensor there.
+            to_device = type(call.func) is cst.Attribute and device_move(call, self._imports, self._facts) is not None
+            return _bounded(("module", inner, to_device))
         return inner if inner is not None and inner[0] in ("instance", "self", "module") else None
 
     def _element_of(self, iterable: cst.BaseExpression) -> tuple | None:
@@ -664,7 +683,9 @@ class _Project:
             return self._alternatives(term[1:])
         if tag == "module":
             moved = self.value(term[1])
-            return moved if moved is not None and moved[0] in ("instance", "instances") else None
+            if moved is not None and moved[0] in ("instance", "instances"):
+                return moved
+            return DEVICE_TENSOR if term[2] and moved in (BATCH, TENSOR, DEVICE_TENSOR) else None
         inner = self.value(term[1])
         if tag == "element":
             if inner is not None and inner[0] in ("function", "functions"):
@@ -714,6 +735,21 @@ class _Project:
             return passed[0]
         # Different functions handed in (a dispatcher of callbacks): it may call any of them.
         return _functions(passed) if all(f[0] in ("function", "functions") for f in passed) else None
+
+    def read_by_every_caller(self, function_key: str, name: str) -> bool:
+        """Does every call site pass `name` a value it read into Python just before the call?"""
+        functions = self.functions.get(function_key, ())
+        sites = self.calls.get(function_key, ())
+        if len(functions) != 1 or not sites or name not in functions[0].params:
+            return False
+        order = functions[0].order
+        for site, skipped in sites:
+            if site.starred:
+                return False
+            position = order.index(name) - skipped if name in order else None
+            if not any(slot == name or slot == position for slot in site.read_args):
+                return False
+        return True
 
     def global_value(self, terms: list) -> tuple | None:
         """The fact a function reading a global finds, whichever module-level binding ran last:
@@ -875,7 +911,8 @@ def bind_project(models: list[HeatModel]) -> None:
                 (name, fact) for name in sorted(function.params)
                 if (fact := project.parameter(key, name)) in SEEDED
             )
-            function.bound = bound
+            read = tuple((name, READ) for name in sorted(function.params) if project.read_by_every_caller(key, name))
+            function.bound = tuple(sorted((*bound, *read)))
     module_globals = {model.path: model.module_globals for model in models}
     for functions in project.functions.values():
         for function in functions:
@@ -892,6 +929,11 @@ def bind_project(models: list[HeatModel]) -> None:
         for function in functions:
             function.returns = returned
     for model in models:
+        model.reads_answered = tuple(sorted(
+            callee for callee in model.asked_reads
+            if (key := project.function_key(callee)) is not None
+            and any(function.reads_params or function.returns_read for function in project.functions[key])
+        ))
         model.answered = [
             (*asker, project.functions[key][0].returns == DEVICE_TENSOR) for asker, callee, assumed in model.asked_results
             if (key := project.function_key(callee)) is not None
@@ -924,6 +966,8 @@ def needs_reanalysis(model: HeatModel) -> bool:
     (`HeatModel.asked`): a number where a rule asked for one, a batch or batch source where the
     host-data tracker did? Or learn what a function returns whose call's result the walk asked
     about, in code that runs more than once? Only then can the file's findings change."""
+    if model.reads_answered:
+        return True  # a call there reads what the file may read again (`host_reads.py`)
     if model.answered:
         # Asked in code that runs more than once and may run on a device (its own or lent, or
         # the one the answer shows the value on).
@@ -937,9 +981,9 @@ def needs_reanalysis(model: HeatModel) -> bool:
         (function.key, name, _ASKED_AS.get(fact, "origin")) in model.asked
         # A tensor handed to code that runs once changes no finding: every tensor rule is
         # silent at once heat.
-        and (fact not in (TENSOR, DEVICE_TENSOR) or function.heat > Heat.ONCE)
+        and (fact not in (TENSOR, DEVICE_TENSOR, READ) or function.heat > Heat.ONCE)
         for function in model.functions for name, fact in function.bound
     )
 
 
-_ASKED_AS = {NUMBER: "number", TENSOR: "tensor", DEVICE_TENSOR: "tensor", RUN_LIST: "list"}
+_ASKED_AS = {NUMBER: "number", TENSOR: "tensor", DEVICE_TENSOR: "tensor", RUN_LIST: "list", READ: "read"}

@@ -37,6 +37,7 @@ from verifier.static.autograd import GradMode, grad_mode_of
 from verifier.static.local_names import names_bound_in
 from verifier.static.losses import backward_operands, module_backward_operands
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of, heat_trace
+from verifier.static.host_reads import HostReads
 from verifier.static.names import ImportTable, iterated_source
 from verifier.static.notebook import in_cell, is_notebook, read_notebook
 from verifier.static.parse import parse_module
@@ -301,6 +302,7 @@ def analyze_source(
         heat.seeds = {key: known.bound for key, known in external.items() if known.bound}
         heat.returned = {key: known.returns for key, known in external.items() if known.returns}
         heat.routes = {key: known.routes for key, known in external.items() if known.routes}
+        heat.read_by = {key: known for key, known in external.items() if known.reads_params or known.returns_read}
     facts = NameFacts(imports)
     facts.returned_by = heat.returned_by
     places = PlaceFacts(imports, facts)
@@ -321,13 +323,15 @@ def analyze_source(
     calls_returning = bool(returning) and not returning.isdisjoint(_CALLED_NAME.findall(source.text))
     active = [rule(context) for rule in rules if calls_returning or context.mentions(*rule.tokens)]
     host = context.trackers.get(HostData)
+    reads = context.trackers.get(HostReads)
+    read_before = reads.is_read if reads is not None else (lambda name: False)
     is_host_batch = (lambda node: host.origin_of(node) is Origin.BATCH) if host is not None else (lambda node: False)
     on_device = lambda node: (found := places.placement_of(node)) is not None and found.place is Place.DEVICE  # noqa: E731
     lists = run_long_lists(module, source.text)
     mentions_backward = "backward" in source.text or "training_step" in source.text
     if mentions_backward:
         facts.set_module_losses(module_backward_operands(module))
-    own = _ModuleFacts(heat, facts, places, imports, Bindings(heat, facts, is_host_batch, on_device, lists), mentions_backward)
+    own = _ModuleFacts(heat, facts, places, imports, Bindings(heat, facts, is_host_batch, on_device, lists, read_before, imports=imports), mentions_backward)
     heat.grad_off_probe = own.grad_off
     visitors, leavers = _dispatch_tables(own, [*context.trackers.values(), *active])
     try:

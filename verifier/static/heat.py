@@ -208,6 +208,9 @@ class CallSite:
     # the arguments whose term is known; `starred` when `*args`/`**kwargs` hide the rest.
     args: tuple = ()
     starred: bool = False
+    # The arguments (position or keyword) that are names the caller read into Python just before
+    # (`host_reads.py`): `lossf = loss.item()`, then `log_step(loss)`.
+    read_args: tuple = ()
     # `self.sampler.sample()`, `criterion(x)`: the receiver's term and the method, resolved to a
     # callee by the project pass once the receiver's class is known.
     via: tuple | None = None
@@ -342,6 +345,11 @@ class FunctionInfo:
     # Names its body reads and never binds, whose value the walk asked for and did not know: its
     # module's globals (`bound` then gives them what every module-level binding agrees on).
     free: frozenset[str] = frozenset()
+    # The parameters (and its module's globals) it reads into Python on every call, before it can
+    # return (`host_reads.py`), and the parts of what every `return` gives that it had read (-1:
+    # the whole value).
+    reads_params: tuple = ()
+    returns_read: tuple = ()
 
 
 @dataclass(eq=False)
@@ -427,6 +435,12 @@ class HeatModel:
         self.routes: dict = {}
         self.asked_results: set = set()
         self.answered: list = []
+        # What calls of the project's functions read into Python (`FunctionFacts.reads_params`,
+        # `returns_read`), given to a re-analysis; the callees the walk asked that of and no one
+        # knew; and those of them the project pass found reading something.
+        self.read_by: dict = {}
+        self.asked_reads: set = set()
+        self.reads_answered: tuple = ()
         # Per name the module binds outside functions and classes: what a read of it gives after
         # each binding (binding terms; None for a value that is no fact). Functions read these as
         # globals (`FunctionInfo.free`).
@@ -677,6 +691,19 @@ class HeatModel:
             asker = (function.key if function is not None else None, bool(self._loop_stack[-1]))
             self.asked_results.add((asker, callee, assumed))
         return found
+
+    def reads_of_call(self, call: cst.Call) -> tuple[FunctionFacts, bool] | None:
+        """What a call of a project function reads into Python, from the project pass (`read_by`),
+        and whether the callee is this module's own (its globals are this module's); a callee
+        nobody knew yet is remembered, so that the file is analysed again if it reads."""
+        callee = self.callee_key(call)
+        if callee is None or unrooted(callee).split(".", 1)[0] in LIBRARY_ROOTS:
+            return None
+        found = self.read_by.get(resolve_key(callee, self.read_by)) if self.read_by else None
+        if found is None:
+            self.asked_reads.add(callee)
+            return None
+        return found, bool(self._module) and callee.startswith(self._local_key(""))
 
     def _routed_result(self, call: cst.Call) -> tuple | None:
         """`step = step_fn(batch)` where every caller passes `step_fn=self.train_step`: what the
@@ -1373,6 +1400,11 @@ class FunctionFacts:
     routes: tuple = ()
     # The opt-in call that every caller goes through (`opted_in`), else empty.
     opt_in: tuple[TraceStep, ...] = ()
+    # What a call of it reads into Python (`host_reads.py`): the parameters, as (name, position
+    # among the arguments of a call, a method's through its instance; -1 for a global of its
+    # module), and the parts of its result.
+    reads_params: tuple = ()
+    returns_read: tuple = ()
 
     def merge(self, other: FunctionFacts) -> FunctionFacts:
         return FunctionFacts(
@@ -1386,6 +1418,8 @@ class FunctionFacts:
             self.returns if self.returns == other.returns else None,
             self.routes if self.routes == other.routes else (),
             self.opt_in if self.opt_in == other.opt_in else (),
+            self.reads_params if self.reads_params == other.reads_params else (),
+            self.returns_read if self.returns_read == other.returns_read else (),
         )
 
 
@@ -1750,6 +1784,9 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
         mine = FunctionFacts(
             fn.trains_transitively, fn.has_step_loop, fn.heat, fn.steps_transitively, fn.accelerated,
             function_trace(fn), fn.bound, fn.returns, fn.routes, opted_in(fn),
+            # A method is called through its instance (`runner.log(loss)`): `self` is no argument.
+            tuple((name, fn.order.index(name) - fn.method if name in fn.order else -1) for name in fn.reads_params),
+            fn.returns_read,
         )
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.
