@@ -138,3 +138,30 @@ def test_a_finding_that_a_bound_fact_makes_has_the_lines_of_its_trace(tmp_path):
     assert [(step.line, step.what) for step in finding.heat_trace] == [
         (13, "calls log_loss()"), (9, "step loop: iterates loader, calls optimizer.step()"),
     ]
+
+
+def test_a_loader_batch_moved_to_the_device_reaches_a_modules_forward(analyse):
+    code = """\
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader
+
+    class Attention(nn.Module):
+        def forward(self, queries, keys):
+            if queries.sum() > 0:
+                pass
+            return queries
+
+    def train(loader, optimizer):
+        attn = Attention().cuda()
+        for q, k in loader:
+            q = q.cuda(non_blocking=True)
+            loss = attn(q, k).sum()
+            loss.backward()
+            optimizer.step()
+
+    train(DataLoader(dataset, batch_size=8), optimizer)
+    """
+    # `q` is one of the loader's batches, moved onto the accelerator: the forward's `queries` is a
+    # device tensor at every call, so its test waits for the device (proven, MEDIUM).
+    assert analyse(code, select=SELECT) == [("VP201", 7, "MEDIUM")]

@@ -132,6 +132,20 @@ _NUMPY_SIZE_POSITION = {
 }
 
 
+def _is_view(node: cst.Subscript) -> bool:
+    """`t[:, None]`, `t[..., 0]`, `t[1:]`: basic indexing by slices, `None`, `...` and integer
+    literals, which views the tensor rather than gathering data into it."""
+    for element in node.slice:
+        part = element.slice
+        if type(part) is cst.Slice:
+            if any(bound is not None and type(bound) is not cst.Integer for bound in (part.lower, part.upper, part.step)):
+                return False
+        elif not (type(part.value) is cst.Integer or (type(part.value) is cst.Name and part.value.value == "None")
+                  or type(part.value) is cst.Ellipsis):
+            return False
+    return True
+
+
 def _makes_an_array(call: cst.Call, qualified: str) -> bool:
     """A NumPy random call that returns an array, not a single number."""
     name = qualified.rsplit(".", 1)[-1]
@@ -200,6 +214,9 @@ class HostData(LambdaScopes, Tracker):
             return Origin.BATCH if self.origin_of(node.value) is Origin.BATCH else None
         if type(node) is cst.Subscript:
             inner = self.origin_of(node.value)
+            if inner is Origin.FACTORY and _is_view(node):
+                # `torch.arange(B)[:, None]`: a view of what the device could make itself.
+                return inner
             return Origin.HOST if inner in (Origin.FACTORY, Origin.DATA) else inner
         if type(node) is cst.Call:
             return self._origin_of_call(node)
