@@ -1,14 +1,13 @@
 """VP306 training-without-autocast: a training loop in a module that never uses mixed precision.
 
-A training loop is the innermost loop that calls `backward()`, directly or through a function
-of this module (any call the heat model names: a plain name, `self.method`, a method of an
-instance, `Trainer().step(...)`) whose body calls it outside a loop of its own, in a module that imports torch (turtle graphics has a `backward()` too). The module "uses
-mixed precision" when its text mentions autocast, a GradScaler, a 16-bit dtype, `.half()` or
-`mixed_precision`: such a module has chosen its precision and is left alone. Also left alone:
+A training loop is the innermost loop whose own body runs `backward()`, directly or through the
+functions it calls (`heat.py`'s `fp32_backward` facts: a plain name, `self.method`, a method of an
+instance, `Trainer().step(...)`, in this module or another), in a module that imports torch
+(turtle graphics has a `backward()` too). A module "uses mixed precision" when its text mentions
+autocast, a GradScaler, a 16-bit dtype, `.half()` or `mixed_precision` (`amp.PRECISION_CHOSEN`):
+such a module has chosen its precision and is left alone, as a backward in one is. Also left alone:
 `accelerator.backward(loss)` / `fabric.backward(loss)` loops, whose framework is configured
 elsewhere, and loops over a literal list of configurations (`for mode in [A, B]:`).
-Known limit: helpers imported from other files are not followed, so a loop whose only
-backward is in another module is not reported.
 """
 
 from __future__ import annotations
@@ -16,12 +15,9 @@ from __future__ import annotations
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
-from verifier.static.amp import is_backward
+from verifier.static.deferred import JudgementInput, deferred
 from verifier.static.heat import Where
 from verifier.static.rule import Invalid, Rule
-
-# Text that shows the module already decides its numeric precision.
-_PRECISION_CHOSEN = ("autocast", "GradScaler", "float16", "bfloat16", ".half()", "mixed_precision")
 
 
 class TrainingWithoutAutocast(Rule):
@@ -30,7 +26,8 @@ class TrainingWithoutAutocast(Rule):
     category = Category.AMP
     severity = SeverityByHeat(step=Severity.INFO, epoch=Severity.INFO, once=None)
     cost = "a training step run in FP32 where autocast could use lower-precision tensor cores"
-    tokens = ("backward",)
+    # The backward may be in another module: any module of torch code may hold the loop.
+    tokens = ("torch",)
     summary = "Notes training loops (loops that call `backward()`) in modules that never use autocast."
     why = (
         "Without autocast every matmul and convolution runs in FP32. On GPUs with tensor cores, "
@@ -59,71 +56,39 @@ for x, y in loader:
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._active = not context.mentions_in_code(*_PRECISION_CHOSEN)
+        self._active = not context.heat.precision_chosen
         self._loops: list[tuple[cst.CSTNode, Where]] = []
-        self._training_loops: set[int] = set()
-        # Calls made from each loop, and from each function outside its loops, by callee key.
-        self._loop_calls: dict[int, set[str]] = {}
-        self._function_calls: dict[str, set[str]] = {}
-        self._backward_functions: set[str] = set()
 
     def visit_For(self, node: cst.For) -> None:
-        # `for mode in [LOCAL, REMOTE]:` repeats a check per configuration; it trains on no data.
+        # `for mode in [A, B]:` repeats a check per configuration; it trains on no data.
         if type(node.iter) not in (cst.List, cst.Tuple, cst.Set):
             self._enter_loop(node)
 
     def visit_While(self, node: cst.While) -> None:
         self._enter_loop(node)
 
-    def visit_Call(self, node: cst.Call) -> None:
-        if not self._active:
-            return
-        where = self.context.heat.where()
-        loop = where.innermost_loop
-        function = where.function.key if where.function is not None else None
-        if is_backward(node, self.context.imports):
-            if loop is not None:
-                self._training_loops.add(id(loop))
-            elif function is not None:
-                self._backward_functions.add(function)
-            return
-        callee = self.context.heat.callee_key(node)
-        if callee is None:
-            return
-        if loop is not None:
-            self._loop_calls.setdefault(id(loop), set()).add(callee)
-        elif function is not None:
-            self._function_calls.setdefault(function, set()).add(callee)
+    def _enter_loop(self, node: cst.For | cst.While) -> None:
+        if self._active:
+            self._loops.append((node, self.context.heat.loop_where(node)))
 
     def leave_Module(self, node: cst.Module) -> None:
         # No autocast advice for a CPU-only module (it never names a device).
         if not self.context.imports.imports_module("torch") or not self.context.may_use_accelerator:
             return
-        backward_functions = self._functions_reaching_backward()
         for loop_node, where in self._loops:
-            loop = id(where.innermost_loop)
-            if loop in self._training_loops or self._loop_calls.get(loop, set()) & backward_functions:
-                self.report(
-                    loop_node,
-                    "training loop without autocast: every op runs in FP32; mixed precision "
-                    "(BF16 autocast, or FP16 with a GradScaler) usually trains faster on tensor-core GPUs",
-                    where=where,
-                )
-
-    def _enter_loop(self, node: cst.For | cst.While) -> None:
-        if self._active:
-            self._loops.append((node, self.context.heat.loop_where(node)))
-
-    def _functions_reaching_backward(self) -> set[str]:
-        reaching = set(self._backward_functions)
-        changed = True
-        while changed:
-            changed = False
-            for function, callees in self._function_calls.items():
-                if function not in reaching and callees & reaching:
-                    reaching.add(function)
-                    changed = True
-        return reaching
+            loop = where.innermost_loop
+            # Its own body's backward, or one a function it calls runs (in this module or another
+            # that chose no precision either), known once the project's calls are resolved.
+            severity = self.severity if loop.fp32_backward else deferred(
+                lambda loop=loop: self.severity if loop.fp32_backward_call else None,
+                outcomes=(self.severity,), reads=(JudgementInput.LOOPS,),
+            )
+            self.report(
+                loop_node,
+                "training loop without autocast: every op runs in FP32; mixed precision "
+                "(BF16 autocast, or FP16 with a GradScaler) usually trains faster on tensor-core GPUs",
+                where=where, severity=severity,
+            )
 
     VALID = (
         """\

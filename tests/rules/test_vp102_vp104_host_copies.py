@@ -341,3 +341,20 @@ def test_a_view_of_a_host_factory_tensor_indexing_a_device_tensor_is_copied(anal
     """
     # `[:, None]` views the factory's tensor (the device could make it); `[perm]` gathers data.
     assert analyse(code, select=SELECT) == [("VP104", 7, "MEDIUM")]
+
+
+def test_scalars_unpacked_from_a_host_permutation_index_on_the_host(analyse):
+    code = """\
+    import torch
+
+    for x in loader:
+        feats = model(x.cuda(non_blocking=True))
+        perm = torch.randperm(feats.shape[0])
+        idx1, idx2 = perm[:2]
+        first = perm[0]
+        mixed = feats[idx1] + feats[idx2] + feats[first]
+        mixed.sum().backward()
+        optimizer.step()
+    """
+    # 0-d CPU index tensors select on the host (an int), copying nothing to the device.
+    assert analyse(code, select=SELECT) == []

@@ -95,6 +95,10 @@ def autocast_region(item: cst.BaseExpression, imports: ImportTable) -> AutocastR
     return AutocastRegion(item, device, dtype, enabled)
 
 
+# Text that shows a module decides its numeric precision (autocast, a scaler, 16-bit dtypes).
+PRECISION_CHOSEN = ("autocast", "GradScaler", "float16", "bfloat16", ".half()", "mixed_precision")
+
+
 def is_backward(call: cst.Call, imports: ImportTable) -> bool:
     """`loss.backward()`, `scaler.scale(loss).backward()`, `torch.autograd.backward(...)`.
 

@@ -48,10 +48,12 @@ def _bindings(method: cst.FunctionDef) -> set[tuple[str, str]]:
                 attribute = _self_attribute(target.target)
                 if attribute is not None:
                     found.add((attribute, _how(node.value)))
-        elif kind in (cst.AnnAssign, cst.AugAssign) and node.value is not None:
+        elif kind is cst.AnnAssign and node.value is not None:
             attribute = _self_attribute(node.target)
             if attribute is not None:
-                found.add((attribute, _how(node.value) if kind is cst.AnnAssign else "other"))
+                found.add((attribute, _how(node.value)))
+        # `self.update_count += 1` on a registered buffer updates it in place, where it lives: no
+        # binding of its own (on a Python number it rebinds a number, which no buffer is).
         elif kind is cst.Call and method_name(node) in _REGISTERS:
             owner = receiver(node)
             name = positional_arg(node, 0) or keyword_arg(node, "name")

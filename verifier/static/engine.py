@@ -33,6 +33,7 @@ from verifier.static.deferred import EVERY_INPUT, DeferredSeverity, JudgementInp
 from verifier.static.discovery import import_root_for, module_name_for
 from verifier.static.guards import Guards
 from verifier.static.facts import Kind, NameFacts
+from verifier.static.amp import PRECISION_CHOSEN
 from verifier.static.autograd import GradMode, grad_mode_of
 from verifier.static.local_names import names_bound_in
 from verifier.static.losses import backward_operands, module_backward_operands
@@ -309,6 +310,7 @@ def analyze_source(
     context = ModuleContext(path, source.text, module, imports, heat, facts, places, config_defaults=settings.config_defaults)
     # A module that never names a device runs on the host unless a caller's module does.
     heat.accelerated = context.may_use_accelerator
+    heat.precision_chosen = context.mentions_in_code(*PRECISION_CHOSEN)
     # A rule whose tokens the file never mentions cannot fire here: it does not join the walk.
     # Calls under rate-limit guards make their callees periodic, not per step (interprocedural).
     guards = context.tracker(Guards)

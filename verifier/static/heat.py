@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 
 from verifier.findings import Heat, TraceStep
+from verifier.static.amp import is_backward
 from verifier.static.deferred import EVERY_INPUT, JudgementInput
 from verifier.static.framework_hooks import hook_reason, hooks_of_class, ignite_handler_heat
 from verifier.static.pytest_files import is_test_path
@@ -270,6 +271,10 @@ class LoopInfo:
     steps_in_call: bool = False
     # Its body reads a host clock (`t0 = time.perf_counter()`): the loop times its steps.
     reads_clock: bool = False
+    # Its own body runs a backward in full precision (`amp.is_backward`, in a module that never
+    # chooses a precision), directly or, once resolved, through a call (`fp32_backward_call`).
+    fp32_backward: bool = False
+    fp32_backward_call: bool = False
     # It updates once and evaluates every iteration over no data source: full-batch training,
     # one step per epoch (an epoch loop).
     full_batch: bool = False
@@ -307,6 +312,10 @@ class FunctionInfo:
     steps_transitively: bool = False
     # Runs a backward pass outside its own loops, directly or through calls (`backward_pass(loss)`).
     backward_transitively: bool = False
+    # A backward in full precision outside its own loops (see `LoopInfo.fp32_backward`), itself
+    # or through the functions it calls there.
+    fp32_backward: bool = False
+    fp32_backward_transitively: bool = False
     forwards_transitively: bool = False
     has_step_loop: bool = False
     heat: Heat = Heat.ONCE
@@ -458,6 +467,9 @@ class HeatModel:
         self._timing_module = bool(_TIMING_MODULE.search(module_name.rsplit(".", 1)[-1]))
         # The module's own text names an accelerator (set by the engine before the walk).
         self.accelerated = True
+        # Its text chooses a numeric precision (autocast, a GradScaler, a 16-bit dtype: set by
+        # the engine): its backward passes are not full-precision training's.
+        self.precision_chosen = False
 
     # ----- recording, called by the engine in walk order -----
 
@@ -726,6 +738,11 @@ class HeatModel:
         if reads_clock(call, qualified):
             for loop in loops:
                 loop.reads_clock = True
+        if not self.precision_chosen and is_backward(call, self._imports):
+            if loops:
+                loops[-1].fp32_backward = True
+            elif function is not None:
+                function.fp32_backward = True
         if self._is_training_signal(call, qualified):
             shown = _shown_call(call)
             for loop in loops:
@@ -1039,7 +1056,9 @@ class HeatModel:
         the inputs it `reads`: the kinds of the loops around it; for code outside loops, its
         function's heat (or only whether it runs every step) and, when that function runs every
         step, the training facts of the functions of its class; whether its module is lent a device."""
-        loops = tuple((loop.is_step, loop.is_epoch) for loop in where.loops) if JudgementInput.LOOPS in reads else ()
+        loops = tuple(
+            (loop.is_step, loop.is_epoch, loop.fp32_backward_call) for loop in where.loops
+        ) if JudgementInput.LOOPS in reads else ()
         function = where.function
         device = (function is None or function.accelerated) if JudgementInput.DEVICE in reads else None
         reads_heat = JudgementInput.FUNCTION_HEAT in reads
@@ -1405,6 +1424,8 @@ class FunctionFacts:
     # module), and the parts of its result.
     reads_params: tuple = ()
     returns_read: tuple = ()
+    # It runs a backward in full precision on every call (`FunctionInfo.fp32_backward_transitively`).
+    fp32_backward: bool = False
 
     def merge(self, other: FunctionFacts) -> FunctionFacts:
         return FunctionFacts(
@@ -1420,6 +1441,7 @@ class FunctionFacts:
             self.opt_in if self.opt_in == other.opt_in else (),
             self.reads_params if self.reads_params == other.reads_params else (),
             self.returns_read if self.returns_read == other.returns_read else (),
+            self.fp32_backward or other.fp32_backward,
         )
 
 
@@ -1441,6 +1463,7 @@ class _Resolver:
             known = external.get(fn.key)
             if known is not None:
                 fn.trains_transitively = fn.trains_transitively or known.trains
+                fn.fp32_backward_transitively = fn.fp32_backward_transitively or known.fp32_backward
                 fn.has_step_loop = fn.has_step_loop or known.has_step_loop
                 fn.steps_transitively = fn.steps_transitively or known.steps
                 fn.accelerated = fn.accelerated or known.accelerated
@@ -1609,6 +1632,9 @@ class _Resolver:
         )
         contains_step = nested_step is not None or step_site is not None
         train_site = None if loop.trains else next((site for site in loop.calls if self._callee_trains(site)), None)
+        loop.fp32_backward_call = any(
+            site.where.innermost_loop is loop and self._callee_fp32_backward(site) for site in loop.calls
+        )
         trains = loop.trains or train_site is not None
         if loop.retry or loop.over_optimizers:
             loop.is_step = loop.is_epoch = loop.is_eval = loop.full_batch = False
@@ -1705,6 +1731,10 @@ class _Resolver:
             fn.steps or any(self._callee_steps(s) for s in fn.calls if not s.where.loops)
         ):
             fn.steps_transitively = changed = True
+        if not fn.fp32_backward_transitively and (
+            fn.fp32_backward or any(self._callee_fp32_backward(s) for s in fn.calls if not s.where.loops)
+        ):
+            fn.fp32_backward_transitively = changed = True
         if not fn.backward_transitively and (
             fn.backward or any(
                 callee.backward_transitively for site in fn.calls if not site.where.loops
@@ -1736,6 +1766,12 @@ class _Resolver:
         if local:
             return any(fn.trains_transitively for fn in local)
         return known is not None and known.trains
+
+    def _callee_fp32_backward(self, site: CallSite) -> bool:
+        local, known = self._targets(site.callee)
+        if local:
+            return any(fn.fp32_backward_transitively for fn in local)
+        return known is not None and known.fp32_backward
 
     def _callee_steps(self, site: CallSite) -> bool:
         local, known = self._targets(site.callee)
@@ -1787,6 +1823,7 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
             # A method is called through its instance (`runner.log(loss)`): `self` is no argument.
             tuple((name, fn.order.index(name) - fn.method if name in fn.order else -1) for name in fn.reads_params),
             fn.returns_read,
+            fn.fp32_backward_transitively,
         )
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.

@@ -133,15 +133,15 @@ _NUMPY_SIZE_POSITION = {
 
 
 def _is_view(node: cst.Subscript) -> bool:
-    """`t[:, None]`, `t[..., 0]`, `t[1:]`: basic indexing by slices, `None`, `...` and integer
-    literals, which views the tensor rather than gathering data into it."""
+    """`t[:, None]`, `t[1:]`, `t[..., None]`: basic indexing by slices of literal bounds, `None`
+    and `...`, which views the tensor without dropping a dimension. (`t[0]` may be a 0-d tensor,
+    which as an index is read on the host as a Python int, and copies nothing.)"""
     for element in node.slice:
         part = element.slice
         if type(part) is cst.Slice:
             if any(bound is not None and type(bound) is not cst.Integer for bound in (part.lower, part.upper, part.step)):
                 return False
-        elif not (type(part.value) is cst.Integer or (type(part.value) is cst.Name and part.value.value == "None")
-                  or type(part.value) is cst.Ellipsis):
+        elif not ((type(part.value) is cst.Name and part.value.value == "None") or type(part.value) is cst.Ellipsis):
             return False
     return True
 
@@ -191,7 +191,10 @@ class HostData(LambdaScopes, Tracker):
                 for element, item in zip(target.elements, values):
                     self.bind(element.value, item.value)
                 return
-            self.bind_all(target, self.origin_of(value))
+            origin = self.origin_of(value)
+            # `idx1, idx2 = perm[:2]`: the rows (or 0-d scalars) of a factory's tensor are host
+            # data; a 0-d one indexes on the host as a Python int.
+            self.bind_all(target, Origin.HOST if origin is Origin.FACTORY else origin)
             return
         self._set(target, self.origin_of(value))
 
