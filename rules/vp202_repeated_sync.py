@@ -13,9 +13,10 @@ from verifier.static.bindings import READ
 from verifier.static.guards import GuardedRule
 from verifier.static.host_reads import HostReads
 from verifier.static.lambda_scopes import LambdaScopes
-from verifier.static.names import dotted_name, root_name
+from verifier.static.names import dotted_name, method_name, receiver, root_name
 from verifier.static.rule import Invalid
 from verifier.static.syncs import sync_of_call
+from verifier.static.torch_api import mutates_its_receiver
 from verifier.static.walk import iter_descendants
 
 
@@ -117,6 +118,8 @@ if loss_value > best:
         sync = sync_of_call(node, self.context.facts, self.context.imports)
         if sync is None:
             self._note_read_elsewhere(self._reads.read_by_call(node))
+            if mutates_its_receiver(method_name(node)) and receiver(node) is not None:
+                self._forget(receiver(node))  # `scaler.update()` between two `get_scale()`s
         if sync is None or not sync.is_explicit_read or self.guarded:
             return
         # A read inside a loop and one after it are different executions, not a repeat.

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from verifier.static.local_names import names_bound_in, target_names
-from verifier.static.names import dotted_name
+from verifier.static.names import dotted_name, method_name, receiver
 from verifier.static.suites import SuiteVisits
 from verifier.static.syncs import sync_of_call
+from verifier.static.torch_api import mutates_its_receiver
 from verifier.static.tracker import Tracker
 
 
@@ -147,6 +148,9 @@ class HostReads(SuiteVisits, Tracker):
                 if type(sync.subject) is cst.Name:
                     # A parameter read here: every caller may have read it before the call.
                     self.context.heat.note_dependency(name, "read")
+            return
+        if mutates_its_receiver(method_name(node)) and receiver(node) is not None:
+            self._forget(receiver(node))  # `t.add_(1)`: a later read is of a changed value
             return
         self._note_reads_of_call(node)
 

@@ -300,6 +300,20 @@ class PlaceFacts:
             return _joined(*map(self.placement_of, sides))
         return None
 
+    def _is_setting(self, node: cst.BaseExpression) -> bool:
+        """`dim=1`, `keepdim=True`, `"mean"`, `dtype=torch.float16`, `eps=1e-6`: an argument that is
+        no tensor, so it says nothing of where the result lives."""
+        kind = type(node)
+        if kind in (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
+            return True
+        if kind is cst.Name and node.value in ("True", "False", "None"):
+            return True
+        if kind is cst.Attribute and (self._imports.qualified_name(node) or "").startswith("torch."):
+            return True  # `torch.float16`, `torch.long`: a dtype
+        if kind is cst.UnaryOperation and type(node.expression) in (cst.Integer, cst.Float):
+            return True  # `dim=-1`
+        return self._facts.kind_of(node) is Kind.NUMBER
+
     def _tensor_operands(self, *operands: cst.BaseExpression) -> list[cst.BaseExpression]:
         """The operands that may be tensors: `loss * x.size(0)` is where `loss` is."""
         kept = [
@@ -328,7 +342,7 @@ class PlaceFacts:
             return Placement(Place.DEVICE, f"placed by `{dotted_name(owner) or 'it'}.{method}(...)`", call)
         if method in _MODULE_TENSORS and owner is not None:
             return self.placement_of(owner)
-        arguments = [arg.value for arg in call.args if not arg.star]
+        arguments = [arg.value for arg in call.args if not arg.star and not self._is_setting(arg.value)]
         # Something called that was moved to the device is a module (a tensor cannot be called):
         # its outputs live with its parameters. So do those of a part of it (`model.encoder(x)`).
         module = self._callee_placement(call.func)

@@ -32,3 +32,15 @@ def returns_tensor(qualified: str) -> bool:
         and last not in NON_TENSOR_TORCH_FUNCTIONS
         and not last.startswith(("is_", "has_", "_", "get_", "set_"))
     )
+
+
+# GradScaler methods that change its scale (or replace its state) in place.
+_SCALER_MUTATORS = frozenset({"update", "load_state_dict"})
+
+
+def mutates_its_receiver(method: str | None) -> bool:
+    """`t.add_(1)`, `t.zero_()`, `scaler.update()`: the call changes the value it is called on, so a
+    read after it is of another value than a read before it."""
+    return method is not None and (
+        (method.endswith("_") and not method.startswith("_")) or method in _SCALER_MUTATORS
+    )
