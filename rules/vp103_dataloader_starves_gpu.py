@@ -5,7 +5,10 @@ by qualified name, however imported)
 naming every problem: `num_workers` missing or 0; `pin_memory` missing or False in a module that
 uses CUDA (a `torch.cuda.*` call, a `.cuda()` call, or a `"cuda"`/`"cuda:N"` device string);
 `persistent_workers` missing or False while `num_workers` > 0. A setting passed as a variable
-is trusted, and a call with `*args`/`**kwargs` is not judged at all. Known limit: a dataset that
+is trusted, and a call with `*args`/`**kwargs` is not judged at all. A loader at the top level of
+a module that never names a device (a dataset module's `__main__` demo) is left alone; one in a
+function is judged, since a framework or a caller may put its batches on an accelerator (a
+Lightning `train_dataloader`). Known limit: a dataset that
 already lives on the GPU (a `TensorDataset` of CUDA tensors) gains nothing from workers or
 pinning; that cannot be seen from the call and is reported like any other loader.
 """
@@ -107,7 +110,12 @@ for x, y in loader:
 
     def leave_Module(self, node: cst.Module) -> None:
         # Judged at the end: CUDA may first be mentioned after the loader is built.
+        on_host = not self.context.may_use_accelerator
         for call, settings, where in self._loaders:
+            if on_host and where.function is None:
+                # A module that never names a device, at its top level (a dataset module's
+                # `__main__` demo that plots a few samples): there is no GPU to starve.
+                continue
             problems = self._problems(settings)
             if problems:
                 # Persistent workers only matter when a loader is iterated again (epochs); a
@@ -161,6 +169,13 @@ from torch.utils.data import DataLoader
 loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True, persistent_workers=True)
 model.cuda()
 """,
+        # A dataset module's demo: it never names a device, so there is no GPU to starve.
+        """\
+from torch.utils.data import DataLoader
+if __name__ == "__main__":
+    loader = DataLoader(VOCLoader("data/voc"), batch_size=4)
+    images, labels = next(iter(loader))
+""",
         """\
 from torch.utils.data import DataLoader
 loader = DataLoader(dataset, batch_size=64, **loader_kwargs)
@@ -188,6 +203,7 @@ import torch.utils.data as tud
 loader = tud.DataLoader(dataset, batch_size=64, num_workers=4)
 for epoch in range(10):
     for x, y in loader:
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
         loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()

@@ -16,7 +16,7 @@ from verifier.static.names import method_name, terminal_name
 from verifier.static.places import Place, Placement
 from verifier.static.rule import Candidate, Invalid, Proof
 from verifier.static.scaler import is_finite_guard
-from verifier.static.syncs import Sync, sync_of_call, sync_of_fstring, sync_of_slice, sync_of_test
+from verifier.static.syncs import Sync, sync_of_call, sync_of_fstring, sync_of_size, sync_of_slice, sync_of_test
 from verifier.static.walk import iter_descendants
 
 
@@ -190,7 +190,9 @@ print(running.item() / len(loader))
     def visit_Call(self, node: cst.Call) -> None:
         if id(node) in self._env_calls:
             self._in_env_call += 1
-        self._report(sync_of_call(node, self.context.facts, self.context.imports, self.context.places.computes_on_device))
+        on_device = self.context.places.computes_on_device
+        self._report(sync_of_call(node, self.context.facts, self.context.imports, on_device))
+        self._report_shown(sync_of_size(node, self.context.facts, self.context.imports, on_device))
 
     def leave_Call(self, node: cst.Call) -> None:
         if id(node) in self._env_calls:
@@ -202,11 +204,14 @@ print(running.item() / len(loader))
         )
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        sync = sync_of_slice(node, self.context.facts, self.context.places.computes_on_device)
+        self._report_shown(sync_of_slice(node, self.context.facts, self.context.places.computes_on_device))
+
+    def _report_shown(self, sync: Sync | None) -> None:
+        """A slice bound or a size (`torch.zeros(b, lengths.max())`), reported only when shown on
+        the device: slicing or sizing by tensors of unknown place is as common in host-side
+        bookkeeping (`cum = torch.tensor(sizes).cumsum(0)`) as in a training step."""
         if sync is None:
             return
-        # Only a bound shown on the device: slicing by tensors of unknown place is as common in
-        # host-side bookkeeping (`cum = torch.tensor(sizes).cumsum(0)`) as in a training step.
         placement = self.context.places.placement_of(sync.subject)
         if placement is not None and placement.place is Place.DEVICE and not placement.guessed:
             self._report(sync)

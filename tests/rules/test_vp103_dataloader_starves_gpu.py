@@ -25,7 +25,7 @@ CUDA = 'model.to("cuda")\n'
     ],
 )
 def test_every_spelling_of_torch_dataloader_is_found(analyse, imports, call):
-    assert analyse(f"{imports}\nloader = {call}\n", select=("VP103",)) == [("VP103", 2, "LOW")]
+    assert analyse(f"{imports}\nloader = {call}\n{CUDA}", select=("VP103",)) == [("VP103", 2, "LOW")]
 
 
 def test_a_dataloader_that_is_not_torch_is_ignored(analyse):
@@ -75,3 +75,18 @@ def test_pinning_is_not_asked_for_when_the_module_never_uses_cuda(analyse):
     code = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, persistent_workers=True)\n"
     assert analyse(code, select=("VP103",)) == []
     assert analyse(code + CUDA, select=("VP103",)) == [("VP103", 2, "LOW")]
+
+
+def test_a_loader_at_the_top_level_of_a_host_only_module_is_a_demo(analyse):
+    code = """\
+    from torch.utils.data import DataLoader
+
+    def make_loader(dataset):
+        return DataLoader(dataset, batch_size=64)
+
+    if __name__ == "__main__":
+        demo = DataLoader(VOC("data/voc"), batch_size=4)
+        print(next(iter(demo)))
+    """
+    # The function's loader may feed a caller's (or a framework's) accelerator; the demo cannot.
+    assert analyse(code, select=("VP103",)) == [("VP103", 4, "LOW")]

@@ -136,6 +136,39 @@ def sync_of_slice(
     return None
 
 
+# Calls whose positional arguments are sizes (Python ints): a tensor there is read with
+# `__index__()` first. Torch factories by qualified name; tensor methods by name.
+_SIZED_FUNCTIONS = frozenset(
+    f"torch.{name}" for name in ("zeros", "ones", "empty", "rand", "randn", "arange", "eye")
+)
+_SIZED_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty"})
+
+
+def sync_of_size(
+    call: cst.Call,
+    facts: NameFacts,
+    imports: ImportTable,
+    on_device: Callable[[cst.BaseExpression], bool] = _nowhere,
+) -> Sync | None:
+    """`torch.zeros(b, lengths.max())`, `range(n)`, `x.view(b, t.sum())`: a size is a Python int,
+    so a tensor given as one is read on the host first, as a slice bound is."""
+    qualified = imports.call_name(call) or ""
+    if not (
+        qualified in _SIZED_FUNCTIONS
+        or (type(call.func) is cst.Name and call.func.value == "range" and not qualified)
+        or (method_name(call) in _SIZED_METHODS and not qualified)
+    ):
+        return None
+    for arg in call.args:
+        if arg.keyword is not None or arg.star:
+            continue
+        values = [e.value for e in arg.value.elements] if type(arg.value) in (cst.Tuple, cst.List) else [arg.value]
+        for value in values:
+            if _is_tensor(value, facts, on_device):
+                return Sync(value, value, "__index__()")
+    return None
+
+
 def sync_of_test(
     test: cst.BaseExpression,
     facts: NameFacts,
