@@ -191,3 +191,26 @@ def test_a_file_python_refuses_is_never_skipped_unread(tmp_path, data, line, rea
     assert rows == [("odd.py", "VP900", line, "INFO"), ("train.py", "VP201", 4, "MEDIUM")]
     assert result.findings[0].message.startswith(reason)
     assert result.internal_errors == []
+
+
+def test_a_script_only_named_like_a_test_is_analysed_as_a_script(tmp_path):
+    """`pmnist_test.py` with a `__main__` entry and no test for pytest or unittest to run is a
+    training script: its per-step read is reported at step heat. A real test file stays test code."""
+    from verifier.config import Settings
+    from verifier.static.runner import analyze_paths
+
+    loop = (
+        "import torch\n"
+        "def train(model, loader, optimizer):\n"
+        "    for x in loader:\n"
+        "        loss = model(x.cuda()).sum()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        print(loss.item())\n"
+    )
+    (tmp_path / "pmnist_test.py").write_text(loop + "if __name__ == '__main__':\n    train(Net().cuda(), data, opt)\n")
+    (tmp_path / "model_test.py").write_text(loop + "def test_train():\n    train(Net().cuda(), [], opt)\n")
+    found = analyze_paths([str(tmp_path)], Settings(select=("VP201",))).findings
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.severity.name, f.heat.label) for f in found] == [
+        ("pmnist_test.py", 7, "MEDIUM", "step"),
+    ]

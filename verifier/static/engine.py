@@ -45,7 +45,7 @@ from verifier.static.parse import parse_module
 from verifier.static.placement import HostData, Origin
 from verifier.static.places import Place, PlaceFacts, Placement
 from verifier.static.positions import positions as positions_of
-from verifier.static.pytest_files import is_test_path
+from verifier.static.pytest_files import is_test_code
 from verifier.static.proofs import allowed, premises, worth_reporting
 from verifier.static.rule import Candidate, Proof, Rule
 from verifier.static.trace_lines import source_lines
@@ -341,7 +341,7 @@ def analyze_source(
         heat.resolve(external)
         judged = [_judge(candidate, heat) for rule in active for candidate in rule.candidates]
         suppressions = _suppressions(source, settings, parsed=True)
-        test_code = reports_once(path, settings)
+        test_code = reports_once(path, settings, source.text)
         findings = _to_findings(path, source, module, judged, settings, suppressions, heat, test_code) if judged else []
         if lines and not heat.numbered:
             # Another module's trace passes through this one's calls and loops: they need lines,
@@ -376,9 +376,9 @@ def heat_wording(message: str, heat: Heat) -> str:
     return message.replace("{often}", heat.often).replace("{loop}", heat.where)
 
 
-def reports_once(path: str, settings: Settings) -> bool:
+def reports_once(path: str, settings: Settings, text: str) -> bool:
     """Test code runs a few steps on purpose: every line of it runs "once" unless included."""
-    return not settings.include_tests and is_test_path(path)
+    return not settings.include_tests and is_test_code(path, text)
 
 
 def _without_tree(record: CandidateHeat) -> CandidateHeat:

@@ -316,6 +316,9 @@ class FunctionInfo:
     # or through the functions it calls there.
     fp32_backward: bool = False
     fp32_backward_transitively: bool = False
+    # Reads a host clock outside its own loops (a timer's `tic()`/`toc()`): a loop that calls it
+    # reads the clock as if the read were in its own body (`LoopInfo.reads_clock`).
+    reads_clock: bool = False
     forwards_transitively: bool = False
     has_step_loop: bool = False
     heat: Heat = Heat.ONCE
@@ -738,6 +741,8 @@ class HeatModel:
         if reads_clock(call, qualified):
             for loop in loops:
                 loop.reads_clock = True
+            if not loops and function is not None:
+                function.reads_clock = True
         if not self.precision_chosen and is_backward(call, self._imports):
             if loops:
                 loops[-1].fp32_backward = True
@@ -1057,7 +1062,7 @@ class HeatModel:
         function's heat (or only whether it runs every step) and, when that function runs every
         step, the training facts of the functions of its class; whether its module is lent a device."""
         loops = tuple(
-            (loop.is_step, loop.is_epoch, loop.fp32_backward_call) for loop in where.loops
+            (loop.is_step, loop.is_epoch, loop.fp32_backward_call, loop.reads_clock) for loop in where.loops
         ) if JudgementInput.LOOPS in reads else ()
         function = where.function
         device = (function is None or function.accelerated) if JudgementInput.DEVICE in reads else None
@@ -1426,6 +1431,8 @@ class FunctionFacts:
     returns_read: tuple = ()
     # It runs a backward in full precision on every call (`FunctionInfo.fp32_backward_transitively`).
     fp32_backward: bool = False
+    # It reads a host clock on every call (`FunctionInfo.reads_clock`).
+    reads_clock: bool = False
 
     def merge(self, other: FunctionFacts) -> FunctionFacts:
         return FunctionFacts(
@@ -1442,6 +1449,7 @@ class FunctionFacts:
             self.reads_params if self.reads_params == other.reads_params else (),
             self.returns_read if self.returns_read == other.returns_read else (),
             self.fp32_backward or other.fp32_backward,
+            self.reads_clock or other.reads_clock,
         )
 
 
@@ -1635,6 +1643,10 @@ class _Resolver:
         loop.fp32_backward_call = any(
             site.where.innermost_loop is loop and self._callee_fp32_backward(site) for site in loop.calls
         )
+        # `fw_timer.tic()` ... `fw_timer.toc()`: a clock read in a timer's method is the loop's own.
+        loop.reads_clock = loop.reads_clock or any(
+            site.where.innermost_loop is loop and self._callee_reads_clock(site) for site in loop.calls
+        )
         trains = loop.trains or train_site is not None
         if loop.retry or loop.over_optimizers:
             loop.is_step = loop.is_epoch = loop.is_eval = loop.full_batch = False
@@ -1767,6 +1779,12 @@ class _Resolver:
             return any(fn.trains_transitively for fn in local)
         return known is not None and known.trains
 
+    def _callee_reads_clock(self, site: CallSite) -> bool:
+        local, known = self._targets(site.callee)
+        if local:
+            return any(fn.reads_clock for fn in local)
+        return known is not None and known.reads_clock
+
     def _callee_fp32_backward(self, site: CallSite) -> bool:
         local, known = self._targets(site.callee)
         if local:
@@ -1824,6 +1842,7 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
             tuple((name, fn.order.index(name) - fn.method if name in fn.order else -1) for name in fn.reads_params),
             fn.returns_read,
             fn.fp32_backward_transitively,
+            fn.reads_clock,
         )
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.
