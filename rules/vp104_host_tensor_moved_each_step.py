@@ -4,7 +4,8 @@ Covers `torch.zeros/ones/empty/full/tensor/arange/rand*/...(...)` without `devic
 `device="cpu"`) that is moved either in the same expression (`torch.zeros(n).to(dev)`, also
 through casts and reshapes) or through a name (`mask = torch.ones(n)` ... `mask.cuda()`), in
 the same function or from module level; and such a tensor (or NumPy's random or range values)
-used as an index into a tensor shown on the device (`x[torch.randperm(n)]`, also a view of one: `q[torch.arange(B)[:, None], top]`), which copies it there. `*_like` factories follow their input's device and are
+used as an index into a tensor shown on the device (`x[torch.randperm(n)]`, also a view of one:
+`q[torch.arange(B)[:, None], top]`), which copies it there. `*_like` factories follow their input's device and are
 not included; nor are tensors whose origin is unknown (parameters, results of other calls).
 `torch.tensor(data)` counts only for literals, Python numbers and NumPy values computed in the
 code (also a parameter that every visible caller passes a Python number): data of unknown origin

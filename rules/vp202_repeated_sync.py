@@ -136,7 +136,9 @@ if loss_value > best:
         first_how, first_arms = seen[key]
         if any((conditional, not in_body) in first_arms for conditional, in_body in arms):
             return  # the other arm of the same conditional expression: one read runs, not both
-        earlier = first_how.text if type(first_how) is _Elsewhere else f"with `{first_how}` in this scope, unchanged since"
+        earlier = (
+            first_how.text if type(first_how) is _Elsewhere else f"with `{first_how}` in this scope, unchanged since"
+        )
         self.report(node, f"`{subject}` is read on the host again with `{sync.how}` (already read {earlier})")
 
     def leave_Assign(self, node: cst.Assign) -> None:
@@ -150,7 +152,8 @@ if loss_value > best:
             return
         loop = self.context.heat.where().innermost_loop
         for name, callee, how in reads:
-            self._seen[-1][f"{id(loop)}:{name}"] = (_Elsewhere(f"by {callee}, {how}" if how.startswith("which") else f"by {callee} {how}"), frozenset())
+            said = f"by {callee}, {how}" if how.startswith("which") else f"by {callee} {how}"
+            self._seen[-1][f"{id(loop)}:{name}"] = (_Elsewhere(said), frozenset())
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         self._forget(node.target)

@@ -333,7 +333,8 @@ def analyze_source(
     mentions_backward = "backward" in source.text or "training_step" in source.text
     if mentions_backward:
         facts.set_module_losses(module_backward_operands(module))
-    own = _ModuleFacts(heat, facts, places, imports, Bindings(heat, facts, is_host_batch, on_device, lists, read_before, imports=imports), mentions_backward)
+    bindings = Bindings(heat, facts, is_host_batch, on_device, lists, read_before, imports=imports)
+    own = _ModuleFacts(heat, facts, places, imports, bindings, mentions_backward)
     heat.grad_off_probe = own.grad_off
     visitors, leavers = _dispatch_tables(own, [*context.trackers.values(), *active])
     try:

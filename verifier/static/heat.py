@@ -1773,29 +1773,25 @@ class _Resolver:
         """The project's functions a call's key names, else what other runs know of it."""
         return self.by_key.get(callee), self.external.get(callee)
 
-    def _callee_trains(self, site: CallSite) -> bool:
+    def _callee_has(self, site: CallSite, flag: str, known_as: str) -> bool:
+        """A flag of the function `site` calls: its own (`FunctionInfo.<flag>`) when it is analysed
+        here, else what the project pass says of it (`FunctionFacts.<known_as>`)."""
         local, known = self._targets(site.callee)
         if local:
-            return any(fn.trains_transitively for fn in local)
-        return known is not None and known.trains
+            return any(getattr(fn, flag) for fn in local)
+        return known is not None and getattr(known, known_as)
+
+    def _callee_trains(self, site: CallSite) -> bool:
+        return self._callee_has(site, "trains_transitively", "trains")
 
     def _callee_reads_clock(self, site: CallSite) -> bool:
-        local, known = self._targets(site.callee)
-        if local:
-            return any(fn.reads_clock for fn in local)
-        return known is not None and known.reads_clock
+        return self._callee_has(site, "reads_clock", "reads_clock")
 
     def _callee_fp32_backward(self, site: CallSite) -> bool:
-        local, known = self._targets(site.callee)
-        if local:
-            return any(fn.fp32_backward_transitively for fn in local)
-        return known is not None and known.fp32_backward
+        return self._callee_has(site, "fp32_backward_transitively", "fp32_backward")
 
     def _callee_steps(self, site: CallSite) -> bool:
-        local, known = self._targets(site.callee)
-        if local:
-            return any(fn.steps_transitively for fn in local)
-        return known is not None and known.steps
+        return self._callee_has(site, "steps_transitively", "steps")
 
     def _callee_forwards(self, site: CallSite) -> bool:
         local = self._targets(site.callee)[0]

@@ -139,7 +139,8 @@ def _is_view(node: cst.Subscript) -> bool:
     for element in node.slice:
         part = element.slice
         if type(part) is cst.Slice:
-            if any(bound is not None and type(bound) is not cst.Integer for bound in (part.lower, part.upper, part.step)):
+            bounds = (part.lower, part.upper, part.step)
+            if any(bound is not None and type(bound) is not cst.Integer for bound in bounds):
                 return False
         elif not ((type(part.value) is cst.Name and part.value.value == "None") or type(part.value) is cst.Ellipsis):
             return False

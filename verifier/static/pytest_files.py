@@ -7,7 +7,9 @@ import re
 
 _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 # What pytest or unittest would collect or run: test functions and classes, the frameworks' imports.
-_TEST_MARKERS = re.compile(r"^[ \t]*(?:def test|async def test|class Test|import pytest|from pytest|import unittest|from unittest)", re.M)
+_TEST_MARKERS = re.compile(
+    r"^[ \t]*(?:def test|async def test|class Test|import pytest|from pytest|import unittest|from unittest)", re.M
+)
 _SCRIPT_ENTRY = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 
 
