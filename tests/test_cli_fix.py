@@ -70,18 +70,21 @@ def check(capsys, *argv: str) -> tuple[int, list[str], str]:
 
 
 def test_without_fix_findings_whose_fix_applies_are_marked_and_counted(project, capsys):
-    # Today only VP405's fix has earned its place outside preview, and it is unsafe.
+    # Today no rule's fix has earned its place outside preview (`rules/measured_precision.json`:
+    # VP405's strict precision fell to 0.80 at 480a45c, where DomainBed's MLDG adds into the
+    # gradients it zeroes), so nothing is offered or counted without `--preview`.
     status, out, err = check(capsys)
     assert (status, err) == (0, "")
     assert out == [
         *lines(VP308_SCALER, VP405, VP308_AUTOCAST, VP104),
         "Score: 91/100 (minimum 70, static categories only).",
         "Found 4 findings (1 MEDIUM, 3 LOW) in 1 of 1 analysed file.",
-        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).",
         "Decision: PASS",
     ]
-    assert check(capsys, "--unsafe-fixes")[1][:4] == lines(VP308_SCALER, VP405, VP308_AUTOCAST, VP104, marked="VP405")
-    assert check(capsys, "--unsafe-fixes")[1][-2] == "[*] 1 fixable with the `--fix` option."
+    assert check(capsys, "--unsafe-fixes")[1] == out
+    assert check(capsys, "--unsafe-fixes", "--preview")[1][:4] == lines(
+        VP308_SCALER, VP405, VP308_AUTOCAST, VP104, marked="VP308 VP405 VP104"
+    )
     status, out, _ = check(capsys, "--preview")
     assert out[:4] == lines(VP308_SCALER, VP405, VP308_AUTOCAST, VP104, marked="VP308")
     assert out[-2] == "[*] 2 fixable with the `--fix` option (2 hidden fixes can be enabled with the `--unsafe-fixes` option)."
@@ -278,7 +281,7 @@ def test_a_fix_after_which_the_finding_is_still_reported_is_dropped(project, cap
     from verifier.rules import vp405_gradients_zeroed_in_place as vp405
 
     monkeypatch.setattr(vp405, "without_arguments", lambda call: call)
-    status, out, err = check(capsys, "--fix", "--unsafe-fixes")
+    status, out, err = check(capsys, "--fix", "--unsafe-fixes", "--preview")
     assert err == (
         "verify-perf: warning: train.py: fixes not applied: its VP405 finding at line 6 is still reported after the fix\n"
     )

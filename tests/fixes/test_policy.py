@@ -27,10 +27,20 @@ def test_severities_are_pooled():
     assert not fix_is_stable("VP001", judged)  # 18 of 20: 0.90
 
 
-def test_today_only_vp405_has_earned_its_fix_the_others_wait_for_preview():
+def test_today_no_fix_has_earned_its_place_every_one_waits_for_preview():
+    # VP405's strict precision fell to 0.80 at 480a45c (DomainBed's MLDG adds into the gradients
+    # it zeroes, so `set_to_none` would break it): below the bar, its fix waits with the others.
     findings = [with_fix("VP104"), with_fix("VP308"), with_fix("VP405")]
-    assert [f.autofix is not None for f in offered(findings, preview=False)] == [False, False, True]
+    assert [f.autofix is not None for f in offered(findings, preview=False)] == [False, False, False]
     assert [f.autofix is not None for f in offered(findings, preview=True)] == [True, True, True]
+
+
+def test_a_fix_whose_rule_reaches_the_bar_is_offered_without_preview(monkeypatch):
+    from verifier.fixes import policy
+
+    monkeypatch.setattr(policy, "fix_is_stable", lambda code: code == "VP405")
+    findings = [with_fix("VP104"), with_fix("VP405")]
+    assert [f.autofix is not None for f in offered(findings, preview=False)] == [False, True]
 
 
 def test_a_notebook_finding_is_never_fixed():
