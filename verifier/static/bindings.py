@@ -310,8 +310,10 @@ class Bindings:
     def _wrapped_module(self, call: cst.Call, first: cst.BaseExpression | None) -> tuple | None:
         """`Net().cuda()`, `model.to(device)`, `torch.compile(model)`, `DDP(model, ...)`: the same
         module, moved or wrapped; calling the result runs the instance's `forward`."""
+        to_device = False
         if type(call.func) is cst.Attribute and call.func.attr.value in _MODULE_MOVES:
-            if self._is_host_batch(call.func.value) and device_move(call, self._imports, self._facts) is not None:
+            to_device = device_move(call, self._imports, self._facts) is not None
+            if to_device and self._is_host_batch(call.func.value):
                 return DEVICE_TENSOR  # a loader's batch copied onto the accelerator: no module
             inner = self.term_of(call.func.value)
         elif first is not None and (self._heat.qualified_call(call) or "").rsplit(".", 1)[-1] in _MODULE_WRAPPERS:
@@ -325,7 +327,6 @@ class Bindings:
             # then `DataParallel(model)`: the factory's instance, once the project pass knows what
             # it returns; a batch or a tensor moved onto the accelerator (`x.cuda(non_blocking=True)`
             # of a loader's batch) is a tensor there.
-            to_device = type(call.func) is cst.Attribute and device_move(call, self._imports, self._facts) is not None
             return _bounded(("module", inner, to_device))
         return inner if inner is not None and inner[0] in ("instance", "self", "module") else None
 

@@ -16,7 +16,7 @@ from verifier.static.names import keyword_arg, literal_string, method_name, posi
 from verifier.static.walk import iter_descendants
 
 # `self.register_buffer("steps", t)` / `register_parameter`: an attribute that moves with the module.
-_REGISTERS = frozenset({"register_buffer", "register_parameter"})
+REGISTERS = frozenset({"register_buffer", "register_parameter"})
 # Keywords that put a new tensor on a device, and methods that move one there.
 _DEVICE_KEYWORDS = ("device",)
 _MOVES = frozenset({"cuda", "to"})
@@ -54,13 +54,25 @@ def _bindings(method: cst.FunctionDef) -> set[tuple[str, str]]:
                 found.add((attribute, _how(node.value)))
         # `self.update_count += 1` on a registered buffer updates it in place, where it lives: no
         # binding of its own (on a Python number it rebinds a number, which no buffer is).
-        elif kind is cst.Call and method_name(node) in _REGISTERS:
-            owner = receiver(node)
-            name = positional_arg(node, 0) or keyword_arg(node, "name")
-            text = literal_string(name.value) if name is not None else None
-            if type(owner) is cst.Name and owner.value == "self" and text:
-                found.add((text, "registered"))
+        elif kind is cst.Call:
+            registered = registered_attribute(node)
+            if registered is not None:
+                found.add((registered[0], "registered"))
     return found
+
+
+def registered_attribute(call: cst.Call) -> tuple[str, cst.BaseExpression | None] | None:
+    """`self.register_buffer("steps", t)`: the attribute's name and the value registered (None
+    when not given), for a literal name on `self`; else None."""
+    if method_name(call) not in REGISTERS:
+        return None
+    owner = receiver(call)
+    name = positional_arg(call, 0) or keyword_arg(call, "name")
+    text = literal_string(name.value) if name is not None else None
+    if type(owner) is not cst.Name or owner.value != "self" or not text or not text.isidentifier():
+        return None
+    value = positional_arg(call, 1) or keyword_arg(call, "tensor") or keyword_arg(call, "param")
+    return text, value.value if value is not None else None
 
 
 def _self_attribute(target: cst.BaseExpression) -> str | None:

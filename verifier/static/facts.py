@@ -13,11 +13,11 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from verifier.static.class_attributes import REGISTERS, registered_attribute
 from verifier.static.heat import is_model_name, is_optimizer_name, is_scaler_name
 from verifier.static.losses import BACKWARD_BY_ARGUMENT, backward_operand
 from verifier.static.names import (
-    ImportTable, dict_items, dotted_name, element_pairs, keyed_name, keyword_arg, literal_string, method_name,
-    positional_arg, receiver, terminal_name,
+    ImportTable, dict_items, dotted_name, element_pairs, keyed_name, method_name, receiver, terminal_name,
 )
 from verifier.static.scopes import ScopedNames
 from verifier.static.torch_api import returns_tensor
@@ -70,10 +70,6 @@ MODULE_STATE = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", 
 # Functions outside the tensor namespaces that return a tensor on the parameters' device.
 _TENSOR_RETURNING = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.get_total_norm"}) | MODULE_STATE
 _NUMBER_BUILTINS = frozenset({"float", "int", "len", "round", "abs", "sum", "min", "max"})
-
-
-# `self.register_buffer(name, t)` / `register_parameter`: the module's own tensor, by that name.
-_REGISTERS = frozenset({"register_buffer", "register_parameter"})
 
 
 class NameFacts:
@@ -168,7 +164,7 @@ class NameFacts:
         if method == "backward" or method in BACKWARD_BY_ARGUMENT:
             self._learn_backward_operand(call)
             return
-        if method in _REGISTERS:
+        if method in REGISTERS:
             self._learn_registered(call)
             return
         if type(call.func) is cst.Name and call.func.value in self._backward_params:
@@ -186,15 +182,13 @@ class NameFacts:
     def _learn_registered(self, call: cst.Call) -> None:
         """`self.register_buffer("update_count", torch.tensor([0]))`: `self.update_count` is a
         tensor that lives wherever the module is moved (a buffer of `None` is no tensor)."""
-        owner = receiver(call)
-        name = positional_arg(call, 0) or keyword_arg(call, "name")
-        value = positional_arg(call, 1) or keyword_arg(call, "tensor") or keyword_arg(call, "param")
-        text = literal_string(name.value) if name is not None else None
-        if type(owner) is not cst.Name or owner.value != "self" or not text or not text.isidentifier():
+        registered = registered_attribute(call)
+        if registered is None:
             return
-        if value is None or (type(value.value) is cst.Name and value.value.value == "None"):
+        name, value = registered
+        if value is None or (type(value) is cst.Name and value.value == "None"):
             return
-        self._names.set(f"self.{text}", Kind.TENSOR)
+        self._names.set(f"self.{name}", Kind.TENSOR)
 
     def _learn_backward_operand(self, call: cst.Call) -> None:
         owner = receiver(call)

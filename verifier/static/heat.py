@@ -693,9 +693,7 @@ class HeatModel:
         "tensor" by the callee's name, or None), so that a different answer brings the file back."""
         seen = self._results_seen.get(id(call), _UNSEEN)
         if seen is _UNSEEN:
-            callee = self.callee_key(call)
-            if callee is not None and unrooted(callee).split(".", 1)[0] in LIBRARY_ROOTS:
-                callee = None
+            callee = self._project_callee(call)
             found = self.returned.get(resolve_key(callee, self.returned)) if callee and self.returned else None
             if callee is None and self.routes:
                 found = self._routed_result(call)
@@ -707,12 +705,17 @@ class HeatModel:
             self.asked_results.add((asker, callee, assumed))
         return found
 
+    def _project_callee(self, call: cst.Call) -> str | None:
+        """The key of the function `call` runs when it may be the project's (not a library's)."""
+        callee = self.callee_key(call)
+        return None if callee is None or unrooted(callee).split(".", 1)[0] in LIBRARY_ROOTS else callee
+
     def reads_of_call(self, call: cst.Call) -> tuple[FunctionFacts, bool] | None:
         """What a call of a project function reads into Python, from the project pass (`read_by`),
         and whether the callee is this module's own (its globals are this module's); a callee
         nobody knew yet is remembered, so that the file is analysed again if it reads."""
-        callee = self.callee_key(call)
-        if callee is None or unrooted(callee).split(".", 1)[0] in LIBRARY_ROOTS:
+        callee = self._project_callee(call)
+        if callee is None:
             return None
         found = self.read_by.get(resolve_key(callee, self.read_by)) if self.read_by else None
         if found is None:

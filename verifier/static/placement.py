@@ -289,10 +289,7 @@ class HostData(LambdaScopes, Tracker):
             return Origin.FACTORY
         if qualified in JOINS:
             first = positional_arg(call, 0)
-            if first is None or not self._all_on_host(first.value):
-                return None
-            # Factory tensors joined are still tensors the device could have made itself.
-            return Origin.FACTORY if self._all_from_factories(first.value) else Origin.HOST
+            return self._joined_origin(first.value) if first is not None else None
         if qualified in _SAME_PLACE_FUNCTIONS:
             operands = [
                 arg.value for arg in call.args
@@ -344,19 +341,18 @@ class HostData(LambdaScopes, Tracker):
         device = keyword_arg(call, "device")
         return device is None or destination(device.value, self._imports) is False
 
-    def _all_on_host(self, node: cst.BaseExpression) -> bool:
-        if type(node) in (cst.List, cst.Tuple):
-            return bool(node.elements) and all(self.origin_of(e.value) is not None for e in node.elements)
-        if type(node) in (cst.ListComp, cst.GeneratorExp):
-            return self._element_of_comprehension(node) is not None
-        return self.origin_of(node) is not None
-
-    def _all_from_factories(self, node: cst.BaseExpression) -> bool:
-        if type(node) in (cst.List, cst.Tuple):
-            return all(self.origin_of(e.value) is Origin.FACTORY for e in node.elements)
-        if type(node) in (cst.ListComp, cst.GeneratorExp):
-            return self._element_of_comprehension(node) is Origin.FACTORY
-        return False
+    def _joined_origin(self, parts: cst.BaseExpression) -> Origin | None:
+        """What `torch.stack(parts)` / `torch.cat(parts)` makes: host data when every part is on
+        the host, a factory tensor when every part is one (the device could have made it too)."""
+        if type(parts) in (cst.List, cst.Tuple):
+            origins = [self.origin_of(e.value) for e in parts.elements]
+            if not origins or None in origins:
+                return None
+            return Origin.FACTORY if all(origin is Origin.FACTORY for origin in origins) else Origin.HOST
+        if type(parts) in (cst.ListComp, cst.GeneratorExp):
+            element = self._element_of_comprehension(parts)
+            return None if element is None else Origin.FACTORY if element is Origin.FACTORY else Origin.HOST
+        return None if self.origin_of(parts) is None else Origin.HOST
 
     def _element_of_comprehension(self, node: cst.ListComp | cst.GeneratorExp) -> Origin | None:
         """`torch.stack([x[0] for x in batch[1]])`, asked once the comprehension's own scope is
