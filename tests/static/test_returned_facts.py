@@ -195,3 +195,83 @@ def test_a_tuple_returned_on_every_path_is_unpacked_element_by_element(tmp_path)
     assert findings(tmp_path, ("VP201",)) == [
         ("train.py", "VP201", 10, "MEDIUM", "step"), ("train.py", "VP201", 12, "LOW", "step"),
     ]
+
+
+AUGMENTED_LOSS = """
+    import torch
+
+
+    class DetectionLoss(torch.nn.Module):
+        def bce(self, pred, target):
+            return -target * torch.log(pred) - (1.0 - target) * torch.log(1.0 - pred)
+
+        def forward(self, level, prediction, targets=None):
+            conf = torch.sigmoid(prediction[..., 4])
+            loss = 0
+            loss += torch.mean(self.bce(conf, conf))
+            return loss
+"""
+
+# The step loop's module names no device: only what the loss helper returns says what the sum is.
+AUGMENTED_FIT = """
+    def fit_one_epoch(model, criterion, optimizer, loader):
+        total = 0
+        for batch in loader:
+            images, targets = batch[0], batch[1]
+            outputs = model(images)
+            loss_sum = 0
+            for level in range(len(outputs)):
+                term = criterion(level, outputs[level], targets)
+                loss_sum += term
+            loss = loss_sum
+            loss.backward()
+            optimizer.step()
+            total += loss.item()
+"""
+
+AUGMENTED_MAIN = """
+    import torch
+    from losses import DetectionLoss
+    from fit import fit_one_epoch
+
+    if __name__ == "__main__":
+        criterion = DetectionLoss()
+        model = torch.nn.Linear(3, 3).cuda()
+        loader = torch.utils.data.DataLoader([], num_workers=2, pin_memory=True, persistent_workers=True)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(10):
+            fit_one_epoch(model, criterion, optimizer, loader)
+"""
+
+
+def test_a_loss_summed_in_place_from_zero_is_the_tensor_it_sums(tmp_path):
+    # `loss = 0` then `loss += term`: what is returned is what `0 + term` is, not the number it
+    # started as; a per-step read of the sum in the caller waits for the device.
+    write(tmp_path, {"losses.py": AUGMENTED_LOSS, "fit.py": AUGMENTED_FIT, "train.py": AUGMENTED_MAIN})
+    assert findings(tmp_path, ("VP201",)) == [("fit.py", "VP201", 14, "MEDIUM", "step")]
+
+
+def test_a_counter_added_to_in_place_stays_a_number(tmp_path):
+    # `steps = 0; steps += 1`: a number plus a number is a number, read freely on the host.
+    write(tmp_path, {"counter.py": """
+        import torch
+
+
+        def count(loader, model, optimizer):
+            steps = 0
+            for batch in loader:
+                model(batch.cuda(non_blocking=True)).sum().backward()
+                optimizer.step()
+                steps += 1
+            return steps
+
+
+        def main():
+            model = torch.nn.Linear(4, 2).cuda()
+            loader = torch.utils.data.DataLoader([], pin_memory=True, num_workers=2, persistent_workers=True)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                if count(loader, model, optimizer) > 100:
+                    print(float(count(loader, model, optimizer)))
+    """})
+    assert findings(tmp_path, ("VP201",)) == []

@@ -152,6 +152,21 @@ class Bindings:
         for target in targets:
             self._bind(target, value, term)
 
+    def on_aug_assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """`x += v` binds `x` to what `x + v` is: a number added to a value leaves its term (`0 +
+        loss` is the loss, `step + 1` a number); two values that are not numbers make a term the
+        bindings do not model, so the name is unknown rather than still its first value."""
+        if type(target) not in (cst.Name, cst.Attribute):
+            return
+        old, added = self.term_of(target), self.term_of(value)
+        if self._known(target) == NUMBER or added == NUMBER:
+            term = old
+        elif old == NUMBER:
+            term = added
+        else:
+            term = None
+        self._bind(target, value, term)
+
     def on_for(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         self._bind(target, None, self._element_of(iterable))
 

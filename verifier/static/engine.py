@@ -634,6 +634,7 @@ class _ModuleFacts:
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         self.places.bind_in_place(node.target, node.value)
         self.facts.bind_in_place(node.target, node.value)
+        self.bindings.on_aug_assign(node.target, node.value)
         self.bindings.note_module_binding(node.target)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
