@@ -70,6 +70,34 @@ for x, y in loader:
 if not torch.isfinite(loss):
     raise RuntimeError("diverged")
 """,
+        # A learning-rate search that stops when the loss diverges, after the step ran.
+        """\
+import torch
+def find_lr(model, loader, optimizer, scaler, num_it):
+    losses = []
+    for index, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        if not torch.isfinite(loss):
+            if index == 0:
+                raise ValueError("loss is NaN or inf")
+            break
+        losses.append(loss.item())
+    return losses
+""",
+        # An abort on divergence before the step: the scaler would skip steps forever instead.
+        """\
+import torch
+for x, y in loader:
+    loss = criterion(model(x), y)
+    if not loss.isfinite().all():
+        raise RuntimeError("model diverged")
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+""",
     )
     INVALID = (
         Invalid(
@@ -97,6 +125,23 @@ for x, y in loader:
         continue
     scaler.step(optimizer)
     scaler.update()
+""",
+            line=5,
+            severity=Severity.LOW,
+        ),
+        Invalid(
+            """\
+import torch
+def train_step(model, batch, optimizer, scaler):
+    loss = model(batch)
+    scaler.scale(loss).backward()
+    if not torch.isfinite(loss):
+        return None
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.detach()
+for batch in loader:
+    train_step(model, batch, optimizer, scaler)
 """,
             line=5,
             severity=Severity.LOW,

@@ -25,7 +25,8 @@ _FINITENESS_FUNCTIONS = frozenset(
     {"torch.isfinite", "torch.isnan", "torch.isinf", "math.isfinite", "math.isnan", "math.isinf"}
 )
 _FINITENESS_METHODS = frozenset({"isfinite", "isnan", "isinf"})
-_EXITS = (cst.Continue, cst.Return, cst.Break, cst.Raise)
+# What skips the rest of a step: the scaler.step after it does not run this time.
+_SKIPS = (cst.Continue, cst.Return)
 
 
 def scaler_method(call: cst.Call, facts: NameFacts) -> str | None:
@@ -56,17 +57,31 @@ def calls_scaler_step(node: cst.CSTNode, facts: NameFacts) -> bool:
 def is_finite_guard(node: cst.If, context: ModuleContext) -> bool:
     """An `if` that tests finiteness and so decides whether `scaler.step` runs.
 
-    Either the step is inside the guarded branch, or the branch leaves the step early
-    (`continue`/`return`) in a function that calls `scaler.step`.
+    Either the step is inside the guarded branch, or the branch skips a `scaler.step` that
+    comes after it (`continue`, or `return` from the function that steps). A branch that only
+    raises or breaks stops the run or a search on divergence, which the scaler never does; one
+    after the step decides nothing about it.
     """
     if not context.mentions("isfinite", "isnan", "isinf") or not has_finiteness_check(node.test, context.imports):
         return False
     if calls_scaler_step(node, context.facts):
         return True
-    leaves_early = any(isinstance(child, _EXITS) for child in iter_descendants(node.body))
+    if not any(isinstance(child, _SKIPS) for child in iter_descendants(node.body)):
+        return False
     function = context.heat.where().function
     scope = function.node if function is not None else context.module
-    return leaves_early and calls_scaler_step(scope, context.facts)
+    return _steps_after(node, scope, context.facts)
+
+
+def _steps_after(node: cst.CSTNode, scope: cst.CSTNode, facts: NameFacts) -> bool:
+    """A `scaler.step(...)` call in `scope` after `node` in source order."""
+    seen = False
+    for child in iter_descendants(scope):
+        if child is node:
+            seen = True
+        elif seen and type(child) is cst.Call and scaler_method(child, facts) == "step":
+            return True
+    return False
 
 
 def _scaler_free_ids(node: cst.If, facts: NameFacts) -> frozenset[int]:
