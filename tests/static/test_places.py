@@ -44,11 +44,20 @@ for x, y in loader:
         ("counts = torch.zeros(10)", "v = counts.tolist()"),
         ("header = torch.zeros(4).cpu()", "v = float(header[0])"),
         ("pinned = torch.empty(8).pin_memory()", "v = pinned.numpy()"),
+        # A size read off a device tensor is a Python number: the product is where `torch.rand(1)` is.
+        ("", "start = int(torch.rand(1) * 0.33 * loss.size(-1))"),
+        ("", "start = int(torch.rand(1) * x.shape[-1])"),
     ],
-    ids=["from-numpy", "tensor-of-a-list", "factory-without-device", "moved-to-the-host", "pinned"],
+    ids=["from-numpy", "tensor-of-a-list", "factory-without-device", "moved-to-the-host", "pinned",
+         "host-factory-times-a-size", "host-factory-times-a-shape"],
 )
 def test_a_host_tensor_is_never_read_as_a_sync(tmp_path, setup, read):
     assert reads(tmp_path, STEP.format(setup=setup, read=read)) == []
+
+
+def test_a_device_tensor_times_a_size_is_still_on_the_device(tmp_path):
+    code = STEP.format(setup="", read="total = float(loss * x.size(0))")
+    assert [(line, severity) for line, severity, _, _ in reads(tmp_path, code)] == [(9, "MEDIUM")]
 
 
 def test_a_module_moved_in_place_puts_its_outputs_on_the_device(tmp_path):

@@ -318,9 +318,25 @@ class PlaceFacts:
         """The operands that may be tensors: `loss * x.size(0)` is where `loss` is."""
         kept = [
             operand for operand in operands
-            if type(operand) not in (cst.Integer, cst.Float) and self._facts.kind_of(operand) is not Kind.NUMBER
+            if type(operand) not in (cst.Integer, cst.Float)
+            and self._facts.kind_of(operand) is not Kind.NUMBER
+            and not self._read_off_a_tensor(operand)
         ]
         return kept or list(operands)
+
+    def _read_off_a_tensor(self, node: cst.BaseExpression) -> bool:
+        """`x.size(-1)`, `x.shape[0]`, `x.ndim`, `len(x)`: a Python value describing a tensor, held
+        on the host wherever the tensor is (`torch.rand(1) * x.size(-1)` is where `torch.rand(1)` is)."""
+        kind = type(node)
+        if kind is cst.Subscript:
+            node, kind = node.value, type(node.value)
+        if kind is cst.Attribute:
+            return node.attr.value in _METADATA
+        if kind is not cst.Call or self._imports.call_name(node):
+            return False
+        if method_name(node) in _PYTHON_VALUE_METHODS and receiver(node) is not None:
+            return True
+        return dotted_name(node.func) in _PYTHON_VALUE_BUILTINS
 
     def _of_call(self, call: cst.Call) -> Placement | None:
         qualified = self._imports.call_name(call) or ""
