@@ -214,7 +214,9 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
             kind = self._test_kind(node.test)
         if kind is ConditionKind.DATA and branch == "rest":
             kind = ConditionKind.EXIT  # the step goes on unless the early exit was taken
-        if kind is ConditionKind.CONSTANT and self._off_by_default(node.test, branch):
+        if kind in (ConditionKind.CONSTANT, ConditionKind.DATA) and self._off_by_default(node.test, branch):
+            # `if rank == 0 and args.find_lr:`: a part the defaults hold false keeps the branch off,
+            # whatever the data says of the other part.
             kind = ConditionKind.OPT_IN
         return Condition(kind, node.test, negated=branch != "body")
 
