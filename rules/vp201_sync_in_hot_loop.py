@@ -181,6 +181,23 @@ print(running.item() / len(loader))
         first = value.args[0].value if value.args and value.args[0].keyword is None else None
         return first is not None and not self.context.facts.is_tensor(first)
 
+    def _membership_on_the_host(self, subject: cst.BaseExpression) -> bool:
+        """`best_n not in anchors_mask[l]` of a host tensor and a list: comparing its elements
+        reads host memory (the place model says nothing of a membership test's operands)."""
+        if type(subject) is not cst.Comparison or len(subject.comparisons) != 1:
+            return False
+        if type(subject.comparisons[0].operator) not in (cst.In, cst.NotIn):
+            return False
+        places, facts = self.context.places, self.context.facts
+        for side in (subject.left, subject.comparisons[0].comparator):
+            found = places.placement_of(side)
+            if (found is None or found.place is not Place.HOST) and facts.is_tensor(side):
+                return False
+        return any(
+            (found := places.placement_of(side)) is not None and found.place is Place.HOST
+            for side in (subject.left, subject.comparisons[0].comparator)
+        )
+
     def visit_Raise(self, node: cst.Raise) -> None:
         self._raising += 1
 
@@ -245,6 +262,8 @@ print(running.item() / len(loader))
         placement = self.context.places.placement_of(sync.subject)
         if placement is not None and placement.place is Place.HOST:
             return  # a host tensor: reading it waits for nothing
+        if self._membership_on_the_host(sync.subject):
+            return
         # A module that never names a device holds host tensors, unless a function of it is
         # called from a module that does (a helper the training script calls every step), or
         # the value is shown on the device (returned there by a helper of another module).

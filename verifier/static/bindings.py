@@ -45,19 +45,35 @@ BATCH = ("batch",)
 # A tensor, and a tensor shown on the accelerator (`places.py`): `log_loss(loss)` hands one in.
 TENSOR = ("tensor",)
 DEVICE_TENSOR = ("tensor", "device")
+# A tensor shown in host memory (`places.py`: a factory without `device=`, `.cpu()`, a loader's
+# batch, math on those): `iou(gt_boxes, anchors)` of host boxes gives a host tensor back.
+HOST_TENSOR = ("tensor", "host")
 # A list that lives for the whole run (`run_lists.py`): `train_step(..., history)` grows it.
 RUN_LIST = ("list", "run")
 # A value every caller read into Python just before the call (`host_reads.py`); held beside
 # the parameter's other fact.
 READ = ("read",)
 # The facts a re-analysis starts parameters with; instances only steer calls (heat).
-SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR, RUN_LIST, READ})
+SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR, HOST_TENSOR, RUN_LIST, READ})
 # The facts a function's read of a global starts with (a run-long list is known from the text).
 _GLOBAL_FACTS = SEEDED - {RUN_LIST, READ}
 # Tags of terms that are facts as they stand (`_Project.value` returns them unchanged).
 _FACTS = frozenset({"number", "source", "batch", "tensor", "list"})
 
 _BUILTINS = frozenset(dir(builtins))
+# Terms math can be done on: tensors, batches, and what the project pass may find one to be.
+_TENSOR_TERMS = frozenset({"tensor", "batch", "param", "result", "attr", "part", "item", "element", "or", "joined", "module"})
+# torch functions whose result is not math on their tensors (it is made, moved or described).
+_NOT_MATH = ("torch.cuda.", "torch.distributed.", "torch.utils.", "torch.nn.", "torch.optim.", "torch.backends.")
+# Tensor methods whose result lives where the receiver does (`.cuda()`, `.to()`, `.type_as()`
+# move it; `.item()`, `.tolist()` leave tensors).
+_PLACE_KEEPING_METHODS = (TENSOR_METHODS | {
+    "expand_as", "view_as", "reshape_as", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor",
+    "floor", "ceil", "round", "neg", "sign", "log1p", "exp", "narrow", "select", "flip", "roll", "where", "split",
+    "chunk", "unbind", "sort", "topk", "masked_select", "nonzero", "unique", "repeat_interleave",
+}) - {"to", "cuda", "type_as"}
+# Python values read off a tensor (`x.size(0)`, `x.numel()`): numbers, wherever the tensor is.
+_SIZE_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "get_device"})
 # Methods that return the module they are called on, moved or switched (`Net().cuda()`).
 _MODULE_MOVES = MODULE_SELF_METHODS
 # Wrappers whose call runs the wrapped module's forward.
@@ -91,6 +107,7 @@ class Bindings:
         facts: NameFacts,
         is_host_batch: Callable[[cst.BaseExpression], bool],
         on_device: Callable[[cst.BaseExpression], bool] = lambda node: False,
+        on_host: Callable[[cst.BaseExpression], bool] = lambda node: False,
         run_lists: frozenset[str] = frozenset(),
         read_before: Callable[[str], bool] = lambda name: False,
         imports: ImportTable | None = None,
@@ -99,6 +116,7 @@ class Bindings:
         self._facts = facts
         self._is_host_batch = is_host_batch
         self._on_device = on_device
+        self._on_host = on_host
         # Was this name read into Python earlier in the block (`host_reads.py`)?
         self._read_before = read_before
         self._imports = imports if imports is not None else ImportTable()
@@ -237,7 +255,7 @@ class Bindings:
     def term_of(self, node: cst.BaseExpression, concrete: bool = True) -> tuple | None:
         """`concrete` False: the walk's own facts about `node` are known to say nothing."""
         kind = type(node)
-        if kind in (cst.Integer, cst.Float):
+        if kind in (cst.Integer, cst.Float) or _reads_a_size(node):
             return NUMBER
         if kind in (cst.Name, cst.Attribute):
             known = concrete and self._known(node)
@@ -276,6 +294,9 @@ class Bindings:
             # `fn` runs one of them; the branches that name a project function are bound.
             members = [self._function(branch) for branch in (node.body, node.orelse)]
             return _functions([m for m in members if m is not None]) if any(members) else None
+        if kind is cst.BinaryOperation:
+            known = self._known(node) if concrete else None
+            return known or self._joined_term((node.left, node.right))
         if kind is cst.BooleanOperation and type(node.operator) is cst.Or:
             # `sampler or UniformSampler(d)`: may be an instance of that class (for calls, not values).
             right = self.term_of(node.right)
@@ -315,12 +336,67 @@ class Bindings:
         callee = self._heat.callee_key(call)
         tensor = self._tensor(call) if concrete else None
         if callee is None or (type(call.func) is cst.Name and call.func.value in _BUILTINS):
-            return tensor
+            return self._follows_its_tensors(call, tensor)
         if unrooted(callee).split(".", 1)[0] in _LIBRARIES:
             # `F.nll_loss(...)` is no project function: what the walk knows of it says more.
-            return tensor
+            return self._follows_its_tensors(call, tensor)
         # What the project's function returns; else the tensor the walk knows (`loss.detach()`).
-        return _bounded(("or", ("result", callee), tensor)) if tensor is not None else ("result", callee)
+        result = self._result_term(call, callee)
+        return _bounded(("or", result, tensor)) if tensor is not None else result
+
+    def _result_term(self, call: cst.Call, callee: str) -> tuple:
+        """`("result", callee)`; with the call's tensor-like arguments when it passes any, so that
+        a function whose returns follow its parameters is answered for this call
+        (`_Project.result_with`)."""
+        if any(arg.star for arg in call.args):
+            return ("result", callee)
+        args = tuple(
+            (arg.keyword.value if arg.keyword is not None else index, term)
+            for index, arg in enumerate(call.args)
+            if (term := self.term_of(arg.value)) is not None
+        )
+        if not any(term[0] in _TENSOR_TERMS for _, term in args):
+            return ("result", callee)
+        func = attribute_of_getattr(call.func) or call.func
+        through_instance = type(func) is cst.Attribute and not _names_a_class(func.value)
+        return _bounded(("result", callee, args, through_instance)) or ("result", callee)
+
+    def _follows_its_tensors(self, call: cst.Call, tensor: tuple | None) -> tuple | None:
+        """`torch.cat((a, b))`, `x.clamp(min=0)`, `torch.argmax(iou, dim=-1)`: math whose result is
+        where its tensors are, which the project pass may know when the walk does not (a
+        parameter every caller passes in host memory); what the walk knows comes first."""
+        if tensor in (DEVICE_TENSOR, HOST_TENSOR):
+            return tensor
+        func = call.func
+        qualified = self._heat.qualified_call(call) or ""
+        if qualified.startswith("torch.") and not qualified.startswith(_NOT_MATH):
+            operands = [arg.value for arg in call.args if not arg.star]
+        elif type(func) is cst.Attribute and not qualified and func.attr.value in _PLACE_KEEPING_METHODS:
+            operands = [func.value, *(arg.value for arg in call.args if not arg.star)]
+        else:
+            return tensor
+        joined = self._joined_term(operands)
+        if joined is None:
+            return tensor
+        return _bounded(("or", joined, tensor)) if tensor is not None else joined
+
+    def _joined_term(self, operands) -> tuple | None:
+        """Math on `operands`: on the accelerator if one of them is, in host memory if all the
+        tensors among them are (evaluated by the project pass); unknown if one is unknown."""
+        parts: list[tuple] = []
+        operands = [part for operand in operands for part in _elements_of(operand)]
+        for operand in operands:
+            if _is_a_setting(operand):
+                continue
+            term = self.term_of(operand)
+            if term == NUMBER:
+                continue
+            if term is None or term[0] not in _TENSOR_TERMS:
+                return None
+            for part in term[1:] if term[0] == "joined" else (term,):
+                if part not in parts:
+                    parts.append(part)
+        return _bounded(("joined", *parts)) if parts else None
 
     def _wrapped_module(self, call: cst.Call, first: cst.BaseExpression | None) -> tuple | None:
         """`Net().cuda()`, `model.to(device)`, `torch.compile(model)`, `DDP(model, ...)`: the same
@@ -362,7 +438,9 @@ class Bindings:
             return NUMBER
         if kind is Kind.DATALOADER:
             return SOURCE
-        return BATCH if self._is_host_batch(node) else None
+        if self._is_host_batch(node):
+            return BATCH
+        return HOST_TENSOR if self._on_host(node) else None
 
     def _global(self, name: str) -> bool:
         """`name` here is the module's own (no parameter or local binding of it in the functions walked)."""
@@ -386,6 +464,8 @@ class Bindings:
             return None
         if self._on_device(node):
             return DEVICE_TENSOR
+        if self._on_host(node):
+            return HOST_TENSOR
         # In a module that never names a device, a tensor of unknown place is a host tensor as
         # likely as not: it lends its callee nothing.
         return TENSOR if self._heat.accelerated else None
@@ -513,6 +593,8 @@ class _Project:
         self._reexports = project_reexports(models)
         self.calls: dict[str, list[tuple[CallSite, int]]] = {}
         self._memo: dict[tuple, tuple | None] = {}
+        # Functions whose returns are being answered for one call (`_substituted_result`).
+        self._substituting: set[str] = set()
         # Terms being evaluated (`value`'s recursion depth), and the chain of terms deferred until
         # a deeper one is known.
         self._depth = 0
@@ -688,13 +770,18 @@ class _Project:
         if tag == "param":
             return self.parameter(term[1], term[2])
         if tag == "result":
-            return self.result(term[1])
+            found = self.result(term[1])
+            if found in (None, TENSOR) and len(term) == 4:
+                return self.result_with(term[1], term[2], term[3]) or found
+            return found
         if tag == "attr":
             return self.attribute(term[1], term[2])
         if tag == "tuple":
             return ("tuple", *(self.value(t) for t in term[1:]))
         if tag == "or":
             return self.value(term[1]) or term[2]
+        if tag == "joined":
+            return _joined_fact(self.value(part) for part in term[1:])
         if tag == "either":
             return self._alternatives(term[1:])
         if tag == "module":
@@ -706,15 +793,16 @@ class _Project:
         if tag == "element":
             if inner is not None and inner[0] in ("function", "functions"):
                 return inner  # a loop over a list of callbacks: each one in turn
-            return BATCH if inner == SOURCE else None
+            return BATCH if inner == SOURCE else HOST_TENSOR if inner == HOST_TENSOR else None
         if tag == "part":
-            return BATCH if inner == BATCH else None
+            # A part of a batch is host data; of a tensor, a tensor where it is (`out[:, :4]`).
+            return inner if inner in (BATCH, HOST_TENSOR, DEVICE_TENSOR) else None
         if tag == "item":
             if inner is not None and inner[0] == "tuple":
                 return inner[1 + term[2]] if term[2] + 1 < len(inner) else None
             if inner is None and term[1] is not None and term[1][0] == "result" and term[3] > 0:
                 return self._unpacked(term[1][1], term[2], term[3])
-            return BATCH if inner == BATCH else None
+            return inner if inner in (BATCH, HOST_TENSOR) else None
         return None
 
     def _alternatives(self, terms: tuple) -> tuple | None:
@@ -822,6 +910,42 @@ class _Project:
             width = tuples.pop()
             elements = tuple(_agreed({fact[i] for fact in found}) for i in range(1, width))
             return ("tuple", *elements) if any(e is not None for e in elements) else None
+        return _agreed(found)
+
+    def result_at(self, key: str, site: CallSite, skipped: int) -> tuple | None:
+        """What the function `key` returns at this call site."""
+        return None if site.starred else self._substituted_result(key, site.args, skipped)
+
+    def result_with(self, callee: str, args: tuple, through_instance: bool) -> tuple | None:
+        """What `callee` returns when called with these argument terms."""
+        key = self.function_key(callee)
+        if key is None or len(self.functions[key]) != 1:
+            return None
+        return self._substituted_result(key, args, self._skipped(key, through_instance))
+
+    def _substituted_result(self, key: str, args: tuple, skipped: int) -> tuple | None:
+        """The function's return terms with its parameters replaced by what a call passes (one
+        not passed is unknown: its default is not read). A function already being answered
+        this way (recursion) is unknown."""
+        function = self.functions[key][0]
+        if function.yields or not function.results or key in self._substituting:
+            return None
+        order = function.order
+        passed: dict[str, tuple] = {}
+        for slot, term in args:
+            name = slot if type(slot) is str else order[slot + skipped] if 0 <= slot + skipped < len(order) else None
+            if name is not None:
+                passed[name] = term
+        if any(_term_size(result) > _MOST_SUBSTITUTED for result in function.results):
+            return None
+        self._substituting.add(key)
+        try:
+            found = set()
+            for result in function.results:
+                term = _substituted(result, key, passed)
+                found.add(self.value(_bounded(term)) if term is not None else None)
+        finally:
+            self._substituting.discard(key)
         return _agreed(found)
 
     def attribute(self, class_key: str, name: str) -> tuple | None:
@@ -944,6 +1068,8 @@ def bind_project(models: list[HeatModel]) -> None:
         returned = project.returned(key)
         for function in functions:
             function.returns = returned
+            function.returned_at = ()
+    _bind_results_at_callers(project)
     for model in models:
         model.reads_answered = tuple(sorted(
             callee for callee in model.asked_reads
@@ -951,17 +1077,115 @@ def bind_project(models: list[HeatModel]) -> None:
             and any(function.reads_params or function.returns_read for function in project.functions[key])
         ))
         model.answered = [
-            (*asker, project.functions[key][0].returns == DEVICE_TENSOR) for asker, callee, assumed in model.asked_results
+            (*asker, answer == DEVICE_TENSOR) for asker, callee, assumed in model.asked_results
             if (key := project.function_key(callee)) is not None
-            and _changes_a_kind(project.functions[key][0].returns, assumed)
+            and _changes_a_kind(answer := _answer_at(project, asker[0], key), assumed)
         ]
 
 
+def _answer_at(project: _Project, caller_key: str | None, key: str) -> tuple | None:
+    """What a call of `key` made in `caller_key` returns there: the caller's own answer
+    (`returned_at`), else what the function returns wherever it is called."""
+    callers = project.functions.get(caller_key, ()) if caller_key is not None else ()
+    here = dict(callers[0].returned_at).get(key) if len(callers) == 1 else None
+    return here or project.functions[key][0].returns
+
+
+# What a call may be found to return where it is made (a tuple is left to `returns`).
+_FACTS_AT_A_CALL = frozenset({NUMBER, DEVICE_TENSOR, HOST_TENSOR})
+# Return terms larger than this are not substituted call by call.
+_MOST_SUBSTITUTED = 4000
+
+
+def _bind_results_at_callers(project: _Project) -> None:
+    """`iou(gt, anchors)` of host boxes in one function, of device boxes in another: a function
+    whose returns follow its parameters gives no one answer (`returns`), but each call of it
+    does, its parameters replaced by what that call passes. A caller whose every call of the
+    function agrees keeps the answer (`FunctionInfo.returned_at`)."""
+    for key, sites in project.calls.items():
+        functions = project.functions.get(key, ())
+        if len(functions) != 1 or functions[0].returns not in (None, TENSOR) or not functions[0].results:
+            continue
+        at: dict[int, tuple[FunctionInfo, set]] = {}
+        for site, skipped in sites:
+            caller = site.where.function
+            if caller is not None:
+                at.setdefault(id(caller), (caller, set()))[1].add(project.result_at(key, site, skipped))
+        for caller, found in at.values():
+            fact = found.pop() if len(found) == 1 else None
+            if fact in _FACTS_AT_A_CALL:
+                caller.returned_at = tuple(sorted({*caller.returned_at, (key, fact)}))
+
+
+def _joined_fact(values) -> tuple | None:
+    """Math on these values: on the accelerator if one is, in host memory if every tensor is."""
+    tensors = [value for value in values if value != NUMBER]
+    if DEVICE_TENSOR in tensors:
+        return DEVICE_TENSOR
+    if tensors and all(value in (HOST_TENSOR, BATCH) for value in tensors):
+        return HOST_TENSOR
+    return None
+
+
+def _substituted(term, key: str, passed: dict[str, tuple]):
+    """`term` with the parameters of function `key` replaced by the terms in `passed` (None
+    for one not there)."""
+    if type(term) is not tuple:
+        return term
+    if len(term) == 3 and term[0] == "param" and term[1] == key:
+        return passed.get(term[2])
+    return tuple(_substituted(part, key, passed) for part in term)
+
+
+def _term_size(term, limit: int = _MOST_SUBSTITUTED + 1) -> int:
+    """How many tuples `term` holds, counted up to `limit`."""
+    count, pending = 0, [term]
+    while pending and count < limit:
+        part = pending.pop()
+        if type(part) is tuple:
+            count += 1
+            pending.extend(part)
+    return count
+
+
+def _elements_of(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`torch.cat((a, b))`: the operands a tuple or list argument holds."""
+    if type(node) in (cst.Tuple, cst.List):
+        return [element.value for element in node.elements if type(element) is cst.Element]
+    return [node]
+
+
+def _reads_a_size(node: cst.BaseExpression) -> bool:
+    """`x.size(0)`, `x.shape[-1]`, `x.ndim`, `x.numel()`: a number describing a tensor (not
+    `x.shape` or `x.size()`, which are tuples of them)."""
+    kind = type(node)
+    if kind is cst.Subscript:
+        return type(node.value) is cst.Attribute and node.value.attr.value == "shape"
+    if kind is cst.Attribute:
+        return node.attr.value == "ndim"
+    if kind is not cst.Call or type(node.func) is not cst.Attribute or node.func.attr.value not in _SIZE_METHODS:
+        return False
+    return node.func.attr.value != "size" or bool(node.args)
+
+
+def _is_a_setting(node: cst.BaseExpression) -> bool:
+    """A literal, `True`/`None`, `-1`, or a dtype: an argument that is no tensor."""
+    kind = type(node)
+    if kind in (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
+        return True
+    if kind is cst.Name and node.value in ("True", "False", "None"):
+        return True
+    if kind is cst.UnaryOperation:
+        return _is_a_setting(node.expression)
+    return kind is cst.Attribute and (dotted_name(node) or "").startswith("torch.")
+
+
 def _agreed(found: set) -> tuple | None:
-    """One fact for values that must all hold it: a number, or a tensor (on the accelerator when
-    every one is shown there); anything else, or a disagreement, is unknown."""
-    if found and found <= {TENSOR, DEVICE_TENSOR}:
-        return DEVICE_TENSOR if found == {DEVICE_TENSOR} else TENSOR
+    """One fact for values that must all hold it: a number, or a tensor (on the accelerator, or
+    in host memory, when every one is shown there); anything else, or a disagreement, is unknown."""
+    if found and found <= {TENSOR, DEVICE_TENSOR, HOST_TENSOR}:
+        # On the accelerator, or in host memory, only when every one is shown there.
+        return found.pop() if len(found) == 1 else TENSOR
     return NUMBER if found == {NUMBER} else None
 
 
@@ -973,7 +1197,7 @@ def _changes_a_kind(returned: tuple | None, assumed: str | None) -> bool:
     if returned[0] == "tuple":
         return True  # element by element: more than the call's one kind could say
     if assumed == "tensor":
-        return returned in (NUMBER, DEVICE_TENSOR)
+        return returned in (NUMBER, DEVICE_TENSOR, HOST_TENSOR)
     return True
 
 
@@ -997,9 +1221,11 @@ def needs_reanalysis(model: HeatModel) -> bool:
         (function.key, name, _ASKED_AS.get(fact, "origin")) in model.asked
         # A tensor handed to code that runs once changes no finding: every tensor rule is
         # silent at once heat.
-        and (fact not in (TENSOR, DEVICE_TENSOR, READ) or function.heat > Heat.ONCE)
+        and (fact not in (TENSOR, DEVICE_TENSOR, HOST_TENSOR, READ) or function.heat > Heat.ONCE)
         for function in model.functions for name, fact in function.bound
     )
 
 
-_ASKED_AS = {NUMBER: "number", TENSOR: "tensor", DEVICE_TENSOR: "tensor", RUN_LIST: "list", READ: "read"}
+_ASKED_AS = {
+    NUMBER: "number", TENSOR: "tensor", DEVICE_TENSOR: "tensor", HOST_TENSOR: "tensor", RUN_LIST: "list", READ: "read",
+}

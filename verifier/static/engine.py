@@ -25,7 +25,7 @@ import libcst as cst
 from verifier.config import Settings
 from verifier.findings import Category, Evidence, Finding, Heat, Severity, SeverityByHeat
 from verifier.static.autofix import as_autofix
-from verifier.static.bindings import DEVICE_TENSOR, NUMBER, SOURCE, TENSOR, Bindings, needs_reanalysis
+from verifier.static.bindings import DEVICE_TENSOR, HOST_TENSOR, NUMBER, SOURCE, TENSOR, Bindings, needs_reanalysis
 from verifier.static.run_lists import run_long_lists
 from verifier.static.conditions import Conditions
 from verifier.static.context import ModuleContext
@@ -302,6 +302,7 @@ def analyze_source(
         # What every visible call site passes: the parameters start with it (`bindings.py`).
         heat.seeds = {key: known.bound for key, known in external.items() if known.bound}
         heat.returned = {key: known.returns for key, known in external.items() if known.returns}
+        heat.returned_at = {key: dict(known.returned_at) for key, known in external.items() if known.returned_at}
         heat.routes = {key: known.routes for key, known in external.items() if known.routes}
         heat.read_by = {key: known for key, known in external.items() if known.reads_params or known.returns_read}
     facts = NameFacts(imports)
@@ -329,11 +330,12 @@ def analyze_source(
     read_before = reads.is_read if reads is not None else (lambda name: False)
     is_host_batch = (lambda node: host.origin_of(node) is Origin.BATCH) if host is not None else (lambda node: False)
     on_device = lambda node: (found := places.placement_of(node)) is not None and found.place is Place.DEVICE  # noqa: E731
+    on_host = lambda node: (found := places.placement_of(node)) is not None and found.place is Place.HOST  # noqa: E731
     lists = run_long_lists(module, source.text)
     mentions_backward = "backward" in source.text or "training_step" in source.text
     if mentions_backward:
         facts.set_module_losses(module_backward_operands(module))
-    bindings = Bindings(heat, facts, is_host_batch, on_device, lists, read_before, imports=imports)
+    bindings = Bindings(heat, facts, is_host_batch, on_device, on_host, lists, read_before, imports=imports)
     own = _ModuleFacts(heat, facts, places, imports, bindings, mentions_backward)
     heat.grad_off_probe = own.grad_off
     visitors, leavers = _dispatch_tables(own, [*context.trackers.values(), *active])
@@ -551,6 +553,11 @@ class _ModuleFacts:
                     "a global every module-level binding puts on the accelerator"
                 )
                 self.places.seed(name, Placement(Place.DEVICE, how))
+            elif fact == HOST_TENSOR:
+                how = "passed in host memory by every caller" if name in function.params else (
+                    "a global every module-level binding puts in host memory"
+                )
+                self.places.seed(name, Placement(Place.HOST, how))
 
     def visit_For(self, node: cst.For) -> None:
         self.heat.enter_loop(node)
@@ -690,7 +697,9 @@ class _ModuleFacts:
 
 
 # A parameter bound to a number or a batch source starts as that kind (a host batch: `HostData`).
-_SEEDED_KINDS = {NUMBER: Kind.NUMBER, SOURCE: Kind.DATALOADER, TENSOR: Kind.TENSOR, DEVICE_TENSOR: Kind.TENSOR}
+_SEEDED_KINDS = {
+    NUMBER: Kind.NUMBER, SOURCE: Kind.DATALOADER, TENSOR: Kind.TENSOR, DEVICE_TENSOR: Kind.TENSOR, HOST_TENSOR: Kind.TENSOR,
+}
 
 
 def _bind(facts: NameFacts, target: cst.BaseExpression, value: cst.BaseExpression) -> None:

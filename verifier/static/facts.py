@@ -58,6 +58,8 @@ _NUMBER_FUNCTIONS = frozenset(
      "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer", "random.random"}
 )
 _NUMBER_METHODS = frozenset({"item", "tolist"})
+# A tensor's sizes, read without waiting for it: `x.size(0)`, `x.numel()` (not `x.size()`, a tuple).
+_SIZE_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size"})
 # Methods only `nn.Module` has (not tensors, optimizers or schedulers, which share `state_dict`).
 _TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"})
 _MODULE_API = frozenset(
@@ -450,7 +452,7 @@ class NameFacts:
         method = method_name(call)
         if method is not None:
             owner = receiver(call)
-            if method in _NUMBER_METHODS:
+            if method in _NUMBER_METHODS or (method in _SIZE_METHODS and (method != "size" or call.args)):
                 return Kind.NUMBER
             if method == "scale" and self.is_scaler(owner):
                 return Kind.TENSOR

@@ -129,6 +129,10 @@ def is_scaler_name(name: str | None) -> bool:
     return bool(name) and _SCALER_NAME.search(name.lower()) is not None
 
 
+# A tensor whose place the project pass does not know (`bindings.TENSOR`).
+_TENSOR_FACT = ("tensor",)
+
+
 class ConditionKind(enum.Enum):
     """What an enclosing branch says about how often its code runs (`conditions.py` decides).
 
@@ -344,6 +348,10 @@ class FunctionInfo:
     # What every `return` gives, across the project (a tensor, one on the accelerator, a
     # number; `bindings.py`), else None.
     returns: tuple | None = None
+    # What its own calls of project functions return where it makes them, when the function's
+    # `returns` cannot say (`iou(gt, anchors)` of host boxes here, of device boxes elsewhere):
+    # (callee key, fact) pairs (`bindings.py`).
+    returned_at: tuple = ()
     # The functions the project pass found its calls through a receiver run (`step_fn(batch)`
     # with `step_fn=self.train_step` at every call site): ((receiver term, method), key) pairs,
     # so that its file's re-analysis calls the same functions (`bindings.py`).
@@ -442,6 +450,8 @@ class HeatModel:
         # or None, asked inside a loop), callee, what the walk assumed); and the askers the
         # project pass answered otherwise than they assumed.
         self.returned: dict = {}
+        # By caller: what its calls return where it makes them (`FunctionFacts.returned_at`).
+        self.returned_at: dict[str, dict] = {}
         # The project pass's routes (`FunctionFacts.routes`) by caller: a call through a
         # parameter returns what the functions every caller passes return.
         self.routes: dict = {}
@@ -697,6 +707,8 @@ class HeatModel:
             found = self.returned.get(resolve_key(callee, self.returned)) if callee and self.returned else None
             if callee is None and self.routes:
                 found = self._routed_result(call)
+            if callee is not None and found in (None, _TENSOR_FACT) and self.returned_at:
+                found = self._returned_here(callee) or found
             self._results_seen[id(call)] = seen = (callee, found)
         callee, found = seen
         if callee is not None and found is None:
@@ -704,6 +716,12 @@ class HeatModel:
             asker = (function.key if function is not None else None, bool(self._loop_stack[-1]))
             self.asked_results.add((asker, callee, assumed))
         return found
+
+    def _returned_here(self, callee: str) -> tuple | None:
+        """What `callee` returns where the function being walked calls it (`returned_at`)."""
+        function = self._function_stack[-1] if self._function_stack else None
+        here = self.returned_at.get(function.key) if function is not None else None
+        return here.get(resolve_key(callee, here)) if here else None
 
     def _project_callee(self, call: cst.Call) -> str | None:
         """The key of the function `call` runs when it may be the project's (not a library's)."""
@@ -1436,6 +1454,8 @@ class FunctionFacts:
     fp32_backward: bool = False
     # It reads a host clock on every call (`FunctionInfo.reads_clock`).
     reads_clock: bool = False
+    # What its own calls return where it makes them (`FunctionInfo.returned_at`).
+    returned_at: tuple = ()
 
     def merge(self, other: FunctionFacts) -> FunctionFacts:
         return FunctionFacts(
@@ -1453,6 +1473,7 @@ class FunctionFacts:
             self.returns_read if self.returns_read == other.returns_read else (),
             self.fp32_backward or other.fp32_backward,
             self.reads_clock or other.reads_clock,
+            self.returned_at if self.returned_at == other.returned_at else (),
         )
 
 
@@ -1842,6 +1863,7 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
             fn.returns_read,
             fn.fp32_backward_transitively,
             fn.reads_clock,
+            fn.returned_at,
         )
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.

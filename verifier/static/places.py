@@ -64,6 +64,9 @@ _HOST_FACTORIES = frozenset(
     for name in (
         "zeros", "ones", "empty", "full", "tensor", "arange", "range", "linspace", "logspace", "eye", "rand",
         "randn", "randint", "randperm", "as_tensor", "from_numpy", "frombuffer", "normal", "bernoulli",
+        # The legacy CPU tensor types: CPU memory whatever they are given (a CUDA tensor is refused).
+        "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
+        "ShortTensor", "IntTensor", "LongTensor", "BoolTensor",
     )
 )
 _TO_HOST_METHODS = frozenset({"cpu", "numpy", "pin_memory"})
@@ -163,9 +166,13 @@ class PlaceFacts:
             returned = self._facts.returned_by(value, "tensor") if type(value) is cst.Call else None
             if returned is not None and returned[0] == "tuple" and len(returned) == len(target.elements) + 1:
                 # `errD, errG = train_step()`: each where that position of every return lives.
-                shown = Placement(Place.DEVICE, f"returned on the accelerator by `{dotted_name(value.func) or 'it'}`", value)
+                callee = dotted_name(value.func) or "it"
+                shown = {
+                    ("tensor", "device"): Placement(Place.DEVICE, f"returned on the accelerator by `{callee}`", value),
+                    ("tensor", "host"): Placement(Place.HOST, f"returned in host memory by `{callee}`", value),
+                }
                 for element, fact in zip(target.elements, returned[1:]):
-                    self._unpacked(element.value, shown if fact == ("tensor", "device") else None)
+                    self._unpacked(element.value, shown.get(fact))
                 return
             # `model, opt, loader = accelerator.prepare(model, opt, loader)`, `logits, loss = model(x)`.
             placement = self.placement_of(value) if value is not None else None
@@ -358,15 +365,23 @@ class PlaceFacts:
             return Placement(Place.DEVICE, f"placed by `{dotted_name(owner) or 'it'}.{method}(...)`", call)
         if method in _MODULE_TENSORS and owner is not None:
             return self.placement_of(owner)
-        arguments = [arg.value for arg in call.args if not arg.star and not self._is_setting(arg.value)]
+        # `torch.cat((a, b), 1)`: the tensors of a tuple or list argument are arguments too.
+        arguments = [
+            value for arg in call.args if not arg.star for value in _elements_of(arg.value)
+            if not self._is_setting(value) and not self._read_off_a_tensor(value)
+        ]
         # Something called that was moved to the device is a module (a tensor cannot be called):
         # its outputs live with its parameters. So do those of a part of it (`model.encoder(x)`).
         module = self._callee_placement(call.func)
         if module is not None and module.place is Place.DEVICE:
             return Placement(Place.DEVICE, f"the output of `{dotted_name(call.func)}`, which is {module.why}", module.node)
-        if self._facts.returned_by(call, "tensor") == ("tensor", "device"):
+        returned = self._facts.returned_by(call, "tensor")
+        if returned == ("tensor", "device"):
             # The project's own function, whose every `return` gives a tensor on the accelerator.
             return Placement(Place.DEVICE, f"returned on the accelerator by `{dotted_name(call.func) or 'it'}`", call)
+        if returned == ("tensor", "host"):
+            # ... or in host memory (made there, or math on what every caller passes from there).
+            return Placement(Place.HOST, f"returned in host memory by `{dotted_name(call.func) or 'it'}`", call)
         if owner is not None and method is not None and not qualified:
             # A tensor method keeps its receiver's place (`loss.detach()`, `x.float()`).
             return _joined(self.placement_of(owner), *map(self.placement_of, arguments))
@@ -507,6 +522,12 @@ class PlaceFacts:
         if found is not None and self._unsettled_here(name):
             return None  # another method binds it otherwise: where it is here is not known
         return found
+
+
+def _elements_of(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if type(node) in (cst.Tuple, cst.List):
+        return [element.value for element in node.elements if type(element) is cst.Element]
+    return [node]
 
 
 def _joined(*placements: Placement | None) -> Placement | None:
