@@ -125,8 +125,10 @@ print(running.item() / len(loader))
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        # Inside `raise ...(f"{t}")` the sync only happens on the error path.
+        # Inside `raise ...(f"{t}")` the sync only happens on the error path; so does an
+        # `assert`'s message, built only when the assertion fails.
         self._raising = 0
+        self._assert_messages: set[int] = set()
         # One statement, one finding: a second read in it adds nothing the first did not say.
         self._statement: cst.CSTNode | None = None
         self._reported: set[int] = set()
@@ -254,10 +256,12 @@ print(running.item() / len(loader))
 
     def visit_Assert(self, node: cst.Assert) -> None:
         self._report(self._test_sync(node.test))
+        if node.msg is not None:
+            self._assert_messages |= _ids_within(node.msg)
 
     def _report(self, sync: Sync | None) -> None:
         # Under `if step % log_every == 0:` the read happens once per interval: the recommended pattern.
-        if sync is None or self._raising or self.guarded:
+        if sync is None or self._raising or self.guarded or id(sync.node) in self._assert_messages:
             return
         placement = self.context.places.placement_of(sync.subject)
         if placement is not None and placement.place is Place.HOST:
@@ -363,6 +367,15 @@ print(running.item() / len(loader))
         return any(type(n) is cst.Name and n.value in targets for n in iter_descendants(subject))
 
     VALID = (
+        # An assertion's message is built only when the assertion fails.
+        """\
+import torch
+for x, y in loader:
+    loss = criterion(model(x.cuda()), y.cuda())
+    loss.backward()
+    optimizer.step()
+    assert y.numel() > 0, f"empty batch after {loss.item()}"
+""",
         # An asynchronous copy into pinned host memory (kept for later, not read here) waits for nothing.
         """\
 import torch
