@@ -120,3 +120,28 @@ def test_a_closure_reads_its_enclosing_function_not_the_module(analyse):
             loss = model(torch.randn(8, 4, device="cuda")).sum()
     """
     assert [f for f in analyse(code) if f[0] == "VP201"] == []
+
+
+def test_a_loaders_batch_read_as_a_global_is_still_a_batch(analyse):
+    """The loop's `data` is a loader's batch (what the binding says) before it is a host tensor
+    (what the walk shows): a helper that copies it blocks as the inlined copy does."""
+    code = """\
+        import torch
+
+        device = torch.device("cuda")
+        model = torch.nn.Linear(4, 1).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loader = torch.utils.data.DataLoader([], num_workers=2, pin_memory=True, persistent_workers=True)
+
+
+        def train_step():
+            inputs = data[0].to(device)
+            model(inputs).sum().backward()
+            opt.step()
+
+
+        for epoch in range(10):
+            for i, data in enumerate(loader, 0):
+                train_step()
+    """
+    assert analyse(code, select=("VP102",)) == [("VP102", 10, "LOW")]

@@ -259,12 +259,13 @@ class Bindings:
             return NUMBER
         if kind in (cst.Name, cst.Attribute):
             known = concrete and self._known(node)
-            if known:
+            if known and known != HOST_TENSOR:
                 return known
             symbolic = self._symbolic(node)
             if symbolic is not None and symbolic[0] in _FACTS:
                 return symbolic  # a fact already: nothing the walk knows could replace it
-            tensor = self._tensor(node) if concrete else None
+            # In host memory, the walk shows; what it is bound to may say more (a loader's batch).
+            tensor = HOST_TENSOR if known else self._tensor(node) if concrete else None
             if symbolic is not None and tensor is not None:
                 # `logits, loss = model(x, y)`: what the project pass finds, else the tensor the
                 # walk knows (`loss.backward()` ran on it).
