@@ -60,12 +60,18 @@ def in_scope(path, scopes):
 def export_py(git_dir, commit, scopes, dest, notebooks=False):
     """Extract the *.py files (and *.ipynb notebooks, for a repository whose verdicts say
     `"notebooks": true`) of `commit` that lie in `scopes` into `dest`; return their count."""
-    ls = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "-z", "--name-only", commit],
+    ls = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "-z", commit],
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     if ls.returncode != 0:
         raise RuntimeError(f"git ls-tree {commit} failed: {ls.stderr.decode(errors='replace').strip()}")
     suffixes = (b".py", b".ipynb") if notebooks else (b".py",)
-    paths = [p.decode("utf-8", "surrogateescape") for p in ls.stdout.split(b"\0") if p.endswith(suffixes)]
+    # "<mode> <type> <object>\t<path>": regular files only; a symbolic link named `x.py` is a
+    # link (never extracted, so never analysed), not a source file of its own.
+    entries = [entry.split(b"\t", 1) for entry in ls.stdout.split(b"\0") if b"\t" in entry]
+    paths = [
+        path.decode("utf-8", "surrogateescape") for meta, path in entries
+        if path.endswith(suffixes) and meta.split(b" ", 1)[0] in (b"100644", b"100755")
+    ]
     paths = [p for p in paths if in_scope(p, scopes)]
     os.makedirs(dest, exist_ok=True)
     n = 0
