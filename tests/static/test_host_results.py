@@ -84,3 +84,44 @@ def test_the_device_read_is_proven_by_what_that_call_passes(tmp_path):
     value = next(e for e in finding.evidence if e.premise is Premise.VALUE)
     assert (finding.line, value.status) == (22, Status.PROVEN)
     assert value.text == "`pred.max() > 0.5` is on the accelerator: returned on the accelerator by `overlaps`"
+
+
+def test_arrays_moved_to_numpy_are_no_host_tensors_and_masks_of_them_no_sync(tmp_path):
+    # `t.cpu().numpy()` is in host memory but no tensor: a helper's boolean mask of what every
+    # caller passes as NumPy is NumPy indexing (no VP205), as in the caller's own code.
+    write(tmp_path, {
+        "score.py": """
+            import numpy as np
+            import torch
+
+
+            def pixel_accuracy(output, target):
+                return (output.argmax(1) == target.cuda()).float().mean()
+
+
+            def hist_info(pred, label, num_cls):
+                keep = (label >= 0) & (label < num_cls)
+                return np.bincount(num_cls * label[keep].astype(int) + pred[keep], minlength=num_cls ** 2)
+        """,
+        "train.py": """
+            import torch
+            from score import hist_info
+
+
+            def train(model, loader, optimizer):
+                for images, targets in loader:
+                    out = model(images.cuda(non_blocking=True))
+                    loss = out.mean()
+                    loss.backward()
+                    optimizer.step()
+                    pred = torch.argmax(out, 1).cpu().data.numpy()
+                    hist = hist_info(pred, targets.cpu().numpy(), 21)
+
+
+            def main():
+                model = torch.nn.Linear(4, 21).cuda()
+                loader = torch.utils.data.DataLoader([], pin_memory=True, num_workers=2, persistent_workers=True)
+                train(model, loader, torch.optim.SGD(model.parameters(), lr=0.1))
+        """,
+    })
+    assert findings(tmp_path, ("VP205",)) == []

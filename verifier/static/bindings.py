@@ -33,7 +33,7 @@ from verifier.static.heat import (
     defined_under, project_reexports, through_reexports, unrooted,
 )
 from verifier.static.local_names import target_names
-from verifier.static.names import ImportTable, dotted_name
+from verifier.static.names import ImportTable, dotted_name, method_name
 from verifier.static.transfers import device_move
 from verifier.static.torch_api import MODULE_SELF_METHODS
 
@@ -67,6 +67,8 @@ _TENSOR_TERMS = frozenset({"tensor", "batch", "param", "result", "attr", "part",
 _NOT_MATH = ("torch.cuda.", "torch.distributed.", "torch.utils.", "torch.nn.", "torch.optim.", "torch.backends.")
 # Tensor methods whose result lives where the receiver does (`.cuda()`, `.to()`, `.type_as()`
 # move it; `.item()`, `.tolist()` leave tensors).
+# Methods whose result is no tensor at all (an array, a list, a number).
+_LEAVES_TENSORS = frozenset({"numpy", "tolist", "item"})
 _PLACE_KEEPING_METHODS = (TENSOR_METHODS | {
     "expand_as", "view_as", "reshape_as", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor",
     "floor", "ceil", "round", "neg", "sign", "log1p", "exp", "narrow", "select", "flip", "roll", "where", "split",
@@ -441,6 +443,8 @@ class Bindings:
             return SOURCE
         if self._is_host_batch(node):
             return BATCH
+        if kind is Kind.NUMPY or (type(node) is cst.Call and method_name(node) in _LEAVES_TENSORS):
+            return None  # `t.cpu().numpy()` is in host memory, but no tensor
         return HOST_TENSOR if self._on_host(node) else None
 
     def _global(self, name: str) -> bool:

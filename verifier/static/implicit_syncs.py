@@ -28,6 +28,7 @@ from verifier.static.names import (
     terminal_name,
 )
 from verifier.static.placement import HostData
+from verifier.static.places import Place
 from verifier.static.tracker import Tracker
 from verifier.static.transfers import device_move
 
@@ -75,6 +76,7 @@ class DeviceValues(LambdaScopes, Tracker):
         self.facts: NameFacts = context.facts
         self.host: HostData = context.tracker(HostData)
         self.imports: ImportTable = context.imports
+        self._places = context.places
         # None: rebound to something this model does not follow; ask the facts.
         self._scopes: list[dict[str, bool | str | None]] = [{}]
 
@@ -134,6 +136,10 @@ class DeviceValues(LambdaScopes, Tracker):
         kind = type(node)
         if self.moved(node):
             return True
+        if kind in (cst.Name, cst.Attribute, cst.Call, cst.Subscript):
+            shown = self._places.placement_of(node)
+            if shown is not None and shown.place is Place.HOST:
+                return False  # shown in host memory (a helper's host result, a host argument)
         if kind is cst.Name or kind is cst.Attribute:
             recorded = self._recorded(node)
             if recorded is not None:
