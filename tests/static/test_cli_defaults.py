@@ -227,3 +227,38 @@ def test_an_option_copied_to_an_attribute_is_read_through_it():
     assert command_line.holds_by_default(cst.parse_expression("self.use_teacher_server")) is False
     assert command_line.holds_by_default(cst.parse_expression("self.beta > 0")) is True
     assert command_line.holds_by_default(cst.parse_expression("self.model")) is None
+
+
+RETURNED_OPTIONS = """\
+import argparse
+
+
+def main(options, device):
+    if options.find_lr:
+        pass
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--find-lr", action="store_true")
+    parser.add_argument("--epochs", type=int, default=10)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    main(parse_args(), "cuda")
+    opt = parse_args()
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "held"),
+    [
+        ("options.find_lr", False),  # `main(parse_args())`: main's parameter holds the options
+        ("opt.epochs > 5", True),  # `opt = parse_args()`: a helper that returns them
+        ("device.find_lr", None),  # another parameter of main holds no options
+    ],
+)
+def test_options_returned_by_a_helper_are_read_where_they_are_passed(test, held):
+    command_line = CommandLine(RETURNED_OPTIONS)
+    assert command_line.holds_by_default(cst.parse_expression(test)) is held

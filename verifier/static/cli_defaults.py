@@ -91,6 +91,8 @@ class CommandLine:
             elif type(node) is ast.Assign and type(node.value) is ast.Call and type(node.value.func) is ast.Attribute \
                     and node.value.func.attr == "parse_args":
                 self.namespaces.update(t.id for t in node.targets if type(t) is ast.Name)
+        if tree is not None and self.defaults:
+            self.namespaces.update(_namespaces_through_calls(tree))
         self.defaults = {name: value for name, value in self.defaults.items() if value is not _AMBIGUOUS}
         if not self.defaults and project:
             self.defaults = dict(project)
@@ -363,6 +365,41 @@ def _literal_members(node: cst.BaseExpression) -> object:
             return _UNKNOWN
         members.append(value)
     return members
+
+
+def _namespaces_through_calls(tree: ast.Module) -> set[str]:
+    """`def parse_args(): ...; return parser.parse_args()`, then `main(parse_args())` or `opt =
+    parse_args()`: the names that hold the parsed options though no `x = parser.parse_args()`
+    names them (the parameter of `main` at that position, `opt`)."""
+    functions = {node.name: node for node in ast.walk(tree) if type(node) in (ast.FunctionDef, ast.AsyncFunctionDef)}
+    parsers = {
+        name for name, node in functions.items()
+        if any(
+            type(child) is ast.Return and type(child.value) is ast.Call and type(child.value.func) is ast.Attribute
+            and child.value.func.attr == "parse_args"
+            for child in ast.walk(node)
+        )
+    }
+    if not parsers:
+        return set()
+
+    def parses(value: ast.AST | None) -> bool:
+        return type(value) is ast.Call and type(value.func) is ast.Name and value.func.id in parsers
+
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if type(node) is ast.Assign and parses(node.value):
+            found.update(target.id for target in node.targets if type(target) is ast.Name)
+        elif type(node) is ast.Call and type(node.func) is ast.Name and node.func.id in functions:
+            params = functions[node.func.id].args
+            ordered = [*params.posonlyargs, *params.args]
+            for index, arg in enumerate(node.args):
+                if parses(arg) and index < len(ordered):
+                    found.add(ordered[index].arg)
+            for keyword in node.keywords:
+                if parses(keyword.value) and keyword.arg is not None:
+                    found.add(keyword.arg)
+    return found
 
 
 def _option_value(name: str, defaults: Mapping[str, object], namespaces: set[str] | _ConfigurationObjects) -> object:
