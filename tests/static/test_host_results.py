@@ -125,3 +125,31 @@ def test_arrays_moved_to_numpy_are_no_host_tensors_and_masks_of_them_no_sync(tmp
         """,
     })
     assert findings(tmp_path, ("VP205",)) == []
+
+
+def test_an_iterator_over_a_loader_is_a_source_not_a_host_tensor(tmp_path):
+    # `iter(loader)` lives in host memory, but it is a batch source: `next()` of it gives batches,
+    # and a wrapped model called on one (it scatters them to its devices) is not a host result.
+    write(tmp_path, {"train.py": """
+        import torch
+
+
+        def train(segmentation_module, iterator, optimizer, steps):
+            for i in range(steps):
+                batch = next(iterator)
+                loss, acc = segmentation_module(batch)
+                loss = loss.mean()
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+
+
+        def main():
+            module = torch.nn.DataParallel(torch.nn.Linear(4, 2)).cuda()
+            loader = torch.utils.data.DataLoader([], pin_memory=True, num_workers=2, persistent_workers=True)
+            optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+            batches = iter(loader)
+            for epoch in range(10):
+                train(module, batches, optimizer, 100)
+    """})
+    assert findings(tmp_path, ("VP201",)) == [("train.py", "VP201", 12, "MEDIUM", "step")]

@@ -69,6 +69,8 @@ _NOT_MATH = ("torch.cuda.", "torch.distributed.", "torch.utils.", "torch.nn.", "
 # move it; `.item()`, `.tolist()` leave tensors).
 # Methods whose result is no tensor at all (an array, a list, a number).
 _LEAVES_TENSORS = frozenset({"numpy", "tolist", "item"})
+# Tensor methods whose result is a tensor in host memory.
+_HOST_TENSOR_METHODS = frozenset({"cpu", "pin_memory"})
 _PLACE_KEEPING_METHODS = (TENSOR_METHODS | {
     "expand_as", "view_as", "reshape_as", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor",
     "floor", "ceil", "round", "neg", "sign", "log1p", "exp", "narrow", "select", "flip", "roll", "where", "split",
@@ -443,9 +445,22 @@ class Bindings:
             return SOURCE
         if self._is_host_batch(node):
             return BATCH
-        if kind is Kind.NUMPY or (type(node) is cst.Call and method_name(node) in _LEAVES_TENSORS):
-            return None  # `t.cpu().numpy()` is in host memory, but no tensor
-        return HOST_TENSOR if self._on_host(node) else None
+        return HOST_TENSOR if self._host_tensor(node, kind) else None
+
+    def _host_tensor(self, node: cst.BaseExpression, kind: Kind | None) -> bool:
+        """A tensor in host memory: shown there by the place model, and a tensor by the facts (a
+        name, an attribute), by a torch call, or by a tensor method (`t.cpu()`); `iter(loader)`
+        and `t.cpu().numpy()` are in host memory too, but no tensor."""
+        if not self._on_host(node):
+            return False
+        if kind is Kind.TENSOR:
+            return True
+        if type(node) is not cst.Call:
+            return False
+        method = method_name(node)
+        if method in _LEAVES_TENSORS:
+            return False
+        return (self._heat.qualified_call(node) or "").startswith("torch.") or method in _HOST_TENSOR_METHODS
 
     def _global(self, name: str) -> bool:
         """`name` here is the module's own (no parameter or local binding of it in the functions walked)."""
