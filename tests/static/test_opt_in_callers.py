@@ -167,3 +167,14 @@ def test_a_data_test_or_an_opt_in_flag_still_runs_by_default(tmp_path):
     )
     assert [(f.path.rsplit('/', 1)[-1], f.code, f.line, f.severity.name) for f in found] == [("adversary.py", "VP201", 17, "MEDIUM")]
     assert [step.branch_kind for step in found[0].heat_trace] == [""]
+
+
+def test_a_flag_that_names_the_training_mode_is_no_opt_in(tmp_path):
+    # `--do_train` is off by default, and every command that trains passes it: what it guards is
+    # what the script is run for, not an optional feature.
+    main = MAIN.replace('parser.add_argument("--adversary", action="store_true", default=False)',
+                        'parser.add_argument("--do_train", action="store_true")')
+    (tmp_path / "adversary.py").write_text(DISCRIMINATOR)
+    (tmp_path / "main.py").write_text(main.format(call=textwrap.indent("if args.do_train:\n    discriminator.update(expert_loader)", " " * 8), imports=""))
+    found = analyze_paths([str(tmp_path)], Settings(select=("VP201",))).findings
+    assert [(f.path.rsplit('/', 1)[-1], f.code, f.line, f.severity.name) for f in found] == [("adversary.py", "VP201", 17, "MEDIUM")]
