@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from verifier.config import Settings
 from verifier.static.runner import analyze_paths
 
@@ -145,28 +147,23 @@ def test_a_setting_tested_for_membership_decides_the_branch(tmp_path):
     ]
 
 
-def test_an_opt_in_flag_beside_a_data_test_keeps_the_branch_opt_in(tmp_path):
-    # `rank == 0` depends on the process, `args.adversary` is off by default: the branch is off.
+@pytest.mark.parametrize(
+    ("operator", "severity", "branch_kind"),
+    [
+        # `rank == 0` depends on the process, `args.adversary` is off by default: the branch is off.
+        ("and", "LOW", "opt_in"),
+        # `or`: the data part alone may take the branch in the default run.
+        ("or", "MEDIUM", ""),
+    ],
+)
+def test_an_opt_in_flag_beside_a_data_test(tmp_path, operator, severity, branch_kind):
     found = analyse(
         tmp_path,
         "rank = int(torch.distributed.get_rank())\n"
-        "if rank == 0 and args.adversary:\n    discriminator.update(expert_loader)",
+        f"if rank == 0 {operator} args.adversary:\n    discriminator.update(expert_loader)",
     )
-    assert [(f.path.rsplit('/', 1)[-1], f.code, f.line, f.severity.name) for f in found] == [("adversary.py", "VP201", 17, "LOW")]
-    assert [(step.path.rsplit("/", 1)[-1], step.branch, step.branch_kind) for step in found[0].heat_trace] == [
-        ("adversary.py", "", ""), ("main.py", "rank == 0 and args.adversary", "opt_in"),
-    ]
-
-
-def test_a_data_test_or_an_opt_in_flag_still_runs_by_default(tmp_path):
-    # `or`: the data part alone may take the branch in the default run.
-    found = analyse(
-        tmp_path,
-        "rank = int(torch.distributed.get_rank())\n"
-        "if rank == 0 or args.adversary:\n    discriminator.update(expert_loader)",
-    )
-    assert [(f.path.rsplit('/', 1)[-1], f.code, f.line, f.severity.name) for f in found] == [("adversary.py", "VP201", 17, "MEDIUM")]
-    assert [step.branch_kind for step in found[0].heat_trace] == [""]
+    assert [(f.path.rsplit('/', 1)[-1], f.code, f.line, f.severity.name) for f in found] == [("adversary.py", "VP201", 17, severity)]
+    assert [step.branch_kind for step in found[0].heat_trace][-1] == branch_kind
 
 
 def test_a_flag_that_names_the_training_mode_is_no_opt_in(tmp_path):

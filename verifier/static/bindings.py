@@ -33,7 +33,7 @@ from verifier.static.heat import (
     defined_under, project_reexports, through_reexports, unrooted,
 )
 from verifier.static.local_names import target_names
-from verifier.static.names import ImportTable, dotted_name, method_name
+from verifier.static.names import ImportTable, dotted_name, listed_values, method_name
 from verifier.static.transfers import device_move
 from verifier.static.torch_api import MODULE_SELF_METHODS
 
@@ -389,7 +389,7 @@ class Bindings:
         """Math on `operands`: on the accelerator if one of them is, in host memory if all the
         tensors among them are (evaluated by the project pass); unknown if one is unknown."""
         parts: list[tuple] = []
-        operands = [part for operand in operands for part in _elements_of(operand)]
+        operands = [part for operand in operands for part in listed_values(operand)]
         for operand in operands:
             if _is_a_setting(operand):
                 continue
@@ -1166,13 +1166,6 @@ def _term_size(term, limit: int = _MOST_SUBSTITUTED + 1) -> int:
             count += 1
             pending.extend(part)
     return count
-
-
-def _elements_of(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """`torch.cat((a, b))`: the operands a tuple or list argument holds."""
-    if type(node) in (cst.Tuple, cst.List):
-        return [element.value for element in node.elements if type(element) is cst.Element]
-    return [node]
 
 
 def _reads_a_size(node: cst.BaseExpression) -> bool:

@@ -323,3 +323,10 @@ def element_pairs(target: cst.BaseExpression, value: cst.BaseExpression | None) 
     if len(values) != len(elements) or any(type(e) is cst.StarredElement for e in (*elements, *values)):
         return None
     return [(element.value, item.value) for element, item in zip(elements, values)]
+
+
+def listed_values(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values a tuple or list literal holds (`torch.cat((a, b))`'s `a` and `b`), else the node."""
+    if type(node) in (cst.Tuple, cst.List):
+        return [element.value for element in node.elements if type(element) is cst.Element]
+    return [node]

@@ -36,6 +36,7 @@ from verifier.static.names import (
     iterated_source,
     keyed_name,
     keyword_arg,
+    listed_values,
     method_name,
     positional_arg,
     receiver,
@@ -367,7 +368,7 @@ class PlaceFacts:
             return self.placement_of(owner)
         # `torch.cat((a, b), 1)`: the tensors of a tuple or list argument are arguments too.
         arguments = [
-            value for arg in call.args if not arg.star for value in _elements_of(arg.value)
+            value for arg in call.args if not arg.star for value in listed_values(arg.value)
             if not self._is_setting(value) and not self._read_off_a_tensor(value)
         ]
         # Something called that was moved to the device is a module (a tensor cannot be called):
@@ -522,12 +523,6 @@ class PlaceFacts:
         if found is not None and self._unsettled_here(name):
             return None  # another method binds it otherwise: where it is here is not known
         return found
-
-
-def _elements_of(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if type(node) in (cst.Tuple, cst.List):
-        return [element.value for element in node.elements if type(element) is cst.Element]
-    return [node]
 
 
 def _joined(*placements: Placement | None) -> Placement | None:
