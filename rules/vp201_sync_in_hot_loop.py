@@ -190,15 +190,12 @@ print(running.item() / len(loader))
             return False
         if type(subject.comparisons[0].operator) not in (cst.In, cst.NotIn):
             return False
-        places, facts = self.context.places, self.context.facts
-        for side in (subject.left, subject.comparisons[0].comparator):
-            found = places.placement_of(side)
-            if (found is None or found.place is not Place.HOST) and facts.is_tensor(side):
-                return False
-        return any(
-            (found := places.placement_of(side)) is not None and found.place is Place.HOST
-            for side in (subject.left, subject.comparisons[0].comparator)
-        )
+        sides = (subject.left, subject.comparisons[0].comparator)
+        places = [self.context.places.placement_of(side) for side in sides]
+        on_host = [found is not None and found.place is Place.HOST for found in places]
+        if any(not host and self.context.facts.is_tensor(side) for side, host in zip(sides, on_host)):
+            return False  # a tensor not shown in host memory takes part
+        return any(on_host)
 
     def visit_Raise(self, node: cst.Raise) -> None:
         self._raising += 1

@@ -262,3 +262,10 @@ if __name__ == "__main__":
 def test_options_returned_by_a_helper_are_read_where_they_are_passed(test, held):
     command_line = CommandLine(RETURNED_OPTIONS)
     assert command_line.holds_by_default(cst.parse_expression(test)) is held
+
+
+def test_the_training_mode_flag_has_no_default_the_run_uses():
+    # `--do_train` is passed by every command that trains: its default says nothing of a run.
+    command_line = CommandLine(SCRIPT + 'parser.add_argument("--do_train", action="store_true")\n')
+    assert command_line.holds_by_default(cst.parse_expression("args.do_train")) is None
+    assert command_line.holds_by_default(cst.parse_expression("args.do_train and args.amp")) is False

@@ -27,13 +27,14 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from verifier.findings import Heat
-from verifier.static.facts import TENSOR_METHODS, Kind, NameFacts
+from verifier.static.facts import TENSOR_METHODS, Kind, NameFacts, reads_a_size
 from verifier.static.heat import (
     LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, another_target, attribute_of_getattr, defined_once,
     defined_under, project_reexports, through_reexports, unrooted,
 )
 from verifier.static.local_names import target_names
 from verifier.static.names import ImportTable, dotted_name, listed_values, method_name
+from verifier.static.places import Place
 from verifier.static.transfers import device_move
 from verifier.static.torch_api import MODULE_SELF_METHODS
 
@@ -65,19 +66,17 @@ _BUILTINS = frozenset(dir(builtins))
 _TENSOR_TERMS = frozenset({"tensor", "batch", "param", "result", "attr", "part", "item", "element", "or", "joined", "module"})
 # torch functions whose result is not math on their tensors (it is made, moved or described).
 _NOT_MATH = ("torch.cuda.", "torch.distributed.", "torch.utils.", "torch.nn.", "torch.optim.", "torch.backends.")
-# Tensor methods whose result lives where the receiver does (`.cuda()`, `.to()`, `.type_as()`
-# move it; `.item()`, `.tolist()` leave tensors).
 # Methods whose result is no tensor at all (an array, a list, a number).
 _LEAVES_TENSORS = frozenset({"numpy", "tolist", "item"})
 # Tensor methods whose result is a tensor in host memory.
 _HOST_TENSOR_METHODS = frozenset({"cpu", "pin_memory"})
+# Tensor methods whose result lives where the receiver does (`.cuda()`, `.to()`, `.type_as()`
+# move it).
 _PLACE_KEEPING_METHODS = (TENSOR_METHODS | {
     "expand_as", "view_as", "reshape_as", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor",
     "floor", "ceil", "round", "neg", "sign", "log1p", "exp", "narrow", "select", "flip", "roll", "where", "split",
     "chunk", "unbind", "sort", "topk", "masked_select", "nonzero", "unique", "repeat_interleave",
 }) - {"to", "cuda", "type_as"}
-# Python values read off a tensor (`x.size(0)`, `x.numel()`): numbers, wherever the tensor is.
-_SIZE_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "get_device"})
 # Methods that return the module they are called on, moved or switched (`Net().cuda()`).
 _MODULE_MOVES = MODULE_SELF_METHODS
 # Wrappers whose call runs the wrapped module's forward.
@@ -110,8 +109,7 @@ class Bindings:
         heat: HeatModel,
         facts: NameFacts,
         is_host_batch: Callable[[cst.BaseExpression], bool],
-        on_device: Callable[[cst.BaseExpression], bool] = lambda node: False,
-        on_host: Callable[[cst.BaseExpression], bool] = lambda node: False,
+        place_of: Callable[[cst.BaseExpression], Place | None] = lambda node: None,
         run_lists: frozenset[str] = frozenset(),
         read_before: Callable[[str], bool] = lambda name: False,
         imports: ImportTable | None = None,
@@ -119,8 +117,8 @@ class Bindings:
         self._heat = heat
         self._facts = facts
         self._is_host_batch = is_host_batch
-        self._on_device = on_device
-        self._on_host = on_host
+        # Where the walk shows a value lives (`places.py`), None when it does not.
+        self._place_of = place_of
         # Was this name read into Python earlier in the block (`host_reads.py`)?
         self._read_before = read_before
         self._imports = imports if imports is not None else ImportTable()
@@ -259,7 +257,7 @@ class Bindings:
     def term_of(self, node: cst.BaseExpression, concrete: bool = True) -> tuple | None:
         """`concrete` False: the walk's own facts about `node` are known to say nothing."""
         kind = type(node)
-        if kind in (cst.Integer, cst.Float) or _reads_a_size(node):
+        if kind in (cst.Integer, cst.Float) or reads_a_size(node):
             return NUMBER
         if kind in (cst.Name, cst.Attribute):
             known = concrete and self._known(node)
@@ -451,7 +449,7 @@ class Bindings:
         """A tensor in host memory: shown there by the place model, and a tensor by the facts (a
         name, an attribute), by a torch call, or by a tensor method (`t.cpu()`); `iter(loader)`
         and `t.cpu().numpy()` are in host memory too, but no tensor."""
-        if not self._on_host(node):
+        if self._place_of(node) is not Place.HOST:
             return False
         if kind is Kind.TENSOR:
             return True
@@ -482,10 +480,9 @@ class Bindings:
                 return None
         elif self._facts.kind_of(node) is not Kind.TENSOR:
             return None
-        if self._on_device(node):
-            return DEVICE_TENSOR
-        if self._on_host(node):
-            return HOST_TENSOR
+        place = self._place_of(node)
+        if place is not None:
+            return DEVICE_TENSOR if place is Place.DEVICE else HOST_TENSOR
         # In a module that never names a device, a tensor of unknown place is a host tensor as
         # likely as not: it lends its callee nothing.
         return TENSOR if self._heat.accelerated else None
@@ -1166,19 +1163,6 @@ def _term_size(term, limit: int = _MOST_SUBSTITUTED + 1) -> int:
             count += 1
             pending.extend(part)
     return count
-
-
-def _reads_a_size(node: cst.BaseExpression) -> bool:
-    """`x.size(0)`, `x.shape[-1]`, `x.ndim`, `x.numel()`: a number describing a tensor (not
-    `x.shape` or `x.size()`, which are tuples of them)."""
-    kind = type(node)
-    if kind is cst.Subscript:
-        return type(node.value) is cst.Attribute and node.value.attr.value == "shape"
-    if kind is cst.Attribute:
-        return node.attr.value == "ndim"
-    if kind is not cst.Call or type(node.func) is not cst.Attribute or node.func.attr.value not in _SIZE_METHODS:
-        return False
-    return node.func.attr.value != "size" or bool(node.args)
 
 
 def _is_a_setting(node: cst.BaseExpression) -> bool:

@@ -97,6 +97,11 @@ class CommandLine:
         if not self.defaults and project:
             self.defaults = dict(project)
             self.namespaces = _ConfigurationObjects()
+        # `--do_train` is off by default and passed by every command that trains: its default
+        # describes no run of the script, so what it guards is no opt-in setting.
+        self.defaults = {
+            name: value for name, value in self.defaults.items() if not _TRAINING_MODE.match(name.rsplit(".", 1)[-1])
+        }
         # `self.use_amp = args.use_amp` in a constructor: the attribute holds that option.
         self.copies: dict[str, str] = {}
         if self.defaults and "self." in text:
@@ -365,6 +370,10 @@ def _literal_members(node: cst.BaseExpression) -> object:
             return _UNKNOWN
         members.append(value)
     return members
+
+
+# An option that names the training mode of a script (`--do_train`, `--train`).
+_TRAINING_MODE = re.compile(r"^(do_|run_)?train(ing)?$")
 
 
 def _namespaces_through_calls(tree: ast.Module) -> set[str]:

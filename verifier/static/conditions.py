@@ -26,11 +26,11 @@ import libcst as cst
 from verifier.static.guards import Guards, training_mode_test
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.lambda_scopes import LambdaScopes
-from verifier.static.names import CONFIG_ROOTS, dotted_name, terminal_name
+from verifier.static.names import CONFIG_ROOTS, dotted_name
 from verifier.static.statement_bindings import statement_bindings
 from verifier.static.suites import SuiteVisits
 from verifier.static.tracker import Tracker
-from verifier.static.walk import children, ends_with, iter_descendants
+from verifier.static.walk import children, ends_with
 
 # Parameters named as switches: a caller passes the run's setting, not a per-step value.
 _SWITCH = re.compile(r"^(use|enable|disable|with|no|do)_|_enabled$|^(amp|fp16|bf16|compile|distributed|debug)$")
@@ -222,14 +222,9 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
 
     def _off_by_default(self, test: cst.BaseExpression, branch: str) -> bool:
         """Whether the command line's defaults (and the switches of the class the test is in,
-        as its constructor leaves them) keep the walk out of `branch` of this test. A flag
-        that names the training mode (`args.do_train`, off unless the script is run to train,
-        as every run command passes it) selects what the script does: no opt-in."""
+        as its constructor leaves them) keep the walk out of `branch` of this test."""
         command_line = self.context.command_line()
         if command_line is None:
-            return False
-        if any(type(part) in (cst.Name, cst.Attribute) and _TRAINING_MODE.match(terminal_name(part) or "")
-               for part in (test, *iter_descendants(test))):
             return False
         held = command_line.holds_by_default(test, self._classes[-1] if self._classes else None)
         if held is None:
@@ -319,8 +314,6 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
         return found
 
 
-# A switch that names the training mode of a script (`--do_train`, `--train`).
-_TRAINING_MODE = re.compile(r"^(do_|run_)?train(ing)?$")
 # `torch.cuda.is_available()`, `is_torch_cuda_available()`: the CUDA machine the code is meant
 # for, fixed for the run. Probes for other platforms (XPU, MPS) stay data: on the intended machine
 # their branch does not run.

@@ -329,13 +329,12 @@ def analyze_source(
     reads = context.trackers.get(HostReads)
     read_before = reads.is_read if reads is not None else (lambda name: False)
     is_host_batch = (lambda node: host.origin_of(node) is Origin.BATCH) if host is not None else (lambda node: False)
-    on_device = lambda node: (found := places.placement_of(node)) is not None and found.place is Place.DEVICE  # noqa: E731
-    on_host = lambda node: (found := places.placement_of(node)) is not None and found.place is Place.HOST  # noqa: E731
+    place_of = lambda node: None if (found := places.placement_of(node)) is None else found.place  # noqa: E731
     lists = run_long_lists(module, source.text)
     mentions_backward = "backward" in source.text or "training_step" in source.text
     if mentions_backward:
         facts.set_module_losses(module_backward_operands(module))
-    bindings = Bindings(heat, facts, is_host_batch, on_device, on_host, lists, read_before, imports=imports)
+    bindings = Bindings(heat, facts, is_host_batch, place_of, lists, read_before, imports=imports)
     own = _ModuleFacts(heat, facts, places, imports, bindings, mentions_backward)
     heat.grad_off_probe = own.grad_off
     visitors, leavers = _dispatch_tables(own, [*context.trackers.values(), *active])

@@ -59,7 +59,7 @@ _NUMBER_FUNCTIONS = frozenset(
 )
 _NUMBER_METHODS = frozenset({"item", "tolist"})
 # A tensor's sizes, read without waiting for it: `x.size(0)`, `x.numel()` (not `x.size()`, a tuple).
-_SIZE_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size"})
+_SIZE_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "get_device"})
 # Methods only `nn.Module` has (not tensors, optimizers or schedulers, which share `state_dict`).
 _TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor"})
 _MODULE_API = frozenset(
@@ -452,7 +452,7 @@ class NameFacts:
         method = method_name(call)
         if method is not None:
             owner = receiver(call)
-            if method in _NUMBER_METHODS or (method in _SIZE_METHODS and (method != "size" or call.args)):
+            if method in _NUMBER_METHODS or reads_a_size(call):
                 return Kind.NUMBER
             if method == "scale" and self.is_scaler(owner):
                 return Kind.TENSOR
@@ -539,3 +539,16 @@ def _combine(left: Kind | None, right: Kind | None) -> Kind | None:
     if Kind.NUMPY in (left, right) and {left, right} <= {Kind.NUMPY, Kind.NUMBER}:
         return Kind.NUMPY
     return None
+
+
+def reads_a_size(node: cst.BaseExpression) -> bool:
+    """`x.size(0)`, `x.shape[-1]`, `x.ndim`, `x.numel()`: a number describing a tensor, known on
+    the host wherever the tensor is (not `x.shape` or `x.size()`, which are tuples of them)."""
+    kind = type(node)
+    if kind is cst.Subscript:
+        return type(node.value) is cst.Attribute and node.value.attr.value == "shape"
+    if kind is cst.Attribute:
+        return node.attr.value == "ndim"
+    if kind is not cst.Call or type(node.func) is not cst.Attribute or node.func.attr.value not in _SIZE_METHODS:
+        return False
+    return node.func.attr.value != "size" or bool(node.args)

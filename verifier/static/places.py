@@ -350,10 +350,8 @@ class PlaceFacts:
         qualified = self._imports.call_name(call) or ""
         method = method_name(call)
         owner = receiver(call)
-        if method in _PYTHON_VALUE_METHODS and owner is not None and not qualified:
-            return None  # `x.size(0)`, `t.item()`: a Python value read off the tensor
-        if not qualified and dotted_name(call.func) in _PYTHON_VALUE_BUILTINS:
-            return None  # `len(p)`, `isinstance(p, tuple)`, `float(t)`: a Python value, on no device
+        if self._read_off_a_tensor(call):
+            return None  # `x.size(0)`, `t.item()`, `len(p)`, `float(t)`: a Python value, on no device
         if method in _MODULE_MOVES and owner is not None:
             return self._moved(call) or self.placement_of(owner)
         if method in _TO_HOST_METHODS:

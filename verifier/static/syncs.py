@@ -10,7 +10,7 @@ import libcst as cst
 from verifier.static.facts import Kind, NameFacts
 from verifier.static.heat import is_model_name
 from verifier.static.names import (
-    ImportTable, dotted_name, is_true, keyword_arg, method_name, positional_arg, receiver, terminal_name,
+    ImportTable, dotted_name, is_true, keyword_arg, listed_values, method_name, positional_arg, receiver, terminal_name,
 )
 
 # Methods that copy a tensor's value to the host and so wait for every queued kernel.
@@ -162,8 +162,7 @@ def sync_of_size(
     for arg in call.args:
         if arg.keyword is not None or arg.star:
             continue
-        values = [e.value for e in arg.value.elements] if type(arg.value) in (cst.Tuple, cst.List) else [arg.value]
-        for value in values:
+        for value in listed_values(arg.value):
             if _is_tensor(value, facts, on_device):
                 return Sync(value, value, "__index__()")
     return None
