@@ -123,7 +123,9 @@ for step in range(max_steps):
                 return True
             # Any function the heat model names: a method of an instance (`Updater().run(...)`) too.
             callee = self.context.heat.callee_key(node)
-            if callee is not None and callee not in self._cadence_functions and self._steps_outside_loops(callee):
+            if callee is not None and callee not in self._cadence_functions and (
+                self._steps_outside_loops(callee) or self.context.heat.steps_elsewhere(callee)
+            ):
                 return True
         return False
 

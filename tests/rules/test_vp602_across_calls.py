@@ -3,6 +3,8 @@ that calls it, the same finding as when the step is written inline."""
 
 from __future__ import annotations
 
+from tests.static.test_cross_module_heat import findings, write
+
 SELECT = ("VP602",)
 
 INLINE = """\
@@ -192,3 +194,35 @@ def test_an_update_in_a_method_of_an_instance_made_at_the_call_is_an_update(anal
 
 def test_a_function_that_loops_over_micro_batches_and_steps_once_accumulates(analyse):
     assert analyse(MICRO_BATCH_LOOP_IN_A_FUNCTION, select=SELECT) == [("VP602", 6, "MEDIUM")]
+
+
+UPDATE_IN_ANOTHER_MODULE = {
+    "update.py": """\
+def apply_update(optimizer, scheduler):
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()
+""",
+    "train.py": """\
+from update import apply_update
+
+model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)
+for step, batch in enumerate(loader):
+    loss = model(**batch).loss / accum_steps
+    accelerator.backward(loss)
+    if step % accum_steps == 0:
+        apply_update(optimizer, scheduler)
+""",
+}
+
+
+def test_an_update_in_a_function_of_another_module_called_on_the_cadence_accumulates(tmp_path):
+    # The project pass knows `apply_update` steps the optimizer: the loop that calls it on the
+    # cadence accumulates as if the update were written there (the same finding as inline).
+    write(tmp_path, UPDATE_IN_ANOTHER_MODULE)
+    assert findings(tmp_path, SELECT) == [("train.py", "VP602", 6, "MEDIUM", "step")]
+
+
+def test_a_function_of_another_module_that_does_not_step_makes_no_cadence(tmp_path):
+    write(tmp_path, {**UPDATE_IN_ANOTHER_MODULE, "update.py": "def apply_update(optimizer, scheduler):\n    print(optimizer)\n"})
+    assert findings(tmp_path, SELECT) == []

@@ -275,3 +275,47 @@ def test_a_counter_added_to_in_place_stays_a_number(tmp_path):
                     print(float(count(loader, model, optimizer)))
     """})
     assert findings(tmp_path, ("VP201",)) == []
+
+
+CALLBACK_STEP = """
+    import torch
+
+    device = torch.device("cuda")
+    model = torch.nn.Linear(4, 4).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(range(10), num_workers=2, pin_memory=True, persistent_workers=True)
+
+
+    def compute(batch):
+        out = model(batch.to(device, non_blocking=True))
+        return out.sum(), out
+
+
+    def run_step(step_fn, batch):
+        total, out = step_fn(batch)
+        total.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return total
+
+
+    for batch in loader:
+        loss = run_step(compute, batch)
+        if loss > 5:
+            print("diverged")
+"""
+
+
+def test_what_a_callback_returns_is_returned_through_the_function_that_calls_it(tmp_path):
+    # `run_step(compute, batch)` returns what it got from calling its parameter: every caller
+    # hands it `compute`, whose first return is on the accelerator, so the caller's read of it
+    # is proven to wait for the device (not only assumed to, from a tensor's name).
+    write(tmp_path, {"train.py": CALLBACK_STEP})
+    from verifier.config import Settings
+    from verifier.static.runner import analyze_paths
+
+    [finding] = analyze_paths([str(tmp_path)], Settings(select=("VP201",))).findings
+    assert (finding.code, finding.line, finding.severity.name) == ("VP201", 25, "MEDIUM")
+    value = next(e for e in finding.evidence if e.premise.name == "VALUE")
+    assert value.status.name == "PROVEN"
+    assert value.text == "`loss > 5` is on the accelerator: returned on the accelerator by `run_step`"

@@ -338,6 +338,10 @@ class Bindings:
             return ("instance", class_key)
         callee = self._heat.callee_key(call)
         tensor = self._tensor(call) if concrete else None
+        if callee is None and type(call.func) is cst.Name:
+            called = self._called_through_a_name(call)
+            if called is not None:
+                return _bounded(("or", called, tensor)) if tensor is not None else called
         if callee is None or (type(call.func) is cst.Name and call.func.value in _BUILTINS):
             return self._follows_its_tensors(call, tensor)
         if unrooted(callee).split(".", 1)[0] in _LIBRARIES:
@@ -347,17 +351,32 @@ class Bindings:
         result = self._result_term(call, callee)
         return _bounded(("or", result, tensor)) if tensor is not None else result
 
+    def _called_through_a_name(self, call: cst.Call) -> tuple | None:
+        """`loss, out = forward()` where `forward` is a parameter (or a closure's name) that every
+        caller hands a project function: what that function returns for this call, evaluated by
+        the project pass (`_Project.called_result`). A name holding anything else is unknown."""
+        held = self._symbolic(call.func)
+        if held is None or held[0] not in ("param", "function", "functions"):
+            return None
+        if any(arg.star for arg in call.args):
+            return ("called", held, ())
+        return _bounded(("called", held, self._argument_terms(call))) or ("called", held, ())
+
+    def _argument_terms(self, call: cst.Call) -> tuple:
+        """Each argument's slot (position or keyword) and term, where it has one."""
+        return tuple(
+            (arg.keyword.value if arg.keyword is not None else index, term)
+            for index, arg in enumerate(call.args)
+            if (term := self.term_of(arg.value)) is not None
+        )
+
     def _result_term(self, call: cst.Call, callee: str) -> tuple:
         """`("result", callee)`; with the call's tensor-like arguments when it passes any, so that
         a function whose returns follow its parameters is answered for this call
         (`_Project.result_with`)."""
         if any(arg.star for arg in call.args):
             return ("result", callee)
-        args = tuple(
-            (arg.keyword.value if arg.keyword is not None else index, term)
-            for index, arg in enumerate(call.args)
-            if (term := self.term_of(arg.value)) is not None
-        )
+        args = self._argument_terms(call)
         if not any(term[0] in _TENSOR_TERMS for _, term in args):
             return ("result", callee)
         func = attribute_of_getattr(call.func) or call.func
@@ -793,6 +812,8 @@ class _Project:
             return found
         if tag == "attr":
             return self.attribute(term[1], term[2])
+        if tag == "called":
+            return self.called_result(self.value(term[1]), term[2])
         if tag == "tuple":
             return ("tuple", *(self.value(t) for t in term[1:]))
         if tag == "or":
@@ -928,6 +949,20 @@ class _Project:
             elements = tuple(_agreed({fact[i] for fact in found}) for i in range(1, width))
             return ("tuple", *elements) if any(e is not None for e in elements) else None
         return _agreed(found)
+
+    def called_result(self, held: tuple | None, args: tuple) -> tuple | None:
+        """What calling a held function (`("function", key, skipped)`, or several) returns with
+        these argument terms: what every one of them agrees on."""
+        if held is None or held[0] not in ("function", "functions"):
+            return None
+        found = []
+        for key, skipped in [held[1:]] if held[0] == "function" else held[1]:
+            result = self.result(key)
+            if result in (None, TENSOR) and args and key in self.functions and len(self.functions[key]) == 1:
+                result = self._substituted_result(key, args, skipped) or result
+            found.append(result)
+        # One answer (a tuple of `return loss, out` included) when all agree; else the kind they share.
+        return found[0] if all(result == found[0] for result in found) else _agreed(set(found))
 
     def result_at(self, key: str, site: CallSite, skipped: int) -> tuple | None:
         """What the function `key` returns at this call site."""
@@ -1203,8 +1238,10 @@ def needs_reanalysis(model: HeatModel) -> bool:
     (`HeatModel.asked`): a number where a rule asked for one, a batch or batch source where the
     host-data tracker did? Or learn what a function returns whose call's result the walk asked
     about, in code that runs more than once? Only then can the file's findings change."""
-    if model.reads_answered:
-        return True  # a call there reads what the file may read again (`host_reads.py`)
+    if model.reads_answered or model.steps_answered:
+        # A call there reads what the file may read again (`host_reads.py`), or steps an
+        # optimizer where a rule asked whether it does.
+        return True
     if model.answered:
         # Asked in code that runs more than once and may run on a device (its own or lent, or
         # the one the answer shows the value on).

@@ -305,6 +305,7 @@ def analyze_source(
         heat.returned_at = {key: dict(known.returned_at) for key, known in external.items() if known.returned_at}
         heat.routes = {key: known.routes for key, known in external.items() if known.routes}
         heat.read_by = {key: known for key, known in external.items() if known.reads_params or known.returns_read}
+        heat.stepping = frozenset(key for key, known in external.items() if known.steps)
     facts = NameFacts(imports)
     facts.returned_by = heat.returned_by
     places = PlaceFacts(imports, facts)

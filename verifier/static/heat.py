@@ -463,6 +463,12 @@ class HeatModel:
         self.read_by: dict = {}
         self.asked_reads: set = set()
         self.reads_answered: tuple = ()
+        # The project's functions that step an optimizer outside their own loops, directly or
+        # through calls (`FunctionFacts.steps`), given to a re-analysis; the callees a rule asked
+        # that of and no one knew; and whether the project pass found one of them stepping.
+        self.stepping: frozenset = frozenset()
+        self.asked_steps: set = set()
+        self.steps_answered: bool = False
         # Per name the module binds outside functions and classes: what a read of it gives after
         # each binding (binding terms; None for a value that is no fact). Functions read these as
         # globals (`FunctionInfo.free`).
@@ -740,6 +746,15 @@ class HeatModel:
             self.asked_reads.add(callee)
             return None
         return found, bool(self._module) and callee.startswith(self._local_key(""))
+
+    def steps_elsewhere(self, callee: str) -> bool:
+        """Does the project function `callee` (of another module, say) step an optimizer once
+        per call, from the project pass (`stepping`)? A callee nobody knew yet is remembered, so
+        that the file is analysed again if it does."""
+        if resolve_key(callee, dict.fromkeys(self.stepping)) in self.stepping:
+            return True
+        self.asked_steps.add(callee)
+        return False
 
     def _routed_result(self, call: cst.Call) -> tuple | None:
         """`step = step_fn(batch)` where every caller passes `step_fn=self.train_step`: what the
@@ -1847,7 +1862,12 @@ def resolve_project(models: list[HeatModel]) -> dict[str, FunctionFacts]:
     module_calls = [site for model in models for site in model.module_calls]
     link_across_roots(functions, [*module_calls, *(site for fn in functions for site in fn.calls)], project_reexports(models))
     _Resolver(functions, module_loops, module_calls, {}, whole_project=True).run()
-    return project_facts(models)
+    facts = project_facts(models)
+    stepping = frozenset(key for key, known in facts.items() if known.steps)
+    for model in models:
+        # A rule asked whether a callee steps, and the project says it does: judged again.
+        model.steps_answered = any(resolve_key(key, facts) in stepping for key in model.asked_steps)
+    return facts
 
 
 def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
