@@ -8,7 +8,7 @@ import libcst as cst
 
 from verifier.findings import Category, Premise, Severity, SeverityByHeat
 from verifier.static.deferred import DeferredSeverity, JudgementInput, deferred
-from verifier.static.facts import Kind
+from verifier.static.facts import TENSOR_METHODS, Kind
 from verifier.static.guards import GuardedRule
 from verifier.static.heat import is_environment_step
 from verifier.static.implicit_syncs import SHAPE_METHODS
@@ -38,6 +38,13 @@ def _is_parameter_collection(node: cst.BaseExpression) -> bool:
 
 def _is_environment_step(node: cst.Assign) -> bool:
     return is_environment_step([t.target for t in node.targets], node.value)
+
+
+# What may run between two reads for the second to cost a round trip only (`_queues_little`):
+# not torch's modules, autograd, device or collective calls, which may queue a model's work.
+_NOT_SMALL_MATH = ("torch.nn", "torch.autograd", "torch.cuda", "torch.distributed", "torch.utils")
+_NUMBER_BUILTINS = frozenset({"float", "int", "len", "round", "abs", "min", "max", "bool"})
+_HOST_LIST_METHODS = frozenset({"append", "extend"})
 
 
 def _design_read(table: SeverityByHeat) -> SeverityByHeat:
@@ -287,7 +294,8 @@ print(running.item() / len(loader))
             table = _PER_PARAMETER
         if self._in_env_call:
             table = _design_read(table)
-        follows = self._follows_a_read()
+        # Once per parameter tensor even a round trip is hundreds of them a step: kept as it is.
+        follows = self._follows_a_read() if self._loop_over_parameters() is None else None
         drained = None if follows is not None else _shape_sync_within(sync.subject)
         if follows is not None or drained is not None:
             table = _design_read(table)
@@ -327,41 +335,61 @@ print(running.item() / len(loader))
             self._previous[id(statement)] = before
 
     def _follows_a_read(self) -> cst.CSTNode | None:
-        """An earlier statement of this one's block that read a device value too, with only host
-        arithmetic between them (`acc = a.item()`, `acc_sum += acc`, then `loss.item()`): the
-        queue is already drained, so this read costs a round trip, not a stall."""
+        """An earlier statement of this one's block that read a device value too, with nothing
+        between them but host arithmetic and a little math on tensors already computed (`acc =
+        a.item()`, `acc_sum += acc`, `correct = (pred == y).sum()`, then `loss.item()`): the queue
+        was drained there and holds only those small kernels, so this read costs a round trip,
+        not a stall."""
         statement = self._statement
         while statement is not None:
             before = self._previous.get(id(statement))
             if before is None or id(before) in self._reported:
                 return before
-            if not self._only_host_numbers(before):
+            if not self._queues_little(before):
                 return None
             statement = before
         return None
 
-    def _only_host_numbers(self, statement: cst.CSTNode) -> bool:
-        """A simple statement that launches no device work: it calls nothing and every name it
-        reads or writes is known to hold a Python number."""
+    def _queues_little(self, statement: cst.CSTNode) -> bool:
+        """A simple statement that runs no model, backward, update or project function: its calls
+        are tensor math on values in hand (a comparison, a reduction, a cast), torch's own math
+        functions, a few number builtins, or a host list's `append`."""
         if type(statement) is not cst.SimpleStatementLine:
             return False
-        facts = self.context.facts
         for node in iter_descendants(statement):
             kind = type(node)
-            if kind in (cst.Call, cst.Attribute, cst.Subscript, cst.Lambda, cst.Await, cst.Yield):
+            if kind in (cst.Lambda, cst.Await, cst.Yield):
                 return False
-            if kind is cst.Name and facts.kind_of(node) is not Kind.NUMBER:
+            if kind is cst.Call and not self._small_call(node):
                 return False
         return True
 
+    def _small_call(self, call: cst.Call) -> bool:
+        facts = self.context.facts
+        qualified = self.context.imports.call_name(call) or ""
+        if qualified:
+            return qualified.startswith("torch.") and not qualified.startswith(_NOT_SMALL_MATH)
+        name = method_name(call)
+        if name is not None and type(call.func) is cst.Attribute:
+            owner = facts.kind_of(call.func.value)
+            if name in TENSOR_METHODS:
+                return owner is Kind.TENSOR
+            return name in _HOST_LIST_METHODS and owner is not Kind.TENSOR and not self.context.heat.callee_key(call)
+        return type(call.func) is cst.Name and call.func.value in _NUMBER_BUILTINS
+
     def _in_loop_over_parameters(self, subject: cst.BaseExpression) -> bool:
         """`for p in params: norm(p).item()`: the read runs once per parameter tensor."""
-        loop = self.context.heat.where().innermost_loop
-        node = loop.node if loop is not None else None
-        if type(node) is not cst.For or not _is_parameter_collection(node.iter):
+        node = self._loop_over_parameters()
+        if node is None:
             return False
         targets = {n.value for n in (node.target, *iter_descendants(node.target)) if type(n) is cst.Name}
         return any(type(n) is cst.Name and n.value in targets for n in iter_descendants(subject))
+
+    def _loop_over_parameters(self) -> cst.For | None:
+        """The innermost loop, when it iterates a model's parameters."""
+        loop = self.context.heat.where().innermost_loop
+        node = loop.node if loop is not None else None
+        return node if type(node) is cst.For and _is_parameter_collection(node.iter) else None
 
     VALID = (
         # An assertion's message is built only when the assertion fails.

@@ -1,6 +1,7 @@
 """VP201: the first host read of a step drains the device's queue; a read that follows it with
-only host arithmetic between them (nothing launched on the device) costs a round trip, so it is
-LOW. Device work between the two reads makes the second a stall of its own again."""
+only host arithmetic or a little math on tensors in hand between them (a softmax, a comparison,
+a reduction) costs a round trip, so it is LOW. A model's forward, a backward or a call the walk
+cannot see into between the two reads makes the second a stall of its own again."""
 
 from __future__ import annotations
 
@@ -27,11 +28,46 @@ def test_a_read_after_host_arithmetic_costs_a_round_trip(analyse):
     assert analyse(LOOP.format(between=between), select=SELECT) == [("VP201", 10, "MEDIUM"), ("VP201", 13, "LOW")]
 
 
-def test_device_work_between_the_reads_makes_the_second_a_stall_again(analyse):
-    between = "        acc_sum += acc\n        probs = out.softmax(1)"
+def test_a_little_math_on_tensors_in_hand_between_the_reads_costs_a_round_trip(analyse):
+    between = "        acc_sum += acc\n        probs = out.softmax(1)\n        hits.append(torch.argmax(probs, 1))"
+    assert analyse(LOOP.format(between=between), select=SELECT) == [("VP201", 10, "MEDIUM"), ("VP201", 14, "LOW")]
+
+
+def test_a_forward_between_the_reads_makes_the_second_a_stall_again(analyse):
+    between = "        acc_sum += acc\n        probs = model(x.cuda()).softmax(1)"
+    assert analyse(LOOP.format(between=between), select=SELECT) == [("VP201", 10, "MEDIUM"), ("VP201", 13, "MEDIUM")]
+
+
+def test_torch_modules_between_the_reads_make_the_second_a_stall_again(analyse):
+    between = "        acc_sum += acc\n        probs = torch.nn.functional.linear(out, out)"
     assert analyse(LOOP.format(between=between), select=SELECT) == [("VP201", 10, "MEDIUM"), ("VP201", 13, "MEDIUM")]
 
 
 def test_a_call_between_the_reads_is_not_known_to_launch_nothing(analyse):
     between = "        acc_sum += acc\n        log(acc_sum)"
     assert analyse(LOOP.format(between=between), select=SELECT) == [("VP201", 10, "MEDIUM"), ("VP201", 13, "MEDIUM")]
+
+
+def test_a_round_trip_once_per_parameter_tensor_keeps_its_severity(analyse):
+    # The second read follows the first with only a division queued, but it runs once per
+    # parameter tensor: hundreds of round trips a step are no small cost.
+    code = """\
+def clip_gradients(model, clip):
+    norms = []
+    for name, p in model.named_parameters():
+        if p.grad is not None:
+            param_norm = p.grad.data.norm(2)
+            norms.append(param_norm.item())
+            clip_coef = clip / (param_norm + 1e-6)
+            if clip_coef < 1:
+                p.grad.data.mul_(clip_coef)
+    return norms
+
+
+def train(model, optimizer, loader):
+    for x, y in loader:
+        model(x.cuda(non_blocking=True)).sum().backward()
+        clip_gradients(model, 3.0)
+        optimizer.step()
+"""
+    assert analyse(code, select=SELECT) == [("VP201", 6, "MEDIUM"), ("VP201", 8, "MEDIUM")]
