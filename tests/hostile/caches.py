@@ -12,8 +12,10 @@ never a file of the user's changed.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
+import importlib
 import json
 import os
 import random
@@ -56,12 +58,22 @@ def _signed(key: bytes, entry: Path, body: bytes) -> bytes:
 def _stripped(body: bytes) -> bytes:
     """The body with every file's findings removed (what an attacker wants a cache to say)."""
     document = json.loads(body)
-    for _, fields in document["objects"]:
-        if "findings" in fields:
-            fields["findings"] = []
-        if "suppressed" in fields:
-            fields["suppressed"] = []
+    for kind, fields in document["objects"]:
+        names = _field_names(kind)
+        for name in ("findings", "suppressed"):
+            if names is None and name in fields:
+                fields[name] = []
+            elif names is not None and name in names:
+                fields[names.index(name)] = []
     return json.dumps(document, separators=(",", ":")).encode()
+
+
+def _field_names(kind: str) -> list[str] | None:
+    """A stored dataclass's field names, in the order an entry lists their values (None for
+    another class, whose attributes an entry names)."""
+    module, _, qualname = kind.partition(":")
+    cls = getattr(importlib.import_module(module), qualname, None)
+    return [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else None
 
 
 def _body(entry: Path) -> bytes:

@@ -6,7 +6,9 @@ result depends on (package structure, the time limit)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import importlib
 import json
 import os
 import pickle
@@ -107,16 +109,22 @@ def signed(document, name: str = "entry") -> bytes:
     return cache_format.signature(signing_key(), name, body) + b"\n" + body
 
 
+FORMAT = cache_format.FORMAT
+
+
 @pytest.mark.parametrize(
     "document",
     [
-        {"format": 1, "objects": [["os:system", {}]], "root": {"ref": 0}},
-        {"format": 1, "objects": [["verifier.static.cache:ResultCache", {"root": "/"}]], "root": {"ref": 0}},
-        {"format": 1, "objects": [["verifier.static.engine:FileResult", {"path": 1}]], "root": {"ref": 0}},
-        {"format": 1, "objects": [], "root": {"ref": 7}},
-        {"format": 1, "objects": [], "root": {"enum": "verifier.findings:Severity", "name": "mro"}},
-        {"format": 1, "objects": [], "root": {"tuple": [{"dict": [[1]]}]}},
-        {"format": 2, "objects": [], "root": None},
+        {"format": FORMAT, "objects": [["os:system", {}]], "root": {"ref": 0}},
+        {"format": FORMAT, "objects": [["verifier.static.cache:ResultCache", {"root": "/"}]], "root": {"ref": 0}},
+        {"format": FORMAT, "objects": [["verifier.static.engine:FileResult", [1, [], 0.0, None, None, False, []]]],
+         "root": {"ref": 0}},
+        {"format": FORMAT, "objects": [], "root": {"ref": 7}},
+        {"format": FORMAT, "objects": [], "root": {"enum": "verifier.findings:Severity", "name": "mro"}},
+        {"format": FORMAT, "objects": [], "root": {"tuple": [{"dict": [[1]]}]}},
+        # An entry of the format before: a dataclass's fields by name.
+        {"format": FORMAT - 1, "objects": [["verifier.static.engine:FileResult", {"path": "a.py"}]], "root": {"ref": 0}},
+        {"format": FORMAT, "objects": [["verifier.static.engine:FileResult", {"path": "a.py"}]], "root": {"ref": 0}},
         [1, 2, 3],
     ],
 )
@@ -125,12 +133,30 @@ def test_well_formed_but_unexpected_entries_are_refused(document):
         cache_format.loads(signed(document), FileResult, signing_key(), "entry")
 
 
+def set_field(record: list, name: str, value) -> bool:
+    """Set a stored object's field (a dataclass's by its place in the declared order, another
+    class's attribute by name); False when its class has no such field."""
+    kind, fields = record
+    module, _, qualname = kind.partition(":")
+    cls = getattr(importlib.import_module(module), qualname)
+    if dataclasses.is_dataclass(cls):
+        names = [f.name for f in dataclasses.fields(cls)]
+        if name not in names:
+            return False
+        fields[names.index(name)] = value
+    elif name in fields:
+        fields[name] = value
+    else:
+        return False
+    return True
+
+
 def test_type_confusion_in_a_finding_is_refused(tmp_path):
     result = analyze_paths([str(EXAMPLES / "bad_train.py")], Settings()).files[0]
     document = json.loads(cache_format.dumps(result, signing_key(), "entry").partition(b"\n")[2])
     for record in document["objects"]:
         if record[0] == "verifier.findings:Finding":
-            record[1]["line"] = "71"
+            assert set_field(record, "line", "71")
             break
     with pytest.raises(cache_format.Invalid):
         cache_format.loads(signed(document), FileResult, signing_key(), "entry")
@@ -293,9 +319,9 @@ def forge_empty_results(cache: Path) -> int:
 def without_findings(body: bytes) -> bytes:
     """An entry's body with every finding taken out: what a forger wants the cache to say."""
     document = json.loads(body)
-    for kind, fields in document["objects"]:
-        if kind == "verifier.static.engine:FileResult":
-            fields["findings"] = []
+    for record in document["objects"]:
+        if record[0] == "verifier.static.engine:FileResult":
+            set_field(record, "findings", [])
     return json.dumps(document, separators=(",", ":")).encode()
 
 
