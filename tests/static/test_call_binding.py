@@ -474,3 +474,40 @@ def test_a_parameter_named_like_a_global_instance_is_the_value_passed(analyse):
     # `model` in `run_probe` is the Probe passed in, not the module-level DDP model: the call
     # binds to Probe.read with the loss, a device tensor.
     assert analyse(SHADOWED_INSTANCE, select=("VP201",)) == [("VP201", 9, "MEDIUM")]
+
+
+# --- A batch of a loader `accelerator.prepare` placed, handed to another function ---
+
+PREPARED = """
+    import torch
+    from accelerate import Accelerator
+
+
+    class Trainer:
+        def process_batch(self, batch, model, accelerator):
+            latents = batch["latents"].to(accelerator.device)
+            return model(latents).mean()
+
+        def train(self, model, optimizer, dataset):
+            accelerator = Accelerator()
+            loader = torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2, pin_memory=True, persistent_workers=True)
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for step, batch in enumerate(loader):
+                loss = self.process_batch(batch, model, accelerator)
+                accelerator.backward(loss)
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+
+def test_a_batch_of_a_prepared_loader_is_on_the_device_in_the_method_it_is_handed_to(tmp_path):
+    # Accelerate moves each batch of a prepared loader to the device: `.to(accelerator.device)`
+    # in the method that receives it copies nothing from the host (sd-scripts' `process_batch`).
+    write(tmp_path, {"trainer.py": PREPARED})
+    assert findings(tmp_path, ("VP102",)) == []
+
+
+def test_a_batch_of_a_loader_nobody_prepared_is_still_copied_from_the_host(tmp_path):
+    unprepared = PREPARED.replace("model, optimizer, loader = accelerator.prepare(model, optimizer, loader)", "model, optimizer = accelerator.prepare(model, optimizer)")
+    write(tmp_path, {"trainer.py": unprepared})
+    assert findings(tmp_path, ("VP102",)) == [("trainer.py", "VP102", 8, "LOW", "step")]

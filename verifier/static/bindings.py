@@ -461,7 +461,8 @@ class Bindings:
         if kind is Kind.DATALOADER:
             return SOURCE
         if self._is_host_batch(node):
-            return BATCH
+            # A batch of a loader `accelerator.prepare` (or a Fabric) placed arrives on the device.
+            return DEVICE_TENSOR if self._place_of(node) is Place.DEVICE else BATCH
         return HOST_TENSOR if self._host_tensor(node, kind) else None
 
     def _host_tensor(self, node: cst.BaseExpression, kind: Kind | None) -> bool:
