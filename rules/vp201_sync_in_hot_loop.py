@@ -365,6 +365,7 @@ print(running.item() / len(loader))
         return True
 
     def _small_call(self, call: cst.Call) -> bool:
+        """A call that queues at most a small kernel on values in hand, or nothing on the device."""
         facts = self.context.facts
         qualified = self.context.imports.call_name(call) or ""
         if qualified:

@@ -13,13 +13,12 @@ run (the runner's thresholds).
 from __future__ import annotations
 
 import gc
-import importlib.util
 import shutil
 import statistics
-from pathlib import Path
 
 import pytest
 
+from tests.benchmarks.torch_sources import PART, torch_root
 from verifier.config import Settings
 from verifier.static import cache_format
 from verifier.static.cache_key import signing_key
@@ -31,25 +30,13 @@ from verifier.static.runner import _ANALYSIS_GC_THRESHOLDS, AnalysisResult, anal
 
 pytestmark = pytest.mark.slow
 
-# A part of torch of about 300 files whose heat crosses imports (optimizers, data, nn).
-PART = (
-    "torch/optim", "torch/utils/data", "torch/nn", "torch/amp", "torch/autograd", "torch/cuda",
-    "torch/distributed/fsdp", "torch/distributed/optim",
-)
 KINDS = (FileResult, AnalysisResult, RunRecord, SourceDefaults, SwitchRecord)
-
-
-def _torch_root() -> Path:
-    spec = importlib.util.find_spec("torch")
-    if spec is None or spec.origin is None:
-        pytest.skip("torch is not installed")
-    return Path(spec.origin).parent
 
 
 @pytest.fixture(scope="module")
 def entries(tmp_path_factory) -> list[tuple[bytes, type, str]]:
     """Each entry a cached run over the part wrote: its bytes, the type it holds, its name."""
-    source, root = _torch_root().parent, tmp_path_factory.mktemp("decode")
+    source, root = torch_root().parent, tmp_path_factory.mktemp("decode")
     for folder in PART:
         shutil.copytree(source / folder, root / folder, ignore=shutil.ignore_patterns("*.so", "*.pyi", "__pycache__"))
     assert len(list(root.rglob("*.py"))) >= 280

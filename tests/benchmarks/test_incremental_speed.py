@@ -13,7 +13,6 @@ do not assert it.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import resource
 import shutil
@@ -24,28 +23,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.benchmarks.torch_sources import PART, torch_root
+
 pytestmark = pytest.mark.slow
 
 EDITED = ("torch/optim/sgd.py", "torch/nn/modules/module.py", "torch/utils/data/_utils/collate.py")
-# A part of torch of about 300 files, whose heat still crosses imports (optimizers, data, nn).
-PART = (
-    "torch/optim", "torch/utils/data", "torch/nn", "torch/amp", "torch/autograd", "torch/cuda",
-    "torch/distributed/fsdp", "torch/distributed/optim",
-)
 _counter = itertools.count()
 _cpu: dict[str, list[float]] = {}
 
 
-def _torch_root() -> Path:
-    spec = importlib.util.find_spec("torch")
-    if spec is None or spec.origin is None:
-        pytest.skip("torch is not installed")
-    return Path(spec.origin).parent
-
-
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory) -> dict[str, Path]:
-    source = _torch_root()
+    source = torch_root()
     whole = tmp_path_factory.mktemp("whole")
     shutil.copytree(source, whole / "torch", ignore=shutil.ignore_patterns("*.so", "*.pyi", "*.h", "*.cuh", "lib", "include"))
     part = tmp_path_factory.mktemp("part")

@@ -36,7 +36,7 @@ import enum
 import functools
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
@@ -751,7 +751,7 @@ class HeatModel:
         """Does the project function `callee` (of another module, say) step an optimizer once
         per call, from the project pass (`stepping`)? A callee nobody knew yet is remembered, so
         that the file is analysed again if it does."""
-        if resolve_key(callee, dict.fromkeys(self.stepping)) in self.stepping:
+        if resolve_key(callee, self.stepping) in self.stepping:
             return True
         self.asked_steps.add(callee)
         return False
@@ -1982,9 +1982,9 @@ def link_across_roots(functions: list[FunctionInfo], sites: list[CallSite], reex
                 site.callee = key
 
 
-def resolve_key(callee: str, *known: Mapping[str, object]) -> str:
-    """The key under which `callee` is known in `known`: itself, else the project's link to
-    another root (`ELSEWHERE` entries, see `link_across_roots`)."""
+def resolve_key(callee: str, *known: Container[str]) -> str:
+    """The key under which `callee` is known in `known` (tables or sets of keys): itself, else
+    the project's link to another root (`ELSEWHERE` entries, see `link_across_roots`)."""
     if any(callee in table for table in known):
         return callee
     for name in _spellings(callee):
