@@ -49,7 +49,7 @@ def test_an_unconditional_per_step_sync_has_every_premise_proven(tmp_path):
 
 def test_a_run_constant_setting_keeps_the_heat_and_is_named(tmp_path):
     code = _loop("if strict and scaler is not None:\n    torch.cuda.synchronize()").replace(
-        "    for step", "    strict = args.strict\n    scaler = None\n    for step"
+        "    for step", "    strict = args.strict\n    scaler = make_scaler(args)\n    for step"
     )
     [(_, severity, premises)] = evidence(tmp_path, code)
     # Bound before the loop and never in it: the line runs every step of the runs that set it.

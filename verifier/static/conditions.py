@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from verifier.static.config_lookups import ConfiguredDefaults
 from verifier.static.guards import Guards, training_mode_test
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.lambda_scopes import LambdaScopes
@@ -104,6 +105,9 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
         self._kinds: dict[int, ConditionKind] = {}
         # The classes around the walk, innermost last: `self.<switch>` is read as its class's.
         self._classes: list[str] = []
+        self._class_nodes: list[cst.ClassDef] = []
+        # Settings looked up in a configuration with a literal default (`get_conf(key, False)`).
+        self._configured = ConfiguredDefaults()
         # Rate limits, cadences and cache fills are the guards' verdicts, decided once per `if`.
         self._guards = context.tracker(Guards)
 
@@ -119,9 +123,11 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.append(node.name.value)
+        self._class_nodes.append(node)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.pop()
+        self._class_nodes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         params = frozenset(
@@ -222,11 +228,18 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
 
     def _off_by_default(self, test: cst.BaseExpression, branch: str) -> bool:
         """Whether the command line's defaults (and the switches of the class the test is in,
-        as its constructor leaves them) keep the walk out of `branch` of this test."""
+        as its constructor leaves them), or else the defaults the settings it reads are looked up
+        with in a configuration (`config_lookups`), keep the walk out of `branch` of this test."""
         command_line = self.context.command_line()
-        if command_line is None:
-            return False
-        held = command_line.holds_by_default(test, self._classes[-1] if self._classes else None)
+        held = None
+        if command_line is not None:
+            held = command_line.holds_by_default(test, self._classes[-1] if self._classes else None)
+        if held is None:
+            function = self._frames[-1].node
+            held = self._configured.holds(
+                test, function if type(function) is cst.FunctionDef else None,
+                self._class_nodes[-1] if self._class_nodes else None,
+            )
         if held is None:
             return False
         return held is (branch != "body")
