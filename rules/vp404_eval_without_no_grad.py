@@ -7,8 +7,10 @@ mode is off under `with torch.no_grad()/inference_mode()/set_grad_enabled(False)
 same decorators, after a `torch.set_grad_enabled(False)` statement, in Lightning's
 `validation_step`/`test_step`/`predict_step`, and when any call site of the function in this
 module disables it. Loops that need gradients (`backward()`, `torch.autograd.grad`,
-`requires_grad_()`) and unittest/pytest test functions are not evaluation loops. One finding
-per loop, at its first model call.
+`requires_grad_()`) and unittest/pytest test functions are not evaluation loops. A model whose
+parameters this function froze before the loop (`model.requires_grad_(False)`, or `for _, v in
+model.named_parameters(): v.requires_grad = False`) records no graph on inputs that need none, and
+is not reported. One finding per loop, at its first model call.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import libcst as cst
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.autograd import GradMode
 from verifier.static.deferred import deferred
+from verifier.static.names import dotted_name, method_name
 from verifier.static.rule import Invalid
 from verifier.static.training_state import TrainingStateRule
+from verifier.static.walk import iter_descendants
 
 
 class EvalWithoutNoGrad(TrainingStateRule):
@@ -66,8 +70,23 @@ def validate(model, loader):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._reported_loops: set[int] = set()
+        # Per function key ("" at module level): the modules whose parameters it froze so far.
+        self._frozen: dict[str, set[str]] = {}
+
+    def _function_key(self) -> str:
+        function = self.context.heat.where().function
+        return function.key if function is not None else ""
+
+    def visit_For(self, node: cst.For) -> None:
+        frozen = _frozen_by_loop(node)
+        if frozen is not None:
+            self._frozen.setdefault(self._function_key(), set()).add(frozen)
 
     def visit_Call(self, node: cst.Call) -> None:
+        frozen = _frozen_by_call(node)
+        if frozen is not None:
+            self._frozen.setdefault(self._function_key(), set()).add(frozen)
+            return
         # The cheap tests first: most calls are not in an evaluation loop at all.
         reason = self.evaluation.reason()
         if reason is None:
@@ -79,6 +98,8 @@ def validate(model, loader):
             return
         if self.autograd.grad_mode() is not GradMode.ENABLED:
             return
+        if _module_called(node) in self._frozen.get(self._function_key(), ()):
+            return  # its parameters need no gradient: the forward records no graph
         loop = loops[-1]
         self._reported_loops.add(id(loop))
         key = self.autograd.function_key
@@ -225,3 +246,49 @@ def test(net, test_loader):
             severity=Severity.MEDIUM,
         ),
     )
+
+
+def _frozen_by_call(call: cst.Call) -> str | None:
+    """`model.requires_grad_(False)` (also `model.eval().requires_grad_(False)`): the module."""
+    if method_name(call) != "requires_grad_" or type(call.func) is not cst.Attribute:
+        return None
+    values = [arg.value for arg in call.args]
+    if len(values) != 1 or type(values[0]) is not cst.Name or values[0].value != "False":
+        return None
+    return _module_named(call.func.value)
+
+
+def _frozen_by_loop(loop: cst.For) -> str | None:
+    """`for name, p in model.named_parameters(): p.requires_grad = False`: the module."""
+    iterated = loop.iter
+    if type(iterated) is not cst.Call or method_name(iterated) not in ("parameters", "named_parameters"):
+        return None
+    targets = {n.value for n in (loop.target, *iter_descendants(loop.target)) if type(n) is cst.Name}
+    for node in iter_descendants(loop.body):
+        if type(node) is not cst.Assign or type(node.value) is not cst.Name or node.value.value != "False":
+            continue
+        for target in node.targets:
+            assigned = target.target
+            if (
+                type(assigned) is cst.Attribute and assigned.attr.value == "requires_grad"
+                and type(assigned.value) is cst.Name and assigned.value.value in targets
+            ):
+                return _module_named(iterated.func.value)
+    return None
+
+
+def _module_named(node: cst.BaseExpression) -> str | None:
+    """The module a chain of its own methods starts from: `model` in `model.eval()`."""
+    while type(node) is cst.Call and type(node.func) is cst.Attribute:
+        node = node.func.value
+    return dotted_name(node)
+
+
+def _module_called(call: cst.Call) -> str | None:
+    """`model` in `model(x)` and `model.forward(x)`."""
+    name = dotted_name(call.func)
+    if name is None:
+        return None
+    if type(call.func) is cst.Attribute and call.func.attr.value == "forward":
+        return name.rsplit(".", 1)[0]
+    return name
