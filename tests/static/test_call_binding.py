@@ -511,3 +511,31 @@ def test_a_batch_of_a_loader_nobody_prepared_is_still_copied_from_the_host(tmp_p
     unprepared = PREPARED.replace("model, optimizer, loader = accelerator.prepare(model, optimizer, loader)", "model, optimizer = accelerator.prepare(model, optimizer)")
     write(tmp_path, {"trainer.py": unprepared})
     assert findings(tmp_path, ("VP102",)) == [("trainer.py", "VP102", 8, "LOW", "step")]
+
+
+def test_the_counter_of_an_enumerated_prepared_loader_is_no_device_tensor(tmp_path):
+    # `for step, batch in enumerate(loader)`: only `batch` arrives on the device; `step` handed to
+    # the step function is a Python int, and `if step % accum == 0:` reads nothing from the device.
+    write(tmp_path, {"train.py": """
+        import torch
+        from accelerate import Accelerator
+
+
+        def train_step(batch, step, model, optimizer, accelerator, accum):
+            loss = model(batch).mean()
+            accelerator.backward(loss)
+            if step % accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+
+
+        def main(model, optimizer, dataset, accum):
+            accelerator = Accelerator()
+            loader = torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2, pin_memory=True, persistent_workers=True)
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for step, batch in enumerate(loader):
+                train_step(batch, step, model, optimizer, accelerator, accum)
+    """})
+    # Every rule joins the walk: the host-data model some of them need once took the counter for
+    # a batch, and the binding made it a device tensor.
+    assert [f for f in findings(tmp_path, ("VP",)) if f[1] == "VP201"] == []

@@ -24,6 +24,7 @@ from verifier.static.names import (
     ImportTable,
     dotted_name,
     has_star_args,
+    iterated_source,
     keyword_arg,
     method_name,
     positional_arg,
@@ -409,6 +410,9 @@ class HostData(LambdaScopes, Tracker):
         loop = self.context.heat.loop_where(node).innermost_loop
         from_data_source = loop is not None and loop.node is node and loop.data_source
         self.bind_all(node.target, Origin.BATCH if from_data_source else self.origin_of(node.iter))
+        counter = _enumerate_counter(node)
+        if counter is not None:
+            self.bind_all(counter, None)  # `step` of `for step, batch in enumerate(loader)` counts
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self.bind_all(node.target, self.origin_of(node.iter))
@@ -479,3 +483,19 @@ class HostDataRule(Rule):
     def __init__(self, context: ModuleContext) -> None:
         super().__init__(context)
         self.host = context.tracker(HostData)
+
+
+def _enumerate_counter(loop: cst.For) -> cst.BaseExpression | None:
+    """The counter `enumerate` pairs with each element (`step` in `for step, batch in
+    enumerate(tqdm(loader))` or `tqdm(enumerate(loader))`): a Python int, no part of a batch."""
+    target = loop.target
+    if type(target) not in (cst.Tuple, cst.List) or len(target.elements) != 2:
+        return None
+    iterable = loop.iter
+    while type(iterable) is cst.Call:
+        if dotted_name(iterable.func) == "enumerate":
+            return target.elements[0].value
+        if iterated_source(iterable) is iterable:
+            return None
+        iterable = positional_arg(iterable, 0).value
+    return None
