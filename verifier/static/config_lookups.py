@@ -20,7 +20,7 @@ import re
 import libcst as cst
 
 from verifier.static.names import dotted_name
-from verifier.static.walk import children
+from verifier.static.walk import children, iter_descendants
 
 # Methods that look a setting up by its name.
 _LOOKUP_METHODS = frozenset({"get_conf", "get_config", "get_setting", "get_option"})
@@ -38,7 +38,7 @@ class ConfiguredDefaults:
     are found once: a trainer class of thousands of lines has hundreds of branches)."""
 
     def __init__(self) -> None:
-        self._bindings: dict[tuple[int, str], list] = {}
+        self._bindings: dict[int, dict[str, list]] = {}
         self._scopes: list[cst.CSTNode] = []  # keeps the scopes alive while their ids are keys
 
     def holds(self, test: cst.BaseExpression, function: cst.FunctionDef | None, owner: cst.ClassDef | None) -> bool | None:
@@ -48,12 +48,12 @@ class ConfiguredDefaults:
         return None if value is _UNKNOWN else value
 
     def bindings_of(self, scope: cst.CSTNode, name: str, *, inner_functions: bool) -> list:
-        key = (id(scope), name)
-        found = self._bindings.get(key)
+        """The bindings of `name` in `scope` (`_bindings_in`, walked once per scope)."""
+        found = self._bindings.get(id(scope))
         if found is None:
-            found = self._bindings[key] = _bindings_of(scope, name, inner_functions=inner_functions)
+            found = self._bindings[id(scope)] = _bindings_in(scope, inner_functions=inner_functions)
             self._scopes.append(scope)
-        return found
+        return found.get(name, [])
 
 
 def _truth(test: cst.BaseExpression, function, owner, depth: int, memo: ConfiguredDefaults) -> object:
@@ -175,11 +175,16 @@ def _literal(node: cst.BaseExpression | None) -> object:
     return _UNKNOWN
 
 
-def _bindings_of(scope: cst.CSTNode, name: str, *, inner_functions: bool) -> list[tuple[cst.BaseExpression | None, object]]:
-    """Every binding of `name` (a local name, or `self.attr`) in `scope`: (value, the function
-    it is in); a binding that is not a plain assignment (`+=`, a loop target, a tuple) has no
-    value (None), so the name is then not known."""
-    found: list[tuple[cst.BaseExpression | None, object]] = []
+def _bindings_in(scope: cst.CSTNode, *, inner_functions: bool) -> dict[str, list]:
+    """Every binding in `scope`, by the name it binds (a local name, or `self.attr`): (value, the
+    function it is in); a binding that is not a plain assignment (`+=`, a loop target, a tuple)
+    has no value (None), so the name is then not known. One walk per scope."""
+    found: dict[str, list] = {}
+
+    def bind(name: str | None, value: cst.BaseExpression | None, function: object) -> None:
+        if name is not None:
+            found.setdefault(name, []).append((value, function))
+
     pending: list[tuple[cst.CSTNode, object]] = [(scope, scope if type(scope) is cst.FunctionDef else None)]
     while pending:
         node, function = pending.pop()
@@ -192,29 +197,27 @@ def _bindings_of(scope: cst.CSTNode, name: str, *, inner_functions: bool) -> lis
             continue
         if kind is cst.Assign:
             for target in node.targets:
-                if dotted_name(target.target) == name:
-                    found.append((node.value, function))
-                elif type(target.target) in (cst.Tuple, cst.List) and _names(target.target, name):
-                    found.append((None, function))
-        elif kind is cst.AnnAssign and dotted_name(node.target) == name:
-            found.append((node.value, function))
-        elif kind is cst.AugAssign and dotted_name(node.target) == name:
-            found.append((None, function))
-        elif kind in (cst.For, cst.With, cst.NamedExpr) and _names(node, name, targets_only=True):
-            found.append((None, function))
+                if type(target.target) in (cst.Tuple, cst.List):
+                    for name in _names_within(target.target):
+                        bind(name, None, function)
+                else:
+                    bind(dotted_name(target.target), node.value, function)
+        elif kind is cst.AnnAssign:
+            bind(dotted_name(node.target), node.value, function)
+        elif kind is cst.AugAssign:
+            bind(dotted_name(node.target), None, function)
+        elif kind in (cst.For, cst.NamedExpr):
+            for name in _names_within(node.target):
+                bind(name, None, function)
+        elif kind is cst.With:
+            for item in node.items:
+                if item.asname is not None:
+                    for name in _names_within(item.asname.name):
+                        bind(name, None, function)
         pending.extend((child, function) for child in children(node))
     return found
 
 
-def _names(node: cst.CSTNode, name: str, targets_only: bool = False) -> bool:
-    """Whether `node` (a target, or a loop's / `with`'s / walrus's targets) binds `name`."""
-    if targets_only:
-        if type(node) is cst.For:
-            node = node.target
-        elif type(node) is cst.NamedExpr:
-            node = node.target
-        elif type(node) is cst.With:
-            return any(item.asname is not None and _names(item.asname.name, name) for item in node.items)
-    if dotted_name(node) == name:
-        return True
-    return any(_names(child, name) for child in children(node))
+def _names_within(target: cst.CSTNode) -> set[str]:
+    """The names and `self.` attributes a binding target binds (all of a tuple's parts)."""
+    return {name for node in (target, *iter_descendants(target)) if (name := dotted_name(node)) is not None}
