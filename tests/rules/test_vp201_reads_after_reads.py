@@ -5,6 +5,8 @@ cannot see into between the two reads makes the second a stall of its own again.
 
 from __future__ import annotations
 
+import pytest
+
 SELECT = ("VP201",)
 
 LOOP = """\
@@ -33,18 +35,16 @@ def test_a_little_math_on_tensors_in_hand_between_the_reads_costs_a_round_trip(a
     assert analyse(LOOP.format(between=between), select=SELECT) == [("VP201", 10, "MEDIUM"), ("VP201", 14, "LOW")]
 
 
-def test_a_forward_between_the_reads_makes_the_second_a_stall_again(analyse):
-    between = "        acc_sum += acc\n        probs = model(x.cuda()).softmax(1)"
-    assert analyse(LOOP.format(between=between), select=SELECT) == [("VP201", 10, "MEDIUM"), ("VP201", 13, "MEDIUM")]
-
-
-def test_torch_modules_between_the_reads_make_the_second_a_stall_again(analyse):
-    between = "        acc_sum += acc\n        probs = torch.nn.functional.linear(out, out)"
-    assert analyse(LOOP.format(between=between), select=SELECT) == [("VP201", 10, "MEDIUM"), ("VP201", 13, "MEDIUM")]
-
-
-def test_a_call_between_the_reads_is_not_known_to_launch_nothing(analyse):
-    between = "        acc_sum += acc\n        log(acc_sum)"
+@pytest.mark.parametrize(
+    "work",
+    [
+        "probs = model(x.cuda()).softmax(1)",  # a forward
+        "probs = torch.nn.functional.linear(out, out)",  # torch's modules
+        "log(acc_sum)",  # a call not known to launch nothing
+    ],
+)
+def test_work_between_the_reads_beyond_a_little_math_makes_the_second_a_stall_again(analyse, work):
+    between = f"        acc_sum += acc\n        {work}"
     assert analyse(LOOP.format(between=between), select=SELECT) == [("VP201", 10, "MEDIUM"), ("VP201", 13, "MEDIUM")]
 
 
