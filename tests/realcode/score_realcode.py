@@ -278,7 +278,8 @@ def score_repo(repo, args, out):
     p()
     res["unjudged_findings"] = [{k: f.get(k) for k in ("path", "line", "column", "code", "severity", "heat", "message")}
                                 for f in unjudged]
-    res["matched"] = [{"finding": {k: above[i].get(k) for k in ("path", "line", "column", "code", "severity")},
+    res["matched"] = [{"finding": {k: above[i].get(k) for k in ("path", "line", "column", "code", "severity", "heat",
+                                                                 "evidence", "proven")},
                        "verdict": verdicts[j]["verdict"], "judged_line": verdicts[j]["line"]}
                       for i, j in sorted(pairs.items())]
     res["gone_verdicts"] = gone
