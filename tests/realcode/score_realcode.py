@@ -31,9 +31,10 @@ WINDOW = 2  # line tolerance for matching verdicts and misses
 
 # ------------------------------------------------------------------ export
 def find_git_dir(mirrors, mirror):
-    """<mirrors>/<owner+name>/repo (bare), <mirrors>/<owner+name>/.git or <mirrors>/<owner+name> (bare)."""
+    """<mirrors>/<owner+name>/repo (bare), its repo/.git (a snapshot with a work tree), <mirrors>/<owner+name>/.git
+    or <mirrors>/<owner+name> (bare)."""
     base = os.path.join(mirrors, mirror)
-    for cand in (os.path.join(base, "repo"), os.path.join(base, ".git"), base):
+    for cand in (os.path.join(base, "repo"), os.path.join(base, "repo", ".git"), os.path.join(base, ".git"), base):
         if os.path.isfile(os.path.join(cand, "HEAD")) and os.path.isdir(os.path.join(cand, "objects")):
             return cand
     raise SystemExit(f"error: no git repository for {mirror} under {mirrors} "
