@@ -65,8 +65,9 @@ def test_a_switch_nothing_sets_keeps_its_branch_opt_in(tmp_path):
     assert found == [("loss.py", "VP203", 12, "LOW")]
     assert [(e.status.value, e.text) for e in finding.evidence if e.premise.value == "frequency"] == [(
         "unknown",
-        "runs only when `self.blocking_sync` holds, which the defaults leave false (the configuration's, or the "
-        "constructor's where nothing in the project passes another value): an opt-in setting",
+        "runs only when `self.blocking_sync` holds, which the defaults leave false (the configuration's, the "
+        "constructor's where nothing in the project passes another value, or what every call in the project "
+        "passes): an opt-in setting",
     )]
 
 

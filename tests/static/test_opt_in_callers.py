@@ -80,7 +80,7 @@ def test_a_function_only_an_opt_in_flag_calls_keeps_its_findings_low(tmp_path):
     frequency = [(e.status.value, e.text) for e in found[0].evidence if e.premise.value == "frequency"]
     assert frequency == [(
         "unknown",
-        "runs only when `args.adversary` holds at the call, which the defaults leave false (the configuration's, or the constructor's where nothing in the project passes another value): an opt-in setting",
+        "runs only when `args.adversary` holds at the call, which the defaults leave false (the configuration's, the constructor's where nothing in the project passes another value, or what every call in the project passes): an opt-in setting",
     )]
 
 

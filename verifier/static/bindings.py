@@ -54,12 +54,17 @@ RUN_LIST = ("list", "run")
 # A value every caller read into Python just before the call (`host_reads.py`); held beside
 # the parameter's other fact.
 READ = ("read",)
+# `None`, `True` or `False` passed, or left as the parameter's default by a call that does not
+# pass it: ("literal", "None"). Every caller agreeing on one decides a branch on the parameter
+# (`caller_branches.py`).
+LITERAL = "literal"
 # The facts a re-analysis starts parameters with; instances only steer calls (heat).
 SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR, HOST_TENSOR, RUN_LIST, READ})
 # The facts a function's read of a global starts with (a run-long list is known from the text).
 _GLOBAL_FACTS = SEEDED - {RUN_LIST, READ}
 # Tags of terms that are facts as they stand (`_Project.value` returns them unchanged).
-_FACTS = frozenset({"number", "source", "batch", "tensor", "list"})
+_FACTS = frozenset({"number", "source", "batch", "tensor", "list", LITERAL})
+_LITERAL_NAMES = frozenset({"None", "True", "False"})
 
 _BUILTINS = frozenset(dir(builtins))
 # Terms math can be done on: tensors, batches, and what the project pass may find one to be.
@@ -214,12 +219,14 @@ class Bindings:
         site.through_instance = type(func) is cst.Attribute and not _names_a_class(func.value)
         args = []
         read = []
+        passed = []
         for index, arg in enumerate(call.args):
             if arg.star:
                 site.starred = True
                 continue
             slot = arg.keyword.value if arg.keyword is not None else index
-            term = self.term_of(arg.value)
+            passed.append(slot)
+            term = literal_term(arg.value) or self.term_of(arg.value)
             if term is not None:
                 args.append((slot, term))
             name = dotted_name(arg.value)
@@ -227,6 +234,7 @@ class Bindings:
                 read.append(slot)
         site.args = tuple(args)
         site.read_args = tuple(read)
+        site.passed = tuple(passed)
 
     def via_of(self, call: cst.Call) -> tuple | None:
         """`self.sampler.sample(...)`, `model.step(...)`, `criterion(...)`: the receiver's term
@@ -865,11 +873,16 @@ class _Project:
         if not sites or name not in function.params:
             return None
         passed: list[tuple] = []
+        default = dict(function.literal_defaults).get(name)
         for site, skipped in sites:
             # Behind `*args` or `**kwargs` a position may be anything, but a keyword passed by
             # name is that value (Python refuses the call if the rest passed it again).
             position = None if site.starred or name not in order else order.index(name) - skipped
             term = next((t for slot, t in site.args if slot == name or slot == position), None)
+            if term is None and default is not None and not site.starred and not any(
+                slot == name or slot == position for slot in site.passed
+            ):
+                term = (LITERAL, default)  # not passed: the parameter keeps its default
             fact = self.value(term)
             if fact is None:
                 return None
@@ -1102,7 +1115,7 @@ def bind_project(models: list[HeatModel]) -> None:
         for function in functions:
             bound = tuple(
                 (name, fact) for name in sorted(function.params)
-                if (fact := project.parameter(key, name)) in SEEDED
+                if (fact := project.parameter(key, name)) in SEEDED or (fact is not None and fact[0] == LITERAL)
             )
             read = tuple((name, READ) for name in sorted(function.params) if project.read_by_every_caller(key, name))
             function.bound = tuple(sorted((*bound, *read)))
@@ -1222,6 +1235,13 @@ def _agreed(found: set) -> tuple | None:
     return NUMBER if found == {NUMBER} else None
 
 
+def literal_term(node: cst.BaseExpression) -> tuple | None:
+    """`None`, `True`, `False` as an argument: ("literal", "None")."""
+    if type(node) is cst.Name and node.value in _LITERAL_NAMES:
+        return (LITERAL, node.value)
+    return None
+
+
 def _changes_a_kind(returned: tuple | None, assumed: str | None) -> bool:
     """A number where a tensor was assumed, a tensor where nothing was, or a tensor shown on the
     accelerator where one was only assumed (a premise then proven): a finding may change."""
@@ -1253,12 +1273,20 @@ def needs_reanalysis(model: HeatModel) -> bool:
             if accelerated and (in_loop or (function is not None and function.heat > Heat.ONCE)):
                 return True
     return any(
-        (function.key, name, _ASKED_AS.get(fact, "origin")) in model.asked
+        (
+            (function.key, name, _asked_as(fact)) in model.asked
+            # A branch on the parameter (`if mask is None:`) that the fact may decide.
+            or ((function.key, name, "branch") in model.asked and function.heat > Heat.ONCE)
+        )
         # A tensor handed to code that runs once changes no finding: every tensor rule is
         # silent at once heat.
         and (fact not in (TENSOR, DEVICE_TENSOR, HOST_TENSOR, READ) or function.heat > Heat.ONCE)
         for function in model.functions for name, fact in function.bound
     )
+
+
+def _asked_as(fact: tuple) -> str:
+    return "branch" if fact[0] == LITERAL else _ASKED_AS.get(fact, "origin")
 
 
 _ASKED_AS = {

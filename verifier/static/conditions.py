@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from verifier.static.caller_branches import decided, names_tested, parameter_facts
 from verifier.static.config_lookups import ConfiguredDefaults
 from verifier.static.guards import Guards, training_mode_test
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.lambda_scopes import LambdaScopes
+from verifier.static.local_names import names_bound_before
 from verifier.static.names import CONFIG_ROOTS, dotted_name
 from verifier.static.statement_bindings import statement_bindings
 from verifier.static.suites import SuiteVisits
@@ -220,10 +222,16 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
             kind = self._test_kind(node.test)
         if kind is ConditionKind.DATA and branch == "rest":
             kind = ConditionKind.EXIT  # the step goes on unless the early exit was taken
-        if kind in (ConditionKind.CONSTANT, ConditionKind.DATA) and self._off_by_default(node.test, branch):
-            # `if rank == 0 and args.find_lr:`: a part the defaults hold false keeps the branch off,
-            # whatever the data says of the other part.
-            kind = ConditionKind.OPT_IN
+        if kind in (ConditionKind.CONSTANT, ConditionKind.DATA):
+            callers = self._callers_decide(node)
+            if self._off_by_default(node.test, branch) or callers is (branch != "body"):
+                # `if rank == 0 and args.find_lr:`: a part the defaults hold false keeps the branch
+                # off, whatever the data says of the other part. So does a test every caller's
+                # arguments decide against the branch (`if x_mask is None:` where every call
+                # passes a mask).
+                kind = ConditionKind.OPT_IN
+            elif callers is not None and kind is ConditionKind.DATA:
+                kind = ConditionKind.CONSTANT  # `if verbose:` where every call passes `verbose=True`
         return Condition(kind, node.test, negated=branch != "body")
 
     def _off_by_default(self, test: cst.BaseExpression, branch: str) -> bool:
@@ -243,6 +251,29 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
         if held is None:
             return False
         return held is (branch != "body")
+
+    def _callers_decide(self, node: cst.If) -> bool | None:
+        """The test of `node` as every call the project makes of the function being walked
+        decides it (`caller_branches.py`), None when they do not. The first walk of a file knows
+        no callers; asking makes the project pass analyse it again once they are bound."""
+        frame = self._frames[-1]
+        test = node.test
+        tested = [name for name in names_tested(test) if name in frame.params]
+        if not tested:
+            return None
+        heat = self.context.heat
+        for name in tested:
+            heat.note_dependency(name, "branch")
+        function = heat.where().function
+        if function is None or function.node is not frame.node or not function.bound:
+            return None
+        # A parameter bound again before the test (anywhere in the function, when a loop may
+        # bring the walk back to it) is not what its callers passed.
+        if frame.loops:
+            bound_here = statement_bindings(self.context, frame.node)
+        else:
+            bound_here = names_bound_before(frame.node, node)
+        return decided(test, parameter_facts(function.bound, frame.params, bound_here.__contains__))
 
     def _kind_of(self, node: cst.If) -> ConditionKind:
         """What the test of `node` says, once per `if` (its body and its `else` both ask). `if

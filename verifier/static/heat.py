@@ -213,6 +213,9 @@ class CallSite:
     # the arguments whose term is known; `starred` when `*args`/`**kwargs` hide the rest.
     args: tuple = ()
     starred: bool = False
+    # Every argument's slot (position or keyword), known term or not: a parameter no slot names
+    # is left at its default (`FunctionInfo.literal_defaults`).
+    passed: tuple = ()
     # The arguments (position or keyword) that are names the caller read into Python just before
     # (`host_reads.py`): `lossf = loss.item()`, then `log_step(loss)`.
     read_args: tuple = ()
@@ -370,6 +373,9 @@ class FunctionInfo:
     # the whole value).
     reads_params: tuple = ()
     returns_read: tuple = ()
+    # Parameters whose default is `None`, `True` or `False`: ((name, "None"), ...), what a call
+    # that does not pass one leaves it at (`bindings.py`, `caller_branches.py`).
+    literal_defaults: tuple = ()
 
 
 @dataclass(eq=False)
@@ -538,6 +544,10 @@ class HeatModel:
                 dotted_name(d.decorator) == "staticmethod" for d in decorators
             ),
             bound=self.seeds.get(key, ()),
+            literal_defaults=tuple(
+                (p.name.value, p.default.value) for p in _all_params(node.params)
+                if type(p.default) is cst.Name and p.default.value in _LITERAL_NAMES
+            ),
         )
         # `@functools.cache` bodies run once per distinct argument, not once per call.
         info.memoised = any(self._is_memoising(d.decorator) for d in decorators)
@@ -2073,6 +2083,10 @@ def _identifiers(node: cst.CSTNode) -> list[str]:
     names = [node.value] if type(node) is cst.Name else []
     names += [n.value for n in iter_descendants(node) if type(n) is cst.Name]
     return names
+
+
+# The literals a call's argument or a parameter's default is bound as (`bindings.LITERAL`).
+_LITERAL_NAMES = frozenset({"None", "True", "False"})
 
 
 def _all_params(params: cst.Parameters) -> list[cst.Param]:

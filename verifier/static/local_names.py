@@ -19,33 +19,48 @@ def names_bound_in(function: cst.FunctionDef | cst.Lambda) -> set[str]:
     """Every name `function` (or code nested in it) binds, its parameters and `global` names included."""
     bound = {param.name.value for param in _params(function.params)}
     for node in iter_descendants(function.body):
-        kind = type(node)
-        if kind is cst.AssignTarget:
-            _targets(node.target, bound)
-        elif kind in (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr):
-            _targets(node.target, bound)
-        elif kind is cst.AsName:
-            _targets(node.name, bound)  # `with ... as x`, `except E as x`, `import a as x`
-        elif kind is cst.Del:
-            _targets(node.target, bound)
-        elif kind in (cst.FunctionDef, cst.ClassDef):
-            bound.add(node.name.value)
-        elif kind is cst.Param:
-            bound.add(node.name.value)
-        elif kind is cst.ImportAlias and node.asname is None:
-            # `import os.path` binds `os`; `from m import x` binds `x`.
-            name = node.name
-            while type(name) is cst.Attribute:
-                name = name.value
-            if type(name) is cst.Name:
-                bound.add(name.value)
-        elif kind in (cst.Global, cst.Nonlocal):
-            bound.update(item.name.value for item in node.names)
-        elif kind in (cst.MatchAs, cst.MatchStar) and node.name is not None:
-            bound.add(node.name.value)
-        elif kind is cst.MatchMapping and node.rest is not None:
-            bound.add(node.rest.value)
+        _note_binding(node, bound)
     return bound
+
+
+def names_bound_before(function: cst.FunctionDef, node: cst.CSTNode) -> set[str]:
+    """The names the body of `function` binds in the code that comes before `node` in the text
+    (not its parameters): what a test at `node` outside any loop may see bound again."""
+    bound: set[str] = set()
+    for current in iter_descendants(function.body):
+        if current is node:
+            break
+        _note_binding(current, bound)
+    return bound
+
+
+def _note_binding(node: cst.CSTNode, bound: set[str]) -> None:
+    kind = type(node)
+    if kind is cst.AssignTarget:
+        _targets(node.target, bound)
+    elif kind in (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr):
+        _targets(node.target, bound)
+    elif kind is cst.AsName:
+        _targets(node.name, bound)  # `with ... as x`, `except E as x`, `import a as x`
+    elif kind is cst.Del:
+        _targets(node.target, bound)
+    elif kind in (cst.FunctionDef, cst.ClassDef):
+        bound.add(node.name.value)
+    elif kind is cst.Param:
+        bound.add(node.name.value)
+    elif kind is cst.ImportAlias and node.asname is None:
+        # `import os.path` binds `os`; `from m import x` binds `x`.
+        name = node.name
+        while type(name) is cst.Attribute:
+            name = name.value
+        if type(name) is cst.Name:
+            bound.add(name.value)
+    elif kind in (cst.Global, cst.Nonlocal):
+        bound.update(item.name.value for item in node.names)
+    elif kind in (cst.MatchAs, cst.MatchStar) and node.name is not None:
+        bound.add(node.name.value)
+    elif kind is cst.MatchMapping and node.rest is not None:
+        bound.add(node.rest.value)
 
 
 def _params(params: cst.Parameters) -> list[cst.Param]:

@@ -120,7 +120,7 @@ def _skippable(kind: ConditionKind, text: str, node, path: str, line: int, heat:
     if kind is ConditionKind.OPT_IN:
         return Proof.unknown(
             Premise.FREQUENCY,
-            f"runs only when `{text}` holds{at}, which the defaults leave false (the configuration's, or the constructor's where nothing in the project passes another value): an opt-in setting",
+            f"runs only when `{text}` holds{at}, which the defaults leave false (the configuration's, the constructor's where nothing in the project passes another value, or what every call in the project passes): an opt-in setting",
             node, path, line,
         )
     if kind is ConditionKind.EVAL_MODE:
