@@ -145,8 +145,10 @@ print(running.item() / len(loader))
         self._env_calls: set[int] = set()
         self._in_env_call = 0
         self._read_into: dict[str, list[Candidate]] = {}
-        # Statement -> the statement before it in its block (for reads that follow a read).
+        # Statement -> the statement before it in its block (for reads that follow a read), and
+        # the first statement of a branch's or `with`'s block -> that `if`, `with` or `try`.
         self._previous: dict[int, cst.CSTNode] = {}
+        self._opened_by: dict[int, cst.CSTNode] = {}
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self._statement = node
@@ -157,6 +159,14 @@ print(running.item() / len(loader))
 
     def visit_With(self, node: cst.With) -> None:
         self._statement = node
+        self._note_opened_by(node, node.body)
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self._note_opened_by(node, node.body)
+
+    def _note_opened_by(self, owner: cst.CSTNode, body: cst.BaseSuite) -> None:
+        if type(body) is cst.IndentedBlock and body.body:
+            self._opened_by[id(body.body[0])] = owner
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if _is_environment_step(node):
@@ -244,6 +254,9 @@ print(running.item() / len(loader))
 
     def visit_If(self, node: cst.If) -> None:
         self._statement = node
+        self._note_opened_by(node, node.body)
+        if type(node.orelse) is cst.Else:
+            self._note_opened_by(node, node.orelse.body)
         # An isfinite() guard around scaler.step is VP305's finding; one line, one finding.
         if not is_finite_guard(node, self.context):
             self._report(self._test_sync(node.test))
@@ -343,12 +356,27 @@ print(running.item() / len(loader))
         statement = self._statement
         while statement is not None:
             before = self._previous.get(id(statement))
-            if before is None or id(before) in self._reported:
+            if before is None:
+                # The first statement of a branch or a `with`: what ran before the `if` (its test
+                # as well) or the `with` runs before it in the same iteration.
+                statement = self._opened_by.get(id(statement))
+                if statement is None or not self._header_queues_little(statement):
+                    return None
+                continue
+            if id(before) in self._reported:
                 return before
             if not self._queues_little(before):
                 return None
             statement = before
         return None
+
+    def _header_queues_little(self, statement: cst.CSTNode) -> bool:
+        """An `if`'s test, a `with`'s items: evaluated between the earlier statements and the block."""
+        header = statement.test if type(statement) is cst.If else statement.items if type(statement) is cst.With else ()
+        parts = header if isinstance(header, (tuple, list)) else (header,)
+        return all(
+            self._small_call(node) for part in parts for node in (part, *iter_descendants(part)) if type(node) is cst.Call
+        )
 
     def _queues_little(self, statement: cst.CSTNode) -> bool:
         """A simple statement that runs no model, backward, update or project function: its calls

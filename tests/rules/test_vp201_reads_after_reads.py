@@ -71,3 +71,28 @@ def train(model, optimizer, loader):
         optimizer.step()
 """
     assert analyse(code, select=SELECT) == [("VP201", 6, "MEDIUM"), ("VP201", 8, "MEDIUM")]
+
+
+@pytest.mark.parametrize(
+    ("opening", "read_at"),
+    [
+        ("if log_losses:", 12),  # a branch on a setting, its test no work
+        ("with torch.no_grad():", 12),  # a `with` whose items launch nothing
+        ("if acc > 0.5:\n            pass\n        else:", 14),  # the `else` of a branch
+    ],
+)
+def test_the_look_back_goes_on_before_the_branch_or_with_the_read_opens(analyse, opening, read_at):
+    # The read after the block (`loss_sum += loss.item()`) follows a compound statement, whose
+    # block may queue anything: a stall of its own, as before.
+    between = f"        {opening}\n            total = loss.detach().item()"
+    code = LOOP.replace("def train(model, optimizer, loader):", "def train(model, optimizer, loader, log_losses):")
+    assert analyse(code.format(between=between), select=SELECT) == [
+        ("VP201", 10, "MEDIUM"), ("VP201", read_at, "LOW"), ("VP201", read_at + 1, "MEDIUM"),
+    ]
+
+
+def test_a_branch_whose_test_runs_a_model_keeps_the_read_in_it_a_stall(analyse):
+    between = "        if model(x.cuda()).mean() is not None:\n            total = loss.detach().item()"
+    assert analyse(LOOP.format(between=between), select=SELECT) == [
+        ("VP201", 10, "MEDIUM"), ("VP201", 12, "MEDIUM"), ("VP201", 13, "MEDIUM"),
+    ]
