@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from verifier.findings import Category, Premise, Severity, SeverityByHeat
+from verifier.findings import Category, Premise, Severity, SeverityByHeat, TraceStep
 from verifier.static.deferred import EVERY_INPUT, JudgementInput, deferred
 from verifier.static.guards import GuardedRule, is_opt_in_flag
 from verifier.static.heat import Where, reads_clock
@@ -68,6 +68,12 @@ per_iter_ms = start.elapsed_time(end) / iters
 """
     fix = "Remove the per-iteration synchronize; to time, record CUDA events and synchronize once after the loop."
     tokens = ("synchronize",)
+
+    @classmethod
+    def reports_through(cls, trace: tuple[TraceStep, ...]) -> bool:
+        """Its walk leaves a synchronize under an opt-in flag (`if args.sync_each_step:`) alone, a
+        choice the user makes; one in a helper called under such a flag is the same choice."""
+        return not any(step.branch and _names_a_flag(step.branch) for step in trace)
     references = (
         "https://pytorch.org/docs/stable/generated/torch.cuda.synchronize.html",
         "https://pytorch.org/docs/stable/generated/torch.cuda.Event.html",
@@ -377,3 +383,15 @@ def _brackets_a_measurement(where: Where) -> bool:
     measured loop (correct benchmarking), once per measurement."""
     loop = where.innermost_loop
     return loop is not None and loop.has_nested_loop and not loop.is_step
+
+
+def _names_a_flag(branch: str) -> bool:
+    """The test a trace step shows (`args.sync_each_step`, or `not (...)` for its `else`) is an
+    opt-in flag, as the walk's own `is_opt_in_flag` reads one."""
+    try:
+        test = cst.parse_expression(branch)
+    except cst.ParserSyntaxError:
+        return False  # a test shortened for the trace ("...") is not known
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test = test.expression
+    return is_opt_in_flag(test)

@@ -751,6 +751,8 @@ def _to_findings(
         proofs = premises(rule, candidate.evidence, where_heat, table, candidate.condition, trace)
         if not worth_reporting(proofs, rule.reports_unknown):
             continue
+        if not rule.reports_through(trace):
+            continue
         severity = allowed(severity, proofs)
         span = positions[candidate.node]
         start, end = span.start, span.end

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from verifier.findings import Category, Premise, Severity, SeverityByHeat, Status
+from verifier.findings import Category, Premise, Severity, SeverityByHeat, Status, TraceStep
 from verifier.static.autofix import Fix
 
 if TYPE_CHECKING:
@@ -120,6 +120,12 @@ class Rule:
     tokens: ClassVar[tuple[str, ...]]
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
+
+    @classmethod
+    def reports_through(cls, trace: tuple[TraceStep, ...]) -> bool:
+        """Whether a finding whose heat comes through these call sites is reported: a rule that
+        leaves some branches alone in its own walk leaves the same branches alone at a call."""
+        return True
 
     def __init__(self, context: ModuleContext) -> None:
         self.context = context
