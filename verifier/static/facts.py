@@ -9,6 +9,7 @@ a false alarm costs more than a missed one in a merge gate.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable
 
 import libcst as cst
@@ -100,6 +101,10 @@ class NameFacts:
         # What a call of a project function returns, as the project pass found it (set by the
         # engine: `HeatModel.returned_by`); nothing is known before that pass.
         self.returned_by: Callable[[cst.Call, str | None], tuple | None] = _nothing_returned
+        # The module defines or imports a loss scaler of its own (`class ExpLossScaler`, `from
+        # .fp16 import DynamicLossScaler`): a receiver only named like a scaler may be one of
+        # those, whose `scale`/`update` are not GradScaler's (set by the engine).
+        self.own_loss_scaler = False
 
     def enter_function(self, name: str = "", params: tuple[str, ...] = (), losses: frozenset[str] = frozenset()) -> None:
         """`losses`: names the function hands to a backward somewhere in its body (`losses.py`);
@@ -392,7 +397,7 @@ class NameFacts:
         kind = self.kind_of(node)
         if kind is not None:
             return kind is Kind.SCALER
-        return is_scaler_name(terminal_name(node))
+        return not self.own_loss_scaler and is_scaler_name(terminal_name(node))
 
     def is_optimizer(self, node: cst.BaseExpression | None) -> bool:
         if node is None:
@@ -552,3 +557,37 @@ def reads_a_size(node: cst.BaseExpression) -> bool:
     if kind is not cst.Call or type(node.func) is not cst.Attribute or node.func.attr.value not in _SIZE_METHODS:
         return False
     return node.func.attr.value != "size" or bool(node.args)
+
+
+# A loss scaler class by its name (`DynamicLossScaler`, `ExpLossScaler`, `GradScaler`), or by
+# the GradScaler methods it defines.
+_LOSS_SCALER_CLASS = re.compile(r"(loss|grad)\w*scaler", re.IGNORECASE)
+
+
+def defines_its_own_loss_scaler(module: cst.Module) -> bool:
+    """Does the module define a loss scaler class (named like one, or with `scale` and `update`
+    methods), or import one from outside torch? Read from its top-level statements."""
+    for statement in module.body:
+        kind = type(statement)
+        if kind is cst.ClassDef:
+            methods = {
+                item.name.value for item in statement.body.body if type(item) is cst.FunctionDef
+            } if type(statement.body) is cst.IndentedBlock else set()
+            if _LOSS_SCALER_CLASS.search(statement.name.value) or {"scale", "update"} <= methods:
+                return True
+        elif kind is cst.SimpleStatementLine:
+            for small in statement.body:
+                if type(small) is cst.ImportFrom and _imports_a_loss_scaler(small):
+                    return True
+    return False
+
+
+def _imports_a_loss_scaler(statement: cst.ImportFrom) -> bool:
+    source = dotted_name(statement.module) if statement.module is not None else ""
+    if not statement.relative and (source or "").split(".", 1)[0] == "torch":
+        return False
+    if type(statement.names) is cst.ImportStar:
+        return False
+    return any(
+        type(alias.name) is cst.Name and _LOSS_SCALER_CLASS.search(alias.name.value) for alias in statement.names
+    )
