@@ -475,13 +475,19 @@ def _per_step_hook(where: Where, heat) -> bool:
     )
 
 
-def _called_once(function, heat) -> bool:
-    """Called, and only once per run: its heat is `once` and a call site in the project names it
-    (a function nobody calls here may be called per epoch from elsewhere)."""
-    if function.heat is not Heat.ONCE or function.hook:
+def _called_once(function, heat, seen: frozenset[str] = frozenset()) -> bool:
+    """Called, and only once per run: its heat is `once` and the module's own code reaches it from
+    its top level (`main()` under `if __name__ == "__main__":`, or a function that is itself
+    called once), outside loops. A function nobody calls here may be called per epoch from
+    elsewhere, and so may one whose callers nobody calls (a library class's methods)."""
+    if function.heat is not Heat.ONCE or function.hook or function.key in seen:
         return False
-    return any(site.callee == function.key for site in heat.module_calls) or any(
-        site.callee == function.key for other in heat.functions for site in other.calls
+    if any(site.callee == function.key and not site.where.loops for site in heat.module_calls):
+        return True
+    seen = seen | {function.key}
+    return any(
+        site.callee == function.key and not site.where.loops and _called_once(other, heat, seen)
+        for other in heat.functions for site in other.calls
     )
 
 
