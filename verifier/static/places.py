@@ -184,6 +184,9 @@ class PlaceFacts:
         if type(target) is cst.StarredElement:
             self._set(target.value, None)
             return
+        if type(target) is cst.Subscript and keyed_name(target) is None:
+            self._store_item(target.value, value)
+            return
         name = dotted_name(target)
         if name is not None:
             placers = self._class_placers[-1] if name.startswith("self.") and self._class_placers else self._placers[-1]
@@ -198,6 +201,16 @@ class PlaceFacts:
             self._set(target, self.placement_of(value) if value is not None else None)
         if name is not None:
             self._bind_items(name, value)
+
+    def _store_item(self, container: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        """`images[0] = images[0].cuda()`: a part of a batch moved, the rest where it was; the
+        container lives in one place only while what is stored in it lives there too."""
+        if dotted_name(container) is None:
+            return
+        before = self.placement_of(container)
+        now = self.placement_of(value) if value is not None else None
+        if before is not None and now is not None and now.place is not before.place:
+            self._set(container, None)  # `logits[mask] = 0` stores a number: the container stays
 
     def _bind_items(self, name: str, value: cst.BaseExpression | None) -> None:
         """`out = {"loss": loss}`: `out["loss"]` lives where `loss` does (see `NameFacts`)."""
