@@ -5,7 +5,9 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from verifier.static.cli_defaults import CommandLine
+from verifier.config import Settings
+from verifier.static.cli_defaults import CommandLine, defaults_defined_in
+from verifier.static.runner import analyze_paths
 
 SCRIPT = """\
 import argparse
@@ -269,3 +271,43 @@ def test_the_training_mode_flag_has_no_default_the_run_uses():
     command_line = CommandLine(SCRIPT + 'parser.add_argument("--do_train", action="store_true")\n')
     assert command_line.holds_by_default(cst.parse_expression("args.do_train")) is None
     assert command_line.holds_by_default(cst.parse_expression("args.do_train and args.amp")) is False
+
+
+DERIVED = """\
+import argparse
+import torch
+parser = argparse.ArgumentParser()
+parser.add_argument('--no-prefetcher', action='store_true', default=False)
+
+
+def train_one_epoch(model, loader, optimizer, args):
+    for input, target in loader:
+        if not args.prefetcher:
+            input, target = input.cuda(), target.cuda()
+        loss = model(input).sum()
+        loss.backward()
+        optimizer.step()
+
+
+def main():
+    args = parser.parse_args()
+    args.prefetcher = not args.no_prefetcher
+{rebound}    model = torch.nn.Linear(4, 4).cuda()
+    train_one_epoch(model, [], torch.optim.SGD(model.parameters(), lr=0.1), args)
+"""
+
+
+def test_a_setting_derived_once_from_options_holds_what_their_defaults_give(tmp_path):
+    assert defaults_defined_in(DERIVED.format(rebound="")) == (("no_prefetcher", False), ("prefetcher", True))
+    (tmp_path / "train.py").write_text(DERIVED.format(rebound=""))
+    [finding] = analyze_paths([str(tmp_path)], Settings(select=("VP102",))).findings
+    assert (finding.line, finding.severity.name) == (10, "LOW")
+    assert [e.status.value for e in finding.evidence if e.premise.value == "frequency"] == ["unknown"]
+
+
+def test_a_setting_bound_twice_is_not_derived(tmp_path):
+    rebound = "    if torch.cuda.device_count() > 1:\n        args.prefetcher = False\n"
+    assert defaults_defined_in(DERIVED.format(rebound=rebound)) == (("no_prefetcher", False),)
+    (tmp_path / "train.py").write_text(DERIVED.format(rebound=rebound))
+    [finding] = analyze_paths([str(tmp_path)], Settings(select=("VP102",))).findings
+    assert [e.status.value for e in finding.evidence if e.premise.value == "frequency"] == ["proven"]

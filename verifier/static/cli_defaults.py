@@ -93,6 +93,8 @@ class CommandLine:
                 self.namespaces.update(t.id for t in node.targets if type(t) is ast.Name)
         if tree is not None and self.defaults:
             self.namespaces.update(_namespaces_through_calls(tree))
+            for name, value in _derived_options(tree, self.defaults):
+                self.defaults.setdefault(name, value)  # `args.prefetcher = not args.no_prefetcher`
         self.defaults = {name: value for name, value in self.defaults.items() if value is not _AMBIGUOUS}
         if not self.defaults and project:
             self.defaults = dict(project)
@@ -195,9 +197,13 @@ def agreed_defaults(definitions: Iterable[Iterable[tuple[str, object]]]) -> tupl
 def _defined_in(tree: ast.AST, text: str) -> Iterator[tuple[str, object]]:
     yield from _config_tree_defaults(tree)
     if "add_argument(" in text:
+        options: dict[str, object] = {}
         for node in ast.walk(tree):
             if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "add_argument":
-                yield from _ast_option(node)
+                for name, value in _ast_option(node):
+                    options[name] = value if options.get(name, value) == value else _AMBIGUOUS
+                    yield name, value
+        yield from _derived_options(tree, options)
     for node in _statements(tree):
         if type(node) is ast.ClassDef and _ast_is_config_class(node):
             for statement in node.body:
@@ -205,6 +211,53 @@ def _defined_in(tree: ast.AST, text: str) -> Iterator[tuple[str, object]]:
                     value = _ast_field_default(statement.value)
                     if value is not _UNKNOWN:
                         yield statement.target.id, value
+
+
+def _derived_options(tree: ast.AST, options: Mapping[str, object]) -> Iterator[tuple[str, object]]:
+    """`args.prefetcher = not args.no_prefetcher` after parsing: a setting the script derives from
+    its options, once, in the same module, holds what its expression gives on their defaults. An
+    attribute bound more than once (`args.distributed = False`, then set from the environment),
+    or by anything but options, literals and `not`/`and`/`or`/comparisons, is not known."""
+    bound: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        targets = node.targets if type(node) is ast.Assign else [node.target] if type(node) in (ast.AugAssign, ast.AnnAssign) else ()
+        for target in targets:
+            if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id in _DERIVING:
+                value = node.value if type(node) is ast.Assign and len(node.targets) == 1 else None
+                bound.setdefault(target.attr, []).append(value)
+    for name, values in bound.items():
+        if name in options or len(values) != 1 or values[0] is None:
+            continue
+        value = _evaluated(values[0], options)
+        if value is not _UNKNOWN and value is not _AMBIGUOUS:
+            yield name, value
+
+
+# The parsed namespace a script derives settings on (`args.x = ...`).
+_DERIVING = frozenset({"args", "opt", "opts", "FLAGS", "flags"})
+
+
+def _evaluated(node: ast.expr, options: Mapping[str, object]) -> object:
+    kind = type(node)
+    if kind is ast.Attribute and type(node.value) is ast.Name and node.value.id in _DERIVING:
+        return options.get(node.attr, _UNKNOWN)
+    if kind is ast.UnaryOp and type(node.op) is ast.Not:
+        inner = _evaluated(node.operand, options)
+        return _UNKNOWN if inner is _UNKNOWN or inner is _AMBIGUOUS else not inner
+    if kind is ast.BoolOp:
+        values = [_evaluated(value, options) for value in node.values]
+        if any(value is _UNKNOWN or value is _AMBIGUOUS for value in values):
+            return _UNKNOWN
+        result = values[0]
+        for value in values[1:]:
+            result = (result and value) if type(node.op) is ast.And else (result or value)
+        return result
+    if kind is ast.Compare and len(node.ops) == 1 and type(node.ops[0]) in (ast.Eq, ast.NotEq):
+        left, right = _evaluated(node.left, options), _evaluated(node.comparators[0], options)
+        if any(value is _UNKNOWN or value is _AMBIGUOUS for value in (left, right)):
+            return _UNKNOWN
+        return (left == right) if type(node.ops[0]) is ast.Eq else (left != right)
+    return literal(node)
 
 
 # The fields of a statement that hold statements; a class is a statement, so its definition is
