@@ -29,7 +29,7 @@ from verifier.static.autograd import GradMode
 from verifier.static.bindings import RUN_LIST
 from verifier.static.deferred import JudgementInput, deferred
 from verifier.static.facts import Kind
-from verifier.static.heat import LoopInfo, Where
+from verifier.static.heat import LoopInfo, Where, called_once
 from verifier.static.guards import GuardedRule
 from verifier.static.names import dotted_name, method_name, positional_arg, receiver
 from verifier.static.rule import Invalid, Proof
@@ -237,7 +237,7 @@ for epoch in range(epochs):
                 # A hook the training loop calls every step, growing a list made in `__init__`.
                 return self.severity if entry in ("graph", "tensor") else _HOST
             lifetime = _lifetime(
-                history, where, step_loop, lambda fn: _called_once(fn, self.context.heat), run_loops
+                history, where, step_loop, lambda fn: called_once(fn, self.context.heat), run_loops
             )
             if step_loop is None and lifetime == "run" and _runs_every_step(where) and entry in ("graph", "tensor"):
                 # A helper the step loop calls, growing a list made at module level.
@@ -472,22 +472,6 @@ def _per_step_hook(where: Where, heat) -> bool:
     return any(
         other.key.startswith(owner) and other.has_step_loop and other.trains_transitively
         for other in heat.functions
-    )
-
-
-def _called_once(function, heat, seen: frozenset[str] = frozenset()) -> bool:
-    """Called, and only once per run: its heat is `once` and the module's own code reaches it from
-    its top level (`main()` under `if __name__ == "__main__":`, or a function that is itself
-    called once), outside loops. A function nobody calls here may be called per epoch from
-    elsewhere, and so may one whose callers nobody calls (a library class's methods)."""
-    if function.heat is not Heat.ONCE or function.hook or function.key in seen:
-        return False
-    if any(site.callee == function.key and not site.where.loops for site in heat.module_calls):
-        return True
-    seen = seen | {function.key}
-    return any(
-        site.callee == function.key and not site.where.loops and _called_once(other, heat, seen)
-        for other in heat.functions for site in other.calls
     )
 
 

@@ -20,10 +20,16 @@ import libcst as cst
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.autograd import GradMode
 from verifier.static.deferred import deferred
+from verifier.static.heat import called_once
 from verifier.static.names import dotted_name, method_name
 from verifier.static.rule import Invalid
 from verifier.static.training_state import TrainingStateRule
 from verifier.static.walk import iter_descendants
+
+
+# An evaluation the run makes once (a final test pass): its graphs cost once, not every epoch.
+# Judged on real code, such passes reported MEDIUM were worth fixing in none of 13.
+_ONCE_PER_RUN = SeverityByHeat(step=Severity.LOW, epoch=None, once=None, eval=Severity.LOW)
 
 
 class EvalWithoutNoGrad(TrainingStateRule):
@@ -104,19 +110,24 @@ def validate(model, loader):
         self._reported_loops.add(id(loop))
         key = self.autograd.function_key
         uses_grad = self.evaluation.grad_use()
+        function, heat = self.context.heat.where().function, self.context.heat
 
         def decide() -> SeverityByHeat | None:
             # A loop that trains, here or through a call (`optimizer_step(loss, ...)`), needs its
             # graph, whatever its function is called (`train_validate`).
             if uses_grad(loop) or loop.is_step or self.autograd.called_without_grad(key):
                 return None
+            if len(loops) == 1 and (function is None or called_once(function, heat)):
+                # The final test pass a script makes once after training, at its top level or in
+                # a function it calls once: its graphs cost one pass of the test set per run.
+                return _ONCE_PER_RUN
             return self.severity
 
         self.report(
             node,
             f"`{self.context.code_for(node.func)}(...)` runs in an evaluation loop ({reason}) with "
             "autograd on: every batch records a graph and keeps its activations",
-            severity=deferred(decide, outcomes=(self.severity,)),
+            severity=deferred(decide, outcomes=(self.severity, _ONCE_PER_RUN)),
         )
 
     VALID = (

@@ -1268,6 +1268,22 @@ def another_target(site: CallSite) -> CallSite:
     return copy
 
 
+def called_once(function: FunctionInfo, heat: HeatModel, seen: frozenset[str] = frozenset()) -> bool:
+    """Called, and only once per run: its heat is `once` and the module's own code reaches it from
+    its top level (`main()` under `if __name__ == "__main__":`, or a function that is itself
+    called once), outside loops. A function nobody calls here may be called per epoch from
+    elsewhere, and so may one whose callers nobody calls (a library class's methods)."""
+    if function.heat is not Heat.ONCE or function.hook or function.key in seen:
+        return False
+    if any(site.callee == function.key and not site.where.loops for site in heat.module_calls):
+        return True
+    seen = seen | {function.key}
+    return any(
+        site.callee == function.key and not site.where.loops and called_once(other, heat, seen)
+        for other in heat.functions for site in other.calls
+    )
+
+
 def heat_of(where: Where) -> Heat:
     """The innermost loop with a kind decides: a step loop is STEP, an eval loop EVAL (even
     inside a training loop: it runs under an eval interval), an epoch loop at least EPOCH;
