@@ -24,6 +24,8 @@ def _imports() -> ImportTable:
         "batch_idx == len(loader) - 1",
         "i == 0",
         "should_log",
+        "self.control.should_save",  # a trainer's interval flags, set by its callbacks
+        "self.control.should_evaluate",
         "step_is_print_step(step)",
         "time.time() - last_log > 30",
         "0 <= step <= 2",

@@ -32,9 +32,11 @@ def _is_literal_one(node: cst.BaseExpression) -> bool:
     return type(node) is cst.Integer and node.evaluated_value == 1
 
 
-# `should_log`, `log_interval`, `print_freq`; not `logger` (a null check is no rate limit).
+# `should_log`, `log_interval`, `print_freq`; not `logger` (a null check is no rate limit). A
+# trainer's interval flags (`self.control.should_save`, `should_evaluate`) are the same decision.
 _LOGGING_DECISION = re.compile(
-    r"every|interval|freq|period|should_log|log_now|do_log|is_log|log_step|print_step|display", re.IGNORECASE
+    r"every|interval|freq|period|should_log|should_save|should_eval|log_now|do_log|is_log|log_step|print_step|display",
+    re.IGNORECASE,
 )
 _INDEX = re.compile(r"^(i|j|k|n|it|idx)$|step|iter|batch|idx|count", re.IGNORECASE)
 _LOADER = re.compile(r"loader", re.IGNORECASE)
