@@ -22,7 +22,8 @@ from verifier.static.dataloader import LoaderSettings, loader_settings
 from verifier.static.deferred import deferred
 from verifier.static.devices import DeviceEvidence
 from verifier.static.heat import Where
-from verifier.static.names import keyword_arg, positional_arg
+from verifier.static.names import dotted_name, keyword_arg, positional_arg
+from verifier.static.places import Place
 from verifier.static.rule import Invalid, Rule
 from verifier.static.walk import iter_descendants
 
@@ -73,6 +74,10 @@ for x, y in loader:
         # values, e.g. a prompt string): nothing to load, so workers and pinning buy nothing.
         self._stored_value_datasets: set[str] = set()
         self._dataset_of: dict[str, str] = {}
+        # `TensorDataset(x.to(device), y.to(device))`: its batches are slices of tensors already on
+        # the device; there is nothing to load or pin (the calls, and the names bound to one).
+        self._device_datasets: set[int] = set()
+        self._device_dataset_names: set[str] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for statement in node.body.body if type(node.body) is cst.IndentedBlock else ():
@@ -89,18 +94,39 @@ for x, y in loader:
                     self._dataset_of[target.target.value] = made
                 else:
                     self._dataset_of.pop(target.target.value, None)
+                if id(value) in self._device_datasets:
+                    self._device_dataset_names.add(target.target.value)
+                else:
+                    self._device_dataset_names.discard(target.target.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._devices.see_call(node, self.context.imports)
+        if self._holds_device_tensors(node):
+            self._device_datasets.add(id(node))
         settings = loader_settings(node, self.context.imports)
         if settings is not None and not self._serves_stored_values(node):
             self._loaders.append((node, settings, self.context.heat.here()))
+
+    def _holds_device_tensors(self, call: cst.Call) -> bool:
+        """`TensorDataset(a, b)` of tensors all shown on the accelerator."""
+        name = self.context.imports.call_name(call) or dotted_name(call.func) or ""
+        if name.rsplit(".", 1)[-1] != "TensorDataset" or not call.args or any(arg.star for arg in call.args):
+            return False
+        places = self.context.places
+        return all(
+            (placement := places.placement_of(arg.value)) is not None and placement.place is Place.DEVICE
+            for arg in call.args
+        )
 
     def _serves_stored_values(self, loader: cst.Call) -> bool:
         dataset = keyword_arg(loader, "dataset") or positional_arg(loader, 0)
         if dataset is None:
             return False
         value = dataset.value
+        if type(value) is cst.Call and self._holds_device_tensors(value):
+            return True
+        if type(value) is cst.Name and value.value in self._device_dataset_names:
+            return True
         if type(value) is cst.Call and type(value.func) is cst.Name:
             return value.func.value in self._stored_value_datasets
         return type(value) is cst.Name and self._dataset_of.get(value.value) in self._stored_value_datasets
