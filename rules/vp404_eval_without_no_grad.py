@@ -111,15 +111,18 @@ def validate(model, loader):
         key = self.autograd.function_key
         uses_grad = self.evaluation.grad_use()
         function, heat = self.context.heat.where().function, self.context.heat
+        # A script that also trains makes its one-off evaluation a final test after training; an
+        # evaluation script's one pass is all the work it does.
+        trains_too = self.context.mentions_in_code("backward(")
 
         def decide() -> SeverityByHeat | None:
             # A loop that trains, here or through a call (`optimizer_step(loss, ...)`), needs its
             # graph, whatever its function is called (`train_validate`).
             if uses_grad(loop) or loop.is_step or self.autograd.called_without_grad(key):
                 return None
-            if len(loops) == 1 and (function is None or called_once(function, heat)):
-                # The final test pass a script makes once after training, at its top level or in
-                # a function it calls once: its graphs cost one pass of the test set per run.
+            if trains_too and len(loops) == 1 and (function is None or called_once(function, heat)):
+                # The final test pass a training script makes once, at its top level or in a
+                # function it calls once: its graphs cost one pass of the test set per run.
                 return _ONCE_PER_RUN
             return self.severity
 

@@ -1,7 +1,8 @@
-"""VP404: an evaluation without `no_grad` that the run makes once (the final test pass a script
-makes after training, at its top level or in a function its top level calls once) records one
-graph per test batch once per run: LOW. One inside the epoch loop, or in a function whose callers
-are not shown (it may run every epoch), is MEDIUM as before."""
+"""VP404: an evaluation without `no_grad` that a training script makes once (the final test pass
+after training, at its top level or in a function its top level calls once) records one graph
+per test batch once per run: LOW. One inside the epoch loop, in a function whose callers are not
+shown (it may run every epoch), or in an evaluation script (its one pass is all its work) is
+MEDIUM as before."""
 
 from __future__ import annotations
 
@@ -44,3 +45,8 @@ def test_a_test_function_the_script_calls_once_is_low_and_one_nobody_calls_mediu
     called = SCRIPT.format(evaluation=function + "\n\ntest(model, test_loader)\n")
     assert analyse(called, select=SELECT) == [("VP404", 17, "LOW")]
     assert analyse(SCRIPT.format(evaluation=function), select=SELECT) == [("VP404", 17, "MEDIUM")]
+
+
+def test_an_evaluation_scripts_one_pass_is_medium(analyse):
+    script = "import torch\n\nmodel = torch.nn.Linear(4, 1).cuda()\n" + FINAL
+    assert analyse(script, select=SELECT) == [("VP404", 8, "MEDIUM")]

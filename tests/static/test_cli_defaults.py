@@ -311,3 +311,13 @@ def test_a_setting_bound_twice_is_not_derived(tmp_path):
     (tmp_path / "train.py").write_text(DERIVED.format(rebound=rebound))
     [finding] = analyze_paths([str(tmp_path)], Settings(select=("VP102",))).findings
     assert [e.status.value for e in finding.evidence if e.premise.value == "frequency"] == ["proven"]
+
+
+def test_a_literal_set_under_a_branch_is_no_derived_setting():
+    # `args.multiprocessing_distributed = False` for one GPU overrides a setting read elsewhere
+    # (a YAML configuration): it reads no option and runs only on that branch.
+    code = DERIVED.format(rebound="").replace(
+        "    args.prefetcher = not args.no_prefetcher\n",
+        "    args.prefetcher = not args.no_prefetcher\n    if len(gpus) == 1:\n        args.multiprocessing_distributed = False\n",
+    ) + "\nargs.world_size = 1\n"
+    assert defaults_defined_in(code) == (("no_prefetcher", False), ("prefetcher", True))

@@ -218,19 +218,31 @@ def _derived_options(tree: ast.AST, options: Mapping[str, object]) -> Iterator[t
     its options, once, in the same module, holds what its expression gives on their defaults. An
     attribute bound more than once (`args.distributed = False`, then set from the environment),
     or by anything but options, literals and `not`/`and`/`or`/comparisons, is not known."""
-    bound: dict[str, list[ast.expr]] = {}
+    # Statements that run whenever their function (or the module) does: not under a branch.
+    unconditional = {
+        id(statement) for scope in ast.walk(tree) if type(scope) in (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)
+        for statement in scope.body
+    }
+    bound: dict[str, list[ast.expr | None]] = {}
     for node in ast.walk(tree):
         targets = node.targets if type(node) is ast.Assign else [node.target] if type(node) in (ast.AugAssign, ast.AnnAssign) else ()
         for target in targets:
             if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id in _DERIVING:
-                value = node.value if type(node) is ast.Assign and len(node.targets) == 1 else None
-                bound.setdefault(target.attr, []).append(value)
+                plain = type(node) is ast.Assign and len(node.targets) == 1 and id(node) in unconditional
+                bound.setdefault(target.attr, []).append(node.value if plain else None)
     for name, values in bound.items():
-        if name in options or len(values) != 1 or values[0] is None:
-            continue
+        if name in options or len(values) != 1 or values[0] is None or not _reads_an_option(values[0], options):
+            continue  # `args.multiprocessing_distributed = False` under a branch overrides a setting read elsewhere
         value = _evaluated(values[0], options)
         if value is not _UNKNOWN and value is not _AMBIGUOUS:
             yield name, value
+
+
+def _reads_an_option(node: ast.expr, options: Mapping[str, object]) -> bool:
+    return any(
+        type(part) is ast.Attribute and type(part.value) is ast.Name and part.value.id in _DERIVING and part.attr in options
+        for part in ast.walk(node)
+    )
 
 
 # The parsed namespace a script derives settings on (`args.x = ...`).
