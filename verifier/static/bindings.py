@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from verifier.findings import Heat
+from verifier.static.caller_branches import LITERAL, would_change
 from verifier.static.facts import TENSOR_METHODS, Kind, NameFacts, reads_a_size
 from verifier.static.heat import (
     LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, another_target, attribute_of_getattr, defined_once,
@@ -54,10 +55,6 @@ RUN_LIST = ("list", "run")
 # A value every caller read into Python just before the call (`host_reads.py`); held beside
 # the parameter's other fact.
 READ = ("read",)
-# `None`, `True` or `False` passed, or left as the parameter's default by a call that does not
-# pass it: ("literal", "None"). Every caller agreeing on one decides a branch on the parameter
-# (`caller_branches.py`).
-LITERAL = "literal"
 # The facts a re-analysis starts parameters with; instances only steer calls (heat).
 SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR, HOST_TENSOR, RUN_LIST, READ})
 # The facts a function's read of a global starts with (a run-long list is known from the text).
@@ -1272,12 +1269,18 @@ def needs_reanalysis(model: HeatModel) -> bool:
             accelerated = on_device or (function.accelerated if function is not None else model.accelerated)
             if accelerated and (in_loop or (function is not None and function.heat > Heat.ONCE)):
                 return True
+    if model.asked_branches:
+        # A branch on parameters the walk asked about (`if x_mask is None:`) that what every
+        # caller passes now decides otherwise than the walk read it (`caller_branches.py`).
+        functions = {function.key: function for function in model.functions}
+        for question in model.asked_branches:
+            function = functions.get(question[0])
+            if function is not None and function.bound and function.heat > Heat.ONCE and would_change(
+                question, function.bound, function.params
+            ):
+                return True
     return any(
-        (
-            (function.key, name, _asked_as(fact)) in model.asked
-            # A branch on the parameter (`if mask is None:`) that the fact may decide.
-            or ((function.key, name, "branch") in model.asked and function.heat > Heat.ONCE)
-        )
+        (function.key, name, _asked_as(fact)) in model.asked
         # A tensor handed to code that runs once changes no finding: every tensor rule is
         # silent at once heat.
         and (fact not in (TENSOR, DEVICE_TENSOR, HOST_TENSOR, READ) or function.heat > Heat.ONCE)

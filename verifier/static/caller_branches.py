@@ -17,9 +17,11 @@ from collections.abc import Callable, Mapping
 
 import libcst as cst
 
-from verifier.static.bindings import LITERAL
 from verifier.static.names import dotted_name
 
+# `None`, `True` or `False` passed, or left as the parameter's default by a call that does not
+# pass it: ("literal", "None") (`bindings.py` binds it; every caller agreeing on one decides).
+LITERAL = "literal"
 # Facts that say a value is there: not `None`.
 _PRESENT = frozenset({"number", "source", "batch", "tensor", "list", "read"})
 # Facts that say what a value is, for `isinstance(x, torch.Tensor)`.
@@ -37,40 +39,81 @@ def parameter_facts(bound: tuple, params: frozenset[str], rebound: Callable[[str
     return facts
 
 
-def decided(test: cst.BaseExpression, facts: Mapping[str, list[tuple]]) -> bool | None:
-    """The value of `test` in every call the project makes, or None when the facts do not say."""
+def encode(test: cst.BaseExpression) -> tuple | None:
+    """The test as data, in the forms `decided` works out (`("is_none", "x_mask")`, `("not", ...)`),
+    so the project pass can ask the question again without the syntax tree; None for any other."""
     kind = type(test)
     if kind is cst.Name:
-        return _truth(facts.get(test.value))
+        return None if test.value in ("True", "False", "None") else ("name", test.value)
     if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
-        inner = decided(test.expression, facts)
-        return None if inner is None else not inner
+        inner = encode(test.expression)
+        return ("not", inner) if inner is not None else None
     if kind is cst.BooleanOperation:
-        left, right = decided(test.left, facts), decided(test.right, facts)
-        if type(test.operator) is cst.And:
-            return False if False in (left, right) else True if (left, right) == (True, True) else None
-        return True if True in (left, right) else False if (left, right) == (False, False) else None
+        left, right = encode(test.left), encode(test.right)
+        if left is None and right is None:
+            return None
+        return ("and" if type(test.operator) is cst.And else "or", left, right)
     if kind is cst.Comparison and len(test.comparisons) == 1:
-        return _is_none(test, facts)
+        [comparison] = test.comparisons
+        operator, right = type(comparison.operator), comparison.comparator
+        if type(test.left) is cst.Name and operator in (cst.Is, cst.IsNot) and type(right) is cst.Name and right.value == "None":
+            return ("is_none" if operator is cst.Is else "is_not_none", test.left.value)
+        return None
     if kind is cst.Call:
-        return _is_tensor(test, facts)
+        name = dotted_name(test.func)
+        args = [arg.value for arg in test.args]
+        if name == "isinstance" and len(args) == 2 and dotted_name(args[1]) in _TENSOR_TYPES and type(args[0]) is cst.Name:
+            return ("is_tensor", args[0].value)
+        if name == "torch.is_tensor" and len(args) == 1 and type(args[0]) is cst.Name:
+            return ("is_tensor", args[0].value)
     return None
 
 
-def names_tested(test: cst.BaseExpression) -> list[str]:
-    """The plain names a test of the forms `decided` works out reads."""
-    kind = type(test)
-    if kind is cst.Name:
-        return [test.value]
-    if kind is cst.UnaryOperation:
-        return names_tested(test.expression)
-    if kind is cst.BooleanOperation:
-        return names_tested(test.left) + names_tested(test.right)
-    if kind is cst.Comparison and type(test.left) is cst.Name:
-        return [test.left.value]
-    if kind is cst.Call and test.args and type(test.args[0].value) is cst.Name:
-        return [test.args[0].value.value]
-    return []
+def decided(test: cst.BaseExpression, facts: Mapping[str, list[tuple]]) -> bool | None:
+    """The value of `test` in every call the project makes, or None when the facts do not say."""
+    form = encode(test)
+    return None if form is None else decided_form(form, facts)
+
+
+def decided_form(form: tuple | None, facts: Mapping[str, list[tuple]]) -> bool | None:
+    """`decided` for a test as `encode` gives it (a part that is None is not known)."""
+    if form is None:
+        return None
+    tag = form[0]
+    if tag == "name":
+        return _truth(facts.get(form[1]))
+    if tag == "not":
+        inner = decided_form(form[1], facts)
+        return None if inner is None else not inner
+    if tag in ("and", "or"):
+        left, right = decided_form(form[1], facts), decided_form(form[2], facts)
+        if tag == "and":
+            return False if False in (left, right) else True if (left, right) == (True, True) else None
+        return True if True in (left, right) else False if (left, right) == (False, False) else None
+    if tag in ("is_none", "is_not_none"):
+        none = _none(facts.get(form[1]))
+        return None if none is None else none if tag == "is_none" else not none
+    if tag == "is_tensor":
+        return _is_tensor_fact(facts.get(form[1]))
+    return None
+
+
+def names_in(form: tuple | None) -> list[str]:
+    """The parameter names a test as data reads."""
+    if form is None:
+        return []
+    if form[0] in ("name", "is_none", "is_not_none", "is_tensor"):
+        return [form[1]]
+    return [name for part in form[1:] for name in names_in(part)]
+
+
+def would_change(question: tuple, bound: tuple, params: frozenset[str]) -> bool:
+    """Whether what every caller passes (`bound`) decides a branch asked about in the first walk,
+    `(function key, test as data, branch, the test read as data-dependent)`, so that the file's
+    second walk classifies it otherwise: the branch no caller takes, or a data test they fix."""
+    _, form, branch, data = question
+    value = decided_form(form, parameter_facts(bound, params, lambda name: False))
+    return value is not None and (value is (branch != "body") or data)
 
 
 def _truth(known: list[tuple] | None) -> bool | None:
@@ -78,20 +121,6 @@ def _truth(known: list[tuple] | None) -> bool | None:
         if fact[0] == LITERAL:
             return fact[1] == "True"
     return None
-
-
-def _is_none(test: cst.Comparison, facts: Mapping[str, list[tuple]]) -> bool | None:
-    """`x is None` / `x is not None` of a parameter."""
-    [comparison] = test.comparisons
-    operator, right = type(comparison.operator), comparison.comparator
-    if type(test.left) is not cst.Name or operator not in (cst.Is, cst.IsNot):
-        return None
-    if type(right) is not cst.Name or right.value != "None":
-        return None
-    none = _none(facts.get(test.left.value))
-    if none is None:
-        return None
-    return none if operator is cst.Is else not none
 
 
 def _none(known: list[tuple] | None) -> bool | None:
@@ -103,19 +132,8 @@ def _none(known: list[tuple] | None) -> bool | None:
     return None
 
 
-def _is_tensor(call: cst.Call, facts: Mapping[str, list[tuple]]) -> bool | None:
-    """`isinstance(x, torch.Tensor)`, `torch.is_tensor(x)` of a parameter."""
-    name = dotted_name(call.func)
-    args = [arg.value for arg in call.args]
-    if name == "isinstance" and len(args) == 2 and dotted_name(args[1]) in _TENSOR_TYPES:
-        subject = args[0]
-    elif name in ("torch.is_tensor",) and len(args) == 1:
-        subject = args[0]
-    else:
-        return None
-    if type(subject) is not cst.Name:
-        return None
-    for fact in facts.get(subject.value) or ():
+def _is_tensor_fact(known: list[tuple] | None) -> bool | None:
+    for fact in known or ():
         if fact[0] in _TENSOR_TAGS:
             return True
         if fact[0] in _NOT_TENSOR or fact[0] == LITERAL:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from verifier.static.caller_branches import decided, names_tested, parameter_facts
+from verifier.static.caller_branches import decided, encode, names_in, parameter_facts
 from verifier.static.config_lookups import ConfiguredDefaults
 from verifier.static.guards import Guards, training_mode_test
 from verifier.static.heat import Condition, ConditionKind
@@ -223,7 +223,7 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
         if kind is ConditionKind.DATA and branch == "rest":
             kind = ConditionKind.EXIT  # the step goes on unless the early exit was taken
         if kind in (ConditionKind.CONSTANT, ConditionKind.DATA):
-            callers = self._callers_decide(node)
+            callers = self._callers_decide(node, branch, kind)
             if self._off_by_default(node.test, branch) or callers is (branch != "body"):
                 # `if rank == 0 and args.find_lr:`: a part the defaults hold false keeps the branch
                 # off, whatever the data says of the other part. So does a test every caller's
@@ -252,20 +252,18 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
             return False
         return held is (branch != "body")
 
-    def _callers_decide(self, node: cst.If) -> bool | None:
+    def _callers_decide(self, node: cst.If, branch: str, kind: ConditionKind) -> bool | None:
         """The test of `node` as every call the project makes of the function being walked
         decides it (`caller_branches.py`), None when they do not. The first walk of a file knows
-        no callers; asking makes the project pass analyse it again once they are bound."""
+        no callers: it records the question, and the project pass analyses the file again only
+        when the callers' arguments answer it otherwise than the walk read it."""
         frame = self._frames[-1]
-        test = node.test
-        tested = [name for name in names_tested(test) if name in frame.params]
+        form = encode(node.test)
+        tested = [name for name in names_in(form) if name in frame.params]
         if not tested:
             return None
-        heat = self.context.heat
-        for name in tested:
-            heat.note_dependency(name, "branch")
-        function = heat.where().function
-        if function is None or function.node is not frame.node or not function.bound:
+        function = self.context.heat.where().function
+        if function is None or function.node is not frame.node:
             return None
         # A parameter bound again before the test (anywhere in the function, when a loop may
         # bring the walk back to it) is not what its callers passed.
@@ -273,7 +271,14 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
             bound_here = statement_bindings(self.context, frame.node)
         else:
             bound_here = names_bound_before(frame.node, node)
-        return decided(test, parameter_facts(function.bound, frame.params, bound_here.__contains__))
+        if all(name in bound_here for name in tested):
+            return None
+        if not function.bound:
+            kept = _without(form, bound_here)
+            if kept is not None:
+                self.context.heat.asked_branches.add((function.key, kept, branch, kind is ConditionKind.DATA))
+            return None
+        return decided(node.test, parameter_facts(function.bound, frame.params, bound_here.__contains__))
 
     def _kind_of(self, node: cst.If) -> ConditionKind:
         """What the test of `node` says, once per `if` (its body and its `else` both ask). `if
@@ -387,3 +392,15 @@ def _leaves(body: cst.BaseSuite) -> bool:
     """The branch ends by leaving the block (`continue`, `return`, `break`, `raise`)."""
     return ends_with(body, _EXITS)
 
+
+def _without(form: tuple | None, rebound) -> tuple | None:
+    """The test as data with the parts that read a name bound again left unknown (None)."""
+    if form is None:
+        return None
+    if form[0] in ("name", "is_none", "is_not_none", "is_tensor"):
+        return None if form[1] in rebound else form
+    if form[0] == "not":
+        inner = _without(form[1], rebound)
+        return ("not", inner) if inner is not None else None
+    left, right = _without(form[1], rebound), _without(form[2], rebound)
+    return (form[0], left, right) if left is not None or right is not None else None

@@ -474,6 +474,9 @@ class HeatModel:
         # that of and no one knew; and whether the project pass found one of them stepping.
         self.stepping: frozenset = frozenset()
         self.asked_steps: set = set()
+        # Branches on parameters the walk could not decide without the callers: (function key,
+        # the test as data, the branch walked, whether it read as data-dependent) (`caller_branches.py`).
+        self.asked_branches: set = set()
         self.steps_answered: bool = False
         # Per name the module binds outside functions and classes: what a read of it gives after
         # each binding (binding terms; None for a value that is no fact). Functions read these as
