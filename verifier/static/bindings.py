@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from verifier.findings import Heat
-from verifier.static.caller_branches import LITERAL, would_change
+from verifier.static.caller_branches import LITERAL, LITERAL_NAMES, would_change
 from verifier.static.facts import TENSOR_METHODS, Kind, NameFacts, reads_a_size
 from verifier.static.heat import (
     LIBRARY_ROOTS, CallSite, ClassSummary, FunctionInfo, HeatModel, another_target, attribute_of_getattr, defined_once,
@@ -61,7 +61,6 @@ SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR, HOST_TENSOR, R
 _GLOBAL_FACTS = SEEDED - {RUN_LIST, READ}
 # Tags of terms that are facts as they stand (`_Project.value` returns them unchanged).
 _FACTS = frozenset({"number", "source", "batch", "tensor", "list", LITERAL})
-_LITERAL_NAMES = frozenset({"None", "True", "False"})
 
 _BUILTINS = frozenset(dir(builtins))
 # Terms math can be done on: tensors, batches, and what the project pass may find one to be.
@@ -1234,7 +1233,7 @@ def _agreed(found: set) -> tuple | None:
 
 def literal_term(node: cst.BaseExpression) -> tuple | None:
     """`None`, `True`, `False` as an argument: ("literal", "None")."""
-    if type(node) is cst.Name and node.value in _LITERAL_NAMES:
+    if type(node) is cst.Name and node.value in LITERAL_NAMES:
         return (LITERAL, node.value)
     return None
 

@@ -13,7 +13,7 @@ the facts do not decide, a parameter the function binds again, anything else: No
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Container, Mapping
 
 import libcst as cst
 
@@ -22,6 +22,8 @@ from verifier.static.names import dotted_name
 # `None`, `True` or `False` passed, or left as the parameter's default by a call that does not
 # pass it: ("literal", "None") (`bindings.py` binds it; every caller agreeing on one decides).
 LITERAL = "literal"
+# The names a literal argument or default is spelt with.
+LITERAL_NAMES = frozenset({"None", "True", "False"})
 # Facts that say a value is there: not `None`.
 _PRESENT = frozenset({"number", "source", "batch", "tensor", "list", "read"})
 # Facts that say what a value is, for `isinstance(x, torch.Tensor)`.
@@ -30,11 +32,11 @@ _NOT_TENSOR = frozenset({"number"})
 _TENSOR_TYPES = frozenset({"torch.Tensor", "Tensor"})
 
 
-def parameter_facts(bound: tuple, params: frozenset[str], rebound: Callable[[str], bool]) -> dict[str, list[tuple]]:
-    """The facts every caller agrees on per parameter the function never binds again."""
+def parameter_facts(bound: tuple, params: frozenset[str]) -> dict[str, list[tuple]]:
+    """The facts every caller agrees on, per parameter."""
     facts: dict[str, list[tuple]] = {}
     for name, fact in bound:
-        if name in params and not rebound(name):
+        if name in params:
             facts.setdefault(name, []).append(fact)
     return facts
 
@@ -44,7 +46,7 @@ def encode(test: cst.BaseExpression) -> tuple | None:
     so the project pass can ask the question again without the syntax tree; None for any other."""
     kind = type(test)
     if kind is cst.Name:
-        return None if test.value in ("True", "False", "None") else ("name", test.value)
+        return None if test.value in LITERAL_NAMES else ("name", test.value)
     if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
         inner = encode(test.expression)
         return ("not", inner) if inner is not None else None
@@ -107,12 +109,26 @@ def names_in(form: tuple | None) -> list[str]:
     return [name for part in form[1:] for name in names_in(part)]
 
 
+def without(form: tuple | None, rebound: Container[str]) -> tuple | None:
+    """The test as data with the parts that read a name bound again (not what the callers
+    passed) left unknown (None); None when nothing is left."""
+    if form is None:
+        return None
+    if form[0] in ("name", "is_none", "is_not_none", "is_tensor"):
+        return None if form[1] in rebound else form
+    if form[0] == "not":
+        inner = without(form[1], rebound)
+        return ("not", inner) if inner is not None else None
+    left, right = without(form[1], rebound), without(form[2], rebound)
+    return (form[0], left, right) if left is not None or right is not None else None
+
+
 def would_change(question: tuple, bound: tuple, params: frozenset[str]) -> bool:
     """Whether what every caller passes (`bound`) decides a branch asked about in the first walk,
     `(function key, test as data, branch, the test read as data-dependent)`, so that the file's
     second walk classifies it otherwise: the branch no caller takes, or a data test they fix."""
     _, form, branch, data = question
-    value = decided_form(form, parameter_facts(bound, params, lambda name: False))
+    value = decided_form(form, parameter_facts(bound, params))
     return value is not None and (value is (branch != "body") or data)
 
 

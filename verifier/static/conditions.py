@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from verifier.static.caller_branches import decided, encode, names_in, parameter_facts
+from verifier.static.caller_branches import decided_form, encode, names_in, parameter_facts, without
 from verifier.static.config_lookups import ConfiguredDefaults
 from verifier.static.guards import Guards, training_mode_test
 from verifier.static.heat import Condition, ConditionKind
@@ -273,12 +273,11 @@ class Conditions(SuiteVisits, LambdaScopes, Tracker):
             bound_here = names_bound_before(frame.node, node)
         if all(name in bound_here for name in tested):
             return None
+        kept = without(form, bound_here)
         if not function.bound:
-            kept = _without(form, bound_here)
-            if kept is not None:
-                self.context.heat.asked_branches.add((function.key, kept, branch, kind is ConditionKind.DATA))
+            self.context.heat.asked_branches.add((function.key, kept, branch, kind is ConditionKind.DATA))
             return None
-        return decided(node.test, parameter_facts(function.bound, frame.params, bound_here.__contains__))
+        return decided_form(kept, parameter_facts(function.bound, frame.params))
 
     def _kind_of(self, node: cst.If) -> ConditionKind:
         """What the test of `node` says, once per `if` (its body and its `else` both ask). `if
@@ -392,15 +391,3 @@ def _leaves(body: cst.BaseSuite) -> bool:
     """The branch ends by leaving the block (`continue`, `return`, `break`, `raise`)."""
     return ends_with(body, _EXITS)
 
-
-def _without(form: tuple | None, rebound) -> tuple | None:
-    """The test as data with the parts that read a name bound again left unknown (None)."""
-    if form is None:
-        return None
-    if form[0] in ("name", "is_none", "is_not_none", "is_tensor"):
-        return None if form[1] in rebound else form
-    if form[0] == "not":
-        inner = _without(form[1], rebound)
-        return ("not", inner) if inner is not None else None
-    left, right = _without(form[1], rebound), _without(form[2], rebound)
-    return (form[0], left, right) if left is not None or right is not None else None

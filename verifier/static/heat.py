@@ -43,6 +43,7 @@ import libcst as cst
 
 from verifier.findings import Heat, TraceStep
 from verifier.static.amp import is_backward
+from verifier.static.caller_branches import LITERAL_NAMES
 from verifier.static.deferred import EVERY_INPUT, JudgementInput
 from verifier.static.framework_hooks import hook_reason, hooks_of_class, ignite_handler_heat
 from verifier.static.pytest_files import is_test_path
@@ -549,7 +550,7 @@ class HeatModel:
             bound=self.seeds.get(key, ()),
             literal_defaults=tuple(
                 (p.name.value, p.default.value) for p in _all_params(node.params)
-                if type(p.default) is cst.Name and p.default.value in _LITERAL_NAMES
+                if type(p.default) is cst.Name and p.default.value in LITERAL_NAMES
             ),
         )
         # `@functools.cache` bodies run once per distinct argument, not once per call.
@@ -2102,10 +2103,6 @@ def _identifiers(node: cst.CSTNode) -> list[str]:
     names = [node.value] if type(node) is cst.Name else []
     names += [n.value for n in iter_descendants(node) if type(n) is cst.Name]
     return names
-
-
-# The literals a call's argument or a parameter's default is bound as (`bindings.LITERAL`).
-_LITERAL_NAMES = frozenset({"None", "True", "False"})
 
 
 def _all_params(params: cst.Parameters) -> list[cst.Param]:
