@@ -51,6 +51,19 @@ def test_a_test_is_evaluated_under_the_defaults_in_three_values(test, held):
     assert command_line.holds_by_default(cst.parse_expression(test)) is held
 
 
+def test_a_required_option_has_no_default_the_run_uses():
+    # `required=True` (or anything but a literal False): every command passes a value.
+    script = SCRIPT + (
+        'parser.add_argument("--config", type=str, required=True)\n'
+        'parser.add_argument("--teacher", required=flag)\n'
+        'parser.add_argument("--tag", required=False)\n'
+    )
+    command_line = CommandLine(script)
+    assert command_line.holds_by_default(cst.parse_expression("args.config is None")) is None
+    assert command_line.holds_by_default(cst.parse_expression("args.teacher is not None")) is None
+    assert command_line.holds_by_default(cst.parse_expression("args.tag is None")) is True
+
+
 def test_an_option_defined_twice_with_different_defaults_is_not_known():
     script = SCRIPT + 'other = argparse.ArgumentParser()\nother.add_argument("--accum", type=int, default=4)\n'
     command_line = CommandLine(script)

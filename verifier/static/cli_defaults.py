@@ -321,6 +321,8 @@ def _ast_option(call: ast.Call) -> Iterator[tuple[str, object]]:
     if action in ("store_true", "store_false"):
         yield dest, action == "store_false"
     elif "action" not in keywords:
+        if "required" in keywords and literal(keywords["required"]) is not False:
+            return  # every run passes it: its value is the command's, not the parser's
         value = literal(keywords["default"]) if "default" in keywords else None
         kind = keywords.get("type")
         if isinstance(value, str) and type(kind) is ast.Name and kind.id in ("int", "float"):
