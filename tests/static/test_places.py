@@ -47,12 +47,35 @@ for x, y in loader:
         # A size read off a device tensor is a Python number: the product is where `torch.rand(1)` is.
         ("", "start = int(torch.rand(1) * 0.33 * loss.size(-1))"),
         ("", "start = int(torch.rand(1) * x.shape[-1])"),
+        # A host tensor compared with a setting of unknown type is a host mask.
+        ("ids = x.detach().cpu()", "v = (ids[0] != tokenizer.pad_token_id).nonzero()[0].item()"),
+        ("ids = x.detach().cpu()", "v = (ids > cfg.threshold).sum().item()"),
     ],
     ids=["from-numpy", "tensor-of-a-list", "factory-without-device", "moved-to-the-host", "pinned",
-         "host-factory-times-a-size", "host-factory-times-a-shape"],
+         "host-factory-times-a-size", "host-factory-times-a-shape", "host-compared-with-a-setting",
+         "host-compared-with-an-attribute"],
 )
 def test_a_host_tensor_is_never_read_as_a_sync(tmp_path, setup, read):
     assert reads(tmp_path, STEP.format(setup=setup, read=read)) == []
+
+
+def test_a_host_tensor_compared_with_a_tensor_is_not_known_to_be_on_the_host(tmp_path):
+    # A 0-dim host tensor mixes with a device one: compared with a known tensor, place unknown.
+    code = """\
+    import torch
+
+
+    def train(model, loader, optimizer, reference: torch.Tensor):
+        for x, y in loader:
+            ids = x.detach().cpu()
+            loss = model(x.cuda(), y.cuda())
+            loss.backward()
+            optimizer.step()
+            a = (ids != reference).sum().item()
+            b = (ids != model.pad_id).sum().item()
+    """
+    found = [(line, severity, status.name) for line, severity, status, _ in reads(tmp_path, code) if line > 6]
+    assert found == [(10, "MEDIUM", "ASSUMED")]
 
 
 def test_a_device_tensor_times_a_size_is_still_on_the_device(tmp_path):

@@ -318,8 +318,28 @@ class PlaceFacts:
             if any(type(c.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for c in node.comparisons):
                 return None  # `stats is None`, `"aux" in outputs`: a Python bool, whatever the operands
             sides = self._tensor_operands(node.left, *(c.comparator for c in node.comparisons))
-            return _joined(*map(self.placement_of, sides))
+            placements = [self.placement_of(side) for side in sides]
+            joined = _joined(*placements)
+            if joined is None and (host := self._compared_on_host(sides, placements)) is not None:
+                return host
+            return joined
         return None
+
+    def _compared_on_host(
+        self, sides: list[cst.BaseExpression], placements: list[Placement | None]
+    ) -> Placement | None:
+        """`(query[i] != self.tokenizer.pad_token_id)` with `query` in host memory: a host tensor
+        compared with values not known to be tensors is a host mask. Only a 0-dim host tensor mixes
+        with a device tensor, and such a scalar is not what code compares a tensor of ids or
+        scores against; arithmetic is left alone (a CPU step counter times device state is
+        torch's own optimizers' idiom)."""
+        host = next((p for p in placements if p is not None and p.place is Place.HOST), None)
+        if host is None:
+            return None
+        unknown = [side for side, placement in zip(sides, placements) if placement is None]
+        if any(self._facts.kind_of(side) is Kind.TENSOR for side in unknown):
+            return None
+        return host
 
     def _is_setting(self, node: cst.BaseExpression) -> bool:
         """`dim=1`, `keepdim=True`, `"mean"`, `dtype=torch.float16`, `eps=1e-6`: an argument that is
