@@ -74,6 +74,20 @@ per_iter_ms = start.elapsed_time(end) / iters
         """Its walk leaves a synchronize under an opt-in flag (`if args.sync_each_step:`) alone, a
         choice the user makes; one in a helper called under such a flag is the same choice."""
         return not any(step.branch and _names_a_flag(step.branch) for step in trace)
+
+    @classmethod
+    def capped_through(cls, trace: tuple[TraceStep, ...]) -> tuple[Severity, Proof] | None:
+        """A helper's synchronize called from a loop whose iteration already reads the device
+        (`loss.item()`, then `sync()`) is a second wait, as one beside such a read in its own loop."""
+        step = next((step for step in trace if step.waits), None)
+        if step is None:
+            return None
+        return Severity.LOW, Proof.proven(
+            Premise.COST,
+            f"a second wait: the iteration of {step.path}:{step.line} already waits for the device at "
+            f"`{step.waits}`; this one costs the launch gap after it",
+            path=step.path, line=step.line,
+        )
     references = (
         "https://pytorch.org/docs/stable/generated/torch.cuda.synchronize.html",
         "https://pytorch.org/docs/stable/generated/torch.cuda.Event.html",

@@ -116,6 +116,10 @@ class TraceStep:
     # The loop's kind was inferred from weak signals (tensor work timed in a benchmark, tensor
     # work on batches without a model call), not shown by an update or a forward.
     inferred: bool = False
+    # For a call made in a loop: the host read of a device tensor the same loop's iteration
+    # already makes (`loss.item()`), by its code; "" when none is shown. A wait the callee adds
+    # is then a second wait per iteration.
+    waits: str = ""
 
     @property
     def is_loop(self) -> bool:

@@ -67,9 +67,9 @@ def test_json_lists_the_steps_and_validates():
         [],
         [
             {"path": "utils.py", "line": 43, "what": "calls log_metrics()", "branch": "", "branch_kind": "",
-             "inferred": False},
+             "inferred": False, "waits": ""},
             {"path": "train.py", "line": 30, "what": "step loop: iterates train_loader, calls optimizer.step()",
-             "branch": "", "branch_kind": "", "inferred": False},
+             "branch": "", "branch_kind": "", "inferred": False, "waits": ""},
         ],
     ]
 

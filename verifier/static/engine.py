@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 
 from verifier.config import Settings
-from verifier.findings import Category, Evidence, Finding, Heat, Severity, SeverityByHeat
+from verifier.findings import Category, Evidence, Finding, Heat, Premise, Severity, SeverityByHeat
 from verifier.static.autofix import as_autofix
 from verifier.static.bindings import DEVICE_TENSOR, HOST_TENSOR, NUMBER, SOURCE, TENSOR, Bindings, needs_reanalysis
 from verifier.static.run_lists import run_long_lists
@@ -48,6 +48,7 @@ from verifier.static.positions import positions as positions_of
 from verifier.static.pytest_files import is_test_code
 from verifier.static.proofs import allowed, premises, worth_reporting
 from verifier.static.rule import Candidate, Proof, Rule
+from verifier.static.syncs import sync_of_call
 from verifier.static.trace_lines import source_lines
 from verifier.static.source import Source, UnreadableSource, read_source
 from verifier.static.suppression import INVALID_SUPPRESSION, UNUSED_SUPPRESSION, Suppressions, mentions_a_directive
@@ -62,6 +63,9 @@ HEAT_TOKENS = ("backward", "loader", ".step(", "zero_grad", "batches", "def", "l
 _MAX_SNIPPET_LINES = 12
 # A name followed by a call's parenthesis (`one_step(`): what a file may call.
 _CALLED_NAME = re.compile(r"(\w+)\(")
+# Prints a node's code without its module (the read a loop's iteration makes).
+_CODE = cst.Module(body=())
+_PREMISE_ORDER = list(Premise)
 
 
 @dataclass
@@ -510,6 +514,23 @@ class _ModuleFacts:
     def visit_Call(self, node: cst.Call) -> None:
         self.bindings.on_call(node, self.heat.on_call(node, self.bindings.via_of(node)))
         self.facts.on_call(node)
+        loops = self.heat.where().loops
+        if loops and not loops[-1].reads:
+            self._note_read(node, loops)
+
+    def _note_read(self, node: cst.Call, loops) -> None:
+        """A host read of a value known to be a tensor, not shown in host memory: every loop of
+        the function around it waits for the device each iteration (`LoopInfo.reads`)."""
+        read = sync_of_call(node, self.facts, self.imports)
+        if read is None or not self.facts.is_tensor(read.subject):
+            return
+        placement = self.places.placement_of(read.subject)
+        if placement is not None and placement.place is Place.HOST:
+            return
+        code = _CODE.code_for_node(read.node)
+        for loop in loops:
+            if not loop.reads:
+                loop.reads = code
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._enter_function(node, node.name.value)
@@ -754,6 +775,14 @@ def _to_findings(
             continue
         if not rule.reports_through(trace):
             continue
+        capped = rule.capped_through(trace) if trace else None
+        if capped is not None:
+            most, proof = capped
+            proofs = tuple(sorted(
+                (proof, *(p for p in proofs if p.premise is not proof.premise)),
+                key=lambda p: _PREMISE_ORDER.index(p.premise),
+            ))
+            severity = min(severity, most)
         severity = allowed(severity, proofs)
         span = positions[candidate.node]
         start, end = span.start, span.end

@@ -254,6 +254,9 @@ class LoopInfo:
     over_listed: bool = False
     # The names a `for` target binds (empty for `while`).
     targets: frozenset[str] = frozenset()
+    # The first host read of a value known to be a tensor in its iteration (its own body or a
+    # loop nested in it), by its code: each iteration already waits for the device there.
+    reads: str = ""
     tensor_work: bool = False
     has_nested_loop: bool = False
     calls: list[CallSite] = field(default_factory=list)
@@ -1335,6 +1338,7 @@ def heat_trace(where: Where) -> tuple[TraceStep, ...]:
             caller, site.line, _call_reason(site, function),
             branch=condition.text if condition is not None else "",
             branch_kind=condition.kind.name.lower() if condition is not None else "",
+            waits=where.loops[-1].reads if where.loops else "",
         ))
 
 

@@ -127,6 +127,13 @@ class Rule:
         leaves some branches alone in its own walk leaves the same branches alone at a call."""
         return True
 
+    @classmethod
+    def capped_through(cls, trace: tuple[TraceStep, ...]) -> tuple[Severity, Proof] | None:
+        """The most a finding whose heat comes through these call sites may report, and the
+        premise that says why; None when the call sites change nothing. A rule that reads its own
+        loop's body reads the callers' loops the same way, through what the trace carries."""
+        return None
+
     def __init__(self, context: ModuleContext) -> None:
         self.context = context
         # This file's reports, in the order made; the engine judges them once the walk is done.
