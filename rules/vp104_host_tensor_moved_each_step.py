@@ -23,6 +23,8 @@ generator, an `out` or pinned memory, or hides arguments in `*args`/`**kwargs`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
@@ -84,6 +86,18 @@ for x, y in loader:
     def __init__(self, context) -> None:
         super().__init__(context)
         self._values = context.tracker(DeviceValues)
+        # In the simple statement being walked: per host-made index (by its code), where it was
+        # first met and the device tensors it indexes (`data[mask], labels[mask]`: one fix, one
+        # finding); None outside simple statements (a test, a loop header: reported at once).
+        self._indexing: dict[str, _Indexing] | None = None
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._indexing = {}
+
+    def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        for index, found in (self._indexing or {}).items():
+            self._report_indexing(found.node, index, found.indexed, found.where, found.condition)
+        self._indexing = None
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """`x[perm]` with `perm = torch.randperm(n)` and `x` on the device: indexing copies the
@@ -95,10 +109,21 @@ for x, y in loader:
         if not made_here or not self._values.on_device(node.value):
             return
         index, indexed = self.context.code_for(made_here[0]), self.context.code_for(node.value)
+        where, condition = self.context.heat.where(), self.context.condition_probe()
+        if self._indexing is None:
+            self._report_indexing(made_here[0], index, [indexed], where, condition)
+        elif index in self._indexing:
+            self._indexing[index].indexed.append(indexed)
+        else:
+            self._indexing[index] = _Indexing(made_here[0], [indexed], where, condition)
+
+    def _report_indexing(self, node, index: str, indexed: list[str], where, condition) -> None:
+        named = " and ".join(f"`{name}`" for name in dict.fromkeys(indexed))
         self.report(
-            made_here[0],
-            f"`{index}` is created on the host and copied to the device to index `{indexed}` here: "
+            node,
+            f"`{index}` is created on the host and copied to the device to index {named} here: "
             "create it with `device=` (or once, outside the loop)",
+            where=where, condition=condition,
         )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -310,6 +335,16 @@ _DEVICE_FACTORIES = frozenset(
 # A factory with one of these cannot simply take a device: it names one already, draws from a CPU
 # generator, writes into a given tensor, pins host memory, or makes a leaf that the move made a copy of.
 _CONFLICTING_KEYWORDS = ("device", "generator", "out", "pin_memory", "requires_grad")
+
+
+@dataclass
+class _Indexing:
+    """A host-made index met in a statement: its first use, what it indexes, where it runs."""
+
+    node: cst.BaseExpression
+    indexed: list[str]
+    where: object
+    condition: object
 
 
 def _plain_destination(move: cst.Call) -> cst.BaseExpression | None:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import textwrap
+
+from verifier.config import Settings
+from verifier.static.runner import analyze_paths
+
 SELECT = ("VP102", "VP104")
 
 
@@ -358,3 +363,27 @@ def test_scalars_unpacked_from_a_host_permutation_index_on_the_host(analyse):
     """
     # 0-d CPU index tensors select on the host (an int), copying nothing to the device.
     assert analyse(code, select=SELECT) == []
+
+
+def test_one_host_index_that_indexes_several_device_tensors_in_a_statement_is_one_finding(tmp_path):
+    # `data[mask], labels[mask]`: two copies of the same host mask, one fix (make it on the device).
+    code = """\
+    import numpy as np
+    import torch
+
+    for data, labels in loader:
+        data, labels = data.cuda(), labels.cuda()
+        mask = torch.from_numpy(np.arange(data.size(0)) % 2 == 0)
+        kept, kept_labels = data[mask], labels[mask]
+        if data[mask].sum() > 0:
+            pass
+        loss = criterion(model(kept), kept_labels)
+        loss.backward()
+        optimizer.step()
+    """
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(code), encoding="utf-8")
+    found = analyze_paths([str(path)], Settings(select=("VP104",), cache_dir=None)).findings
+    assert [(f.code, f.line, f.severity.name) for f in found] == [("VP104", 7, "MEDIUM"), ("VP104", 8, "MEDIUM")]
+    assert "to index `data` and `labels` here" in found[0].message
+    assert "to index `data` here" in found[1].message
