@@ -220,6 +220,12 @@ for step in range(max_steps):
             return Proof.unknown(
                 Premise.RULE, f"`{shown}` is 1 unless a condition raises it: the default run does not accumulate", factor
             )
+        command_line = self.context.command_line()
+        if command_line is not None and command_line.is_by_default(factor, 1):
+            # `--accumulation_steps` with `default=1`: a user may raise it; the run as shipped does not.
+            return Proof.unknown(
+                Premise.RULE, f"`{shown}` defaults to 1: the default run does not accumulate", factor
+            )
         return Proof.assumed(Premise.RULE, f"the accumulation factor `{shown}` comes from the run's settings", factor)
 
     def _wrapper_for(self, where: Where) -> str | None:

@@ -51,3 +51,28 @@ def test_a_literal_factor_is_shown(analyse):
         optimizer.zero_grad(set_to_none=True)
     """
     assert analyse(code, select=SELECT) == [("VP602", 8, "MEDIUM")]
+
+
+OPTION_EXAMPLE = """\
+import argparse
+
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--accumulation_steps", type=int, default={default})
+args = parser.parse_args()
+model = DDP(model, device_ids=[local_rank])
+for step, (x, y) in enumerate(loader):
+    loss = criterion(model(x.cuda()), y.cuda()) / args.accumulation_steps
+    loss.backward()
+    if (step + 1) % args.accumulation_steps == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+def test_an_option_whose_default_is_one_leaves_the_factor_unknown(analyse):
+    # `--accumulation_steps` defaults to 1: a user may raise it, the run as shipped does not.
+    assert analyse(OPTION_EXAMPLE.format(default=1), select=SELECT) == [("VP602", 12, "LOW")]
+    assert analyse(OPTION_EXAMPLE.format(default=8), select=SELECT) == [("VP602", 12, "MEDIUM")]
