@@ -426,6 +426,31 @@ def test_framework_hooks_run_as_often_as_the_framework_calls_them():
     }
 
 
+def test_trls_preference_trainers_run_the_batch_metrics_and_forward_hooks_every_step():
+    heats = heat_of_marked_lines(
+        """
+        from trl import DPOTrainer, KTOTrainer
+
+        class PairTrainer(DPOTrainer):
+            def get_batch_loss_metrics(self, model, batch, train_eval="train"):
+                mark("dpo metrics")
+
+            def concatenated_forward(self, model, batch):
+                mark("dpo forward")
+
+            def save_model(self, output_dir=None):
+                mark("not a hook")
+
+        class SingleTrainer(KTOTrainer):
+            def compute_loss(self, model, inputs, return_outputs=False, **kwargs):
+                mark("kto loss")
+        """
+    )
+    assert heats == {
+        "dpo metrics": Heat.STEP, "dpo forward": Heat.STEP, "not a hook": Heat.ONCE, "kto loss": Heat.STEP,
+    }
+
+
 def test_a_call_to_a_function_of_the_same_module_is_not_foreign():
     """`foreign` decides whether a call lends its caller's accelerator across modules; keys carry
     the import root, so the same-module test must compare rooted keys."""

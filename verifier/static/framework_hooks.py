@@ -37,7 +37,12 @@ _HF_CALLBACK = {
     "on_log": _EPOCH, "on_evaluate": _EPOCH, "on_save": _EPOCH, "on_epoch_begin": _EPOCH, "on_epoch_end": _EPOCH,
 }
 _HF_TRAINER = {"training_step": _STEP, "compute_loss": _STEP, "prediction_step": _EVAL}
-_HF_TRAINERS = frozenset({"Trainer", "Seq2SeqTrainer", "SFTTrainer", "DPOTrainer", "RewardTrainer", "GRPOTrainer"})
+_HF_TRAINERS = frozenset({"Trainer", "Seq2SeqTrainer", "SFTTrainer", "RewardTrainer", "GRPOTrainer"})
+# trl's preference trainers: `compute_loss` asks `get_batch_loss_metrics` for the loss and its
+# metrics on every micro-batch (and `prediction_step` on every evaluation batch), which runs
+# `concatenated_forward`: an override of either runs every step.
+_TRL_PREFERENCE = {**_HF_TRAINER, "get_batch_loss_metrics": _STEP, "concatenated_forward": _STEP}
+_TRL_PREFERENCE_TRAINERS = frozenset({"DPOTrainer", "KTOTrainer", "ORPOTrainer", "CPOTrainer", "BCOTrainer"})
 _LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning")
 _HF_PACKAGES = ("transformers", "trl")
 
@@ -59,6 +64,8 @@ def hooks_of_class(node: cst.ClassDef, imports: ImportTable) -> dict[str, Heat]:
         if last in _HF_TRAINERS and origin.startswith((*_HF_PACKAGES, ".")):
             # A relative import of `SFTTrainer` is the package's own trainer (inside `trl`).
             return _HF_TRAINER
+        if last in _TRL_PREFERENCE_TRAINERS and origin.startswith((*_HF_PACKAGES, ".")):
+            return _TRL_PREFERENCE
     return {}
 
 
@@ -85,6 +92,7 @@ def ignite_handler_heat(node: cst.FunctionDef) -> Heat | None:
 _CALLER = {
     id(_LIGHTNING_HOOKS): "Lightning", id(_LIGHTNING_MODULE): "Lightning",
     id(_HF_CALLBACK): "the Hugging Face Trainer", id(_HF_TRAINER): "the Hugging Face Trainer",
+    id(_TRL_PREFERENCE): "trl's trainer",
 }
 
 
