@@ -141,3 +141,41 @@ def test_an_alias_of_a_bound_sync_method_or_of_a_process_spawn_is_that_call(anal
     """
     # A stream or event sync waits only for the work its stream or event covers: its cost is assumed.
     assert analyse(code, select=("VP203", "VP204")) == [("VP203", 12, "MEDIUM"), ("VP203", 13, "MEDIUM"), ("VP204", 14, "HIGH")]
+
+
+METHOD_REFERENCE = """\
+import torch
+
+
+class Decoder(torch.nn.Module):
+    def forward_old(self, x):
+        torch.cuda.synchronize()
+        return self.net(x).sum()
+
+    def forward(self, x):
+        return self.net(x).sum()
+
+
+class Runner:
+    def __init__(self):
+        self.model = Decoder().cuda()
+
+    def fit(self, loader, optimizer, new_forward):
+        for x in loader:
+            {bind}
+            loss = forward(x.cuda())
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_a_method_named_without_a_call_runs_where_the_name_is_called(analyse):
+    # `forward = self.model.forward_old` (or one of two methods by a flag): the call through the
+    # name runs the method of the class the attribute holds.
+    for bind in (
+        "forward = self.model.forward_old",
+        "forward = self.model.forward if new_forward else self.model.forward_old",
+    ):
+        assert analyse(METHOD_REFERENCE.format(bind=bind), select=SELECT) == [("VP203", 6, "HIGH")], bind
+    # The other method is the one the name holds: nothing runs the synchronize.
+    assert analyse(METHOD_REFERENCE.format(bind="forward = self.model.forward"), select=SELECT) == []

@@ -61,6 +61,9 @@ SEEDED = frozenset({NUMBER, SOURCE, BATCH, TENSOR, DEVICE_TENSOR, HOST_TENSOR, R
 _GLOBAL_FACTS = SEEDED - {RUN_LIST, READ}
 # Tags of terms that are facts as they stand (`_Project.value` returns them unchanged).
 _FACTS = frozenset({"number", "source", "batch", "tensor", "list", LITERAL})
+# Terms that may stand for an object whose methods the project defines (`self.model`, a
+# parameter, a name bound to an instance): the receivers of a method named without a call.
+_RECEIVER_TERMS = frozenset({"attr", "param", "instance", "self", "result", "either", "item", "element"})
 
 _BUILTINS = frozenset(dir(builtins))
 # Terms math can be done on: tensors, batches, and what the project pass may find one to be.
@@ -276,7 +279,7 @@ class Bindings:
                 # `logits, loss = model(x, y)`: what the project pass finds, else the tensor the
                 # walk knows (`loss.backward()` ran on it).
                 return _bounded(("or", symbolic, tensor))
-            return symbolic or self._function(node) or tensor
+            return symbolic or self._function(node) or tensor or self._method_reference(node)
         if kind is cst.Call:
             return self._term_of_call(node, concrete)
         if kind is cst.Subscript:
@@ -299,7 +302,10 @@ class Bindings:
         if kind is cst.IfExp:
             # `fn = compiled_step if compiled_step is not None else train_step`: a call through
             # `fn` runs one of them; the branches that name a project function are bound.
-            members = [self._function(branch) for branch in (node.body, node.orelse)]
+            members = [self._function(branch) or self._method_reference(branch) for branch in (node.body, node.orelse)]
+            if any(m is not None and m[0] == "method" for m in members):
+                # `forward = self.model.forward if dpo else self.model.forward_old`
+                return ("callables", tuple(m for m in members if m is not None))
             return _functions([m for m in members if m is not None]) if any(members) else None
         if kind is cst.BinaryOperation:
             known = self._known(node) if concrete else None
@@ -315,6 +321,17 @@ class Bindings:
         a later call through a parameter or a name runs."""
         found = self._heat.function_reference(node)
         return ("function", *found) if found is not None else None
+
+    def _method_reference(self, node: cst.BaseExpression) -> tuple | None:
+        """`self.model.forward_old` named without being called: the method of that name of what
+        the receiver holds, which the project pass looks up once the receiver's class is known
+        (an attribute that names no method of it is nothing)."""
+        if type(node) is not cst.Attribute or node.attr.value in _COMMON_METHODS:
+            return None
+        owner = self.term_of(node.value, concrete=False)
+        if owner is None or owner[0] in _FACTS or owner[0] not in _RECEIVER_TERMS:
+            return None
+        return ("method", owner, node.attr.value)
 
     def _term_of_call(self, call: cst.Call, concrete: bool = True) -> tuple | None:
         func_name = dotted_name(call.func)
@@ -827,6 +844,10 @@ class _Project:
             return _joined_fact(self.value(part) for part in term[1:])
         if tag == "either":
             return self._alternatives(term[1:])
+        if tag == "method":
+            return self._method_value(term[1], term[2])
+        if tag == "callables":
+            return _functions([value for member in term[1] if (value := self.value(member)) is not None] or [None])
         if tag == "module":
             moved = self.value(term[1])
             if moved is not None and moved[0] in ("instance", "instances"):
@@ -847,6 +868,16 @@ class _Project:
                 return self._unpacked(term[1][1], term[2], term[3])
             return inner if inner in (BATCH, HOST_TENSOR) else None
         return None
+
+    def _method_value(self, owner: tuple, method: str) -> tuple | None:
+        """What `owner.method` named without a call is: the method each class the receiver may
+        hold defines (or inherits), as functions a call through the name runs."""
+        receiver = self.value(owner)
+        if receiver is None or receiver[0] not in ("instance", "self", "instances"):
+            return None
+        keys = receiver[1] if receiver[0] == "instances" else (receiver[1],)
+        found = [("function", *f) for key in keys if (f := self._method_called(key, method)) is not None]
+        return _functions(found) if found else None
 
     def _alternatives(self, terms: tuple) -> tuple | None:
         """`self.head = nn.Linear(...)` in one branch of `__init__`, `Attention(...)` in another:
