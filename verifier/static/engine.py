@@ -32,7 +32,7 @@ from verifier.static.context import ModuleContext
 from verifier.static.deferred import EVERY_INPUT, DeferredSeverity, JudgementInput
 from verifier.static.discovery import import_root_for, module_name_for
 from verifier.static.guards import Guards
-from verifier.static.facts import Kind, NameFacts, defines_its_own_loss_scaler
+from verifier.static.facts import Kind, NameFacts, defines_its_own_loss_scaler, may_define_a_loss_scaler
 from verifier.static.amp import PRECISION_CHOSEN
 from verifier.static.autograd import GradMode, grad_mode_of
 from verifier.static.local_names import names_bound_in
@@ -312,7 +312,7 @@ def analyze_source(
         heat.stepping = frozenset(key for key, known in external.items() if known.steps)
     facts = NameFacts(imports)
     facts.returned_by = heat.returned_by
-    facts.own_loss_scaler = "caler" in source.text and defines_its_own_loss_scaler(module)
+    facts.own_loss_scaler = may_define_a_loss_scaler(source.text) and defines_its_own_loss_scaler(module)
     places = PlaceFacts(imports, facts)
     context = ModuleContext(path, source.text, module, imports, heat, facts, places, config_defaults=settings.config_defaults)
     # A module that never names a device runs on the host unless a caller's module does.

@@ -564,6 +564,12 @@ def reads_a_size(node: cst.BaseExpression) -> bool:
 _LOSS_SCALER_CLASS = re.compile(r"(loss|grad)\w*scaler", re.IGNORECASE)
 
 
+def may_define_a_loss_scaler(text: str) -> bool:
+    """False for a source that certainly defines and imports no loss scaler (no `scale`,
+    `Scaler`, `scaler` in it): most files, which need no walk of their statements."""
+    return "cale" in text
+
+
 def defines_its_own_loss_scaler(module: cst.Module) -> bool:
     """Does the module define a loss scaler class (named like one, or with `scale` and `update`
     methods), or import one from outside torch? Read from its top-level statements."""
