@@ -5,10 +5,10 @@ in eval mode, `self(...)`) after `model.eval()` / `model.train(False)` in the sa
 in a function named like `validate`, `evaluate`, `eval`, `test`, `predict`, `inference`. Grad
 mode is off under `with torch.no_grad()/inference_mode()/set_grad_enabled(False)`, under the
 same decorators, after a `torch.set_grad_enabled(False)` statement, in Lightning's
-`validation_step`/`test_step`/`predict_step`, and when any call site of the function in this
-module disables it. Loops that need gradients (`backward()`, `torch.autograd.grad`,
-`requires_grad_()`) and unittest/pytest test functions are not evaluation loops. A model whose
-parameters this function froze before the loop (`model.requires_grad_(False)`, or `for _, v in
+`validation_step`/`test_step`/`predict_step`, and when any call of the function the project shows
+disables it, at the call or further out (a caller decorated `@torch.no_grad()`, in any module).
+Loops that need gradients (`backward()`, `torch.autograd.grad`, `requires_grad_()`) and
+unittest/pytest test functions are not evaluation loops. A model whose parameters this function froze before the loop (`model.requires_grad_(False)`, or `for _, v in
 model.named_parameters(): v.requires_grad = False`) records no graph on inputs that need none, and
 is not reported. One finding per loop, at its first model call.
 """
@@ -19,7 +19,7 @@ import libcst as cst
 
 from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.autograd import GradMode
-from verifier.static.deferred import deferred
+from verifier.static.deferred import EVERY_INPUT, JudgementInput, deferred
 from verifier.static.heat import called_once
 from verifier.static.names import dotted_name, method_name
 from verifier.static.rule import Invalid
@@ -27,6 +27,9 @@ from verifier.static.training_state import TrainingStateRule
 from verifier.static.walk import iter_descendants
 
 
+# What `decide()` reads of the resolved heat: the loops, the function's heat (once per run?),
+# and whether some call runs the function with autograd off.
+_READS = (*EVERY_INPUT, JudgementInput.GRAD_OFF_CALLER)
 # An evaluation the run makes once (a final test pass): its graphs cost once, not every epoch.
 # Judged on real code, such passes reported MEDIUM were worth fixing in none of 13.
 _ONCE_PER_RUN = SeverityByHeat(step=Severity.LOW, epoch=None, once=None, eval=Severity.LOW)
@@ -120,6 +123,10 @@ def validate(model, loader):
             # graph, whatever its function is called (`train_validate`).
             if uses_grad(loop) or loop.is_step or self.autograd.called_without_grad(key):
                 return None
+            if function is not None and function.grad_off_caller:
+                # A call the project shows (here or in another module, or further out: `evaluate()`
+                # decorated `@torch.no_grad()` calling this) runs it with autograd off.
+                return None
             if trains_too and len(loops) == 1 and (function is None or called_once(function, heat)):
                 # The final test pass a training script makes once, at its top level or in a
                 # function it calls once: its graphs cost one pass of the test set per run.
@@ -130,7 +137,7 @@ def validate(model, loader):
             node,
             f"`{self.context.code_for(node.func)}(...)` runs in an evaluation loop ({reason}) with "
             "autograd on: every batch records a graph and keeps its activations",
-            severity=deferred(decide, outcomes=(self.severity, _ONCE_PER_RUN)),
+            severity=deferred(decide, outcomes=(self.severity, _ONCE_PER_RUN), reads=_READS),
         )
 
     VALID = (

@@ -38,6 +38,9 @@ class JudgementInput(enum.Enum):
     RUNS_EVERY_STEP = "runs-every-step"
     # Whether its function's module is lent an accelerator (`FunctionFacts.accelerated`).
     DEVICE = "device"
+    # Whether some call the project shows runs its function with autograd off
+    # (`FunctionInfo.grad_off_caller`).
+    GRAD_OFF_CALLER = "grad-off-caller"
 
 
 # In declaration order, so that a stored record reads the same in every run.

@@ -229,6 +229,9 @@ class CallSite:
     shown: str = ""
     # The branch the call runs under within its function (`conditions.py`), None when none.
     condition: Condition | None = None
+    # Made with autograd off (under `torch.no_grad()`, `inference_mode()`, or in a function
+    # decorated with one): the callee runs without recording a graph there.
+    grad_off: bool = False
 
 
 @dataclass(eq=False)
@@ -369,6 +372,9 @@ class FunctionInfo:
     # user has to choose.
     opt_in_site: CallSite | None = None
     opt_in_trace: tuple[TraceStep, ...] = ()
+    # Some call of it the project shows runs with autograd off, at the call or further out (a
+    # caller that is itself run so): VP404 then says nothing of its evaluation loops.
+    grad_off_caller: bool = False
     # Names its body reads and never binds, whose value the walk asked for and did not know: its
     # module's globals (`bound` then gives them what every module-level binding agrees on).
     free: frozenset[str] = frozenset()
@@ -838,7 +844,7 @@ class HeatModel:
             foreign = not callee.startswith(self._rooted(f"{self._module}."))
             site = CallSite(
                 callee, self.where(), self.guard_probe(), self.accelerated, foreign, via=via,
-                condition=self.condition_probe(),
+                condition=self.condition_probe(), grad_off=self.grad_off_probe(),
             )
             if via is not None and via[1] == "__call__":
                 site.shown = terminal_name(call.func) or ""
@@ -864,6 +870,7 @@ class HeatModel:
         site = CallSite(
             reference[0], self.where(), self.guard_probe(), self.accelerated,
             not reference[0].startswith(self._rooted(f"{self._module}.")), condition=self.condition_probe(),
+            grad_off=self.grad_off_probe(),
         )
         self._site_nodes.append((site, call))
         self._site_ordinals.append((site, ordinal))
@@ -1055,7 +1062,7 @@ class HeatModel:
         for method in ("__enter__", "__exit__"):
             site = CallSite(
                 f"{owner}.{method}", self.where(), self.guard_probe(), self.accelerated, foreign,
-                condition=self.condition_probe(), through_instance=True,
+                condition=self.condition_probe(), through_instance=True, grad_off=self.grad_off_probe(),
             )
             self._site_nodes.append((site, item))
             self._add_site(site)
@@ -1119,9 +1126,10 @@ class HeatModel:
         ) if JudgementInput.LOOPS in reads else ()
         function = where.function
         device = (function is None or function.accelerated) if JudgementInput.DEVICE in reads else None
+        grad_off = (function is not None and function.grad_off_caller) if JudgementInput.GRAD_OFF_CALLER in reads else None
         reads_heat = JudgementInput.FUNCTION_HEAT in reads
         if function is None or where.loops or not (reads_heat or JudgementInput.RUNS_EVERY_STEP in reads):
-            return loops, None, (), device
+            return loops, None, (), device, grad_off
         heat = function.heat if reads_heat else function.heat is Heat.STEP
         beside: tuple = ()
         if function.heat is Heat.STEP:
@@ -1129,7 +1137,7 @@ class HeatModel:
             beside = tuple(
                 (fn.has_step_loop, fn.trains_transitively) for fn in self._all_functions if fn.key.startswith(owner)
             )
-        return loops, heat, beside, device
+        return loops, heat, beside, device, grad_off
 
     def number_lines(self, positions: Mapping[cst.CSTNode, object]) -> None:
         """Give loops and call sites their lines, from the positions of this module's nodes."""
@@ -1505,6 +1513,8 @@ class FunctionFacts:
     reads_clock: bool = False
     # What its own calls return where it makes them (`FunctionInfo.returned_at`).
     returned_at: tuple = ()
+    # Some call the project shows runs it with autograd off (`FunctionInfo.grad_off_caller`).
+    grad_off_caller: bool = False
 
     def merge(self, other: FunctionFacts) -> FunctionFacts:
         return FunctionFacts(
@@ -1523,6 +1533,7 @@ class FunctionFacts:
             self.fp32_backward or other.fp32_backward,
             self.reads_clock or other.reads_clock,
             self.returned_at if self.returned_at == other.returned_at else (),
+            self.grad_off_caller or other.grad_off_caller,
         )
 
 
@@ -1595,6 +1606,30 @@ class _Resolver:
         self._spread_heat(callees, sites_by_key)
         if self.whole_project:
             self._only_opted_in(sites_by_key)
+        self._grad_off_callers()
+
+    def _grad_off_callers(self) -> None:
+        """The functions some call runs with autograd off: at a call made under `no_grad()` (or
+        in a function decorated with it), and everything such a function calls, across the
+        project; a file analysed again starts from what the project pass found."""
+        reached: set[int] = set()
+        pending: list[CallSite] = []
+        for fn in self.functions:
+            # Found again from the calls on every pass: nothing an earlier pass concluded stays.
+            known = self.external.get(fn.key)
+            fn.grad_off_caller = known is not None and known.grad_off_caller
+            if fn.grad_off_caller:
+                reached.add(id(fn))
+                pending.extend(fn.calls)
+        pending.extend(site for site in self.module_calls if site.grad_off)
+        pending.extend(site for fn in self.functions for site in fn.calls if site.grad_off)
+        while pending:
+            site = pending.pop()
+            for fn in self._targets(site.callee)[0] or ():
+                if id(fn) not in reached:
+                    fn.grad_off_caller = True
+                    reached.add(id(fn))
+                    pending.extend(fn.calls)
 
     def _only_opted_in(self, sites_by_key: dict[str, list[CallSite]]) -> None:
         """Functions every call of which, across the project, runs under an opt-in setting (a
@@ -1918,6 +1953,7 @@ def project_facts(models: list[HeatModel]) -> dict[str, FunctionFacts]:
             fn.fp32_backward_transitively,
             fn.reads_clock,
             fn.returned_at,
+            fn.grad_off_caller,
         )
         facts[fn.key] = facts[fn.key].merge(mine) if fn.key in facts else mine
     # What a file's own re-analysis needs to follow the same cross-root links.
