@@ -9,7 +9,7 @@ import libcst as cst
 
 from verifier.findings import Premise
 from verifier.static.facts import Kind
-from verifier.static.heat import Condition, Where
+from verifier.static.heat import Condition, Where, is_scaler_name
 from verifier.static.names import dotted_name, method_name, receiver, terminal_name
 from verifier.static.rule import Proof, Rule
 from verifier.static.tracker import Tracker
@@ -102,6 +102,9 @@ def scaler_free_branch(node: cst.If, facts: NameFacts) -> cst.CSTNode | None:
     `if use_amp: scaler.scale(loss).backward() else: loss.backward()` is correct code: calls in
     the scaler-free branch never run together with the scaler, so AMP rules leave them alone.
     """
+    absent = _scaler_absent_branch(node, facts)
+    if absent is not None:
+        return absent
     if node.orelse is None:
         return None
     body_uses, else_uses = uses_scaler(node.body, facts), uses_scaler(node.orelse, facts)
@@ -110,6 +113,31 @@ def scaler_free_branch(node: cst.If, facts: NameFacts) -> cst.CSTNode | None:
     if else_uses and not body_uses:
         return node.body
     return None
+
+
+def _scaler_absent_branch(node: cst.If, facts: NameFacts) -> cst.CSTNode | None:
+    """`if self._scaler is not None: <scaled backward, maybe in a helper> else: loss.backward()`:
+    the branch the test shows runs with no scaler at all (`is None`, `not scaler`, or the `else` of
+    `is not None` / `if scaler:`), whatever the other branch does."""
+    test, absent_in_body = node.test, False
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, absent_in_body = test.expression, True
+    elif type(test) is cst.Comparison and len(test.comparisons) == 1 and _is_none(test.comparisons[0].comparator):
+        operator = type(test.comparisons[0].operator)
+        if operator not in (cst.Is, cst.IsNot):
+            return None
+        test, absent_in_body = test.left, operator is cst.Is
+    if type(test) not in (cst.Name, cst.Attribute) or not _is_a_scaler(test, facts):
+        return None
+    return node.body if absent_in_body else node.orelse
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return type(node) is cst.Name and node.value == "None"
+
+
+def _is_a_scaler(node: cst.BaseExpression, facts: NameFacts) -> bool:
+    return facts.kind_of(node) is Kind.SCALER or is_scaler_name(terminal_name(node))
 
 
 @dataclass(eq=False)
