@@ -66,3 +66,23 @@ def test_a_number_stored_in_a_device_tensor_keeps_it_there(tmp_path):
             optimizer.step()
     """
     assert findings(tmp_path, code) == [("VP201", 10, "MEDIUM")]
+
+
+def test_a_value_stored_in_a_host_tensor_leaves_the_tensor_in_host_memory(tmp_path):
+    # `scores[i] = score` copies a device value into the host tensor (that copy is the read): the
+    # tensor is still in host memory, and reading it again waits for nothing.
+    code = """\
+    import torch
+
+
+    def train(model, loader, optimizer):
+        model = model.cuda()
+        for x, y in loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            optimizer.step()
+            scores = torch.zeros(4)
+            scores[0] = loss.detach()
+            print(scores.tolist())
+    """
+    assert findings(tmp_path, code) == []

@@ -204,9 +204,10 @@ class PlaceFacts:
 
     def _store_item(self, container: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         """`images[0] = images[0].cuda()`: a part of a batch moved, the rest where it was; the
-        container lives in one place only while what is stored in it lives there too."""
-        if dotted_name(container) is None:
-            return
+        container lives in one place only while what is stored in it lives there too. A tensor is
+        no such container: storing into it copies the value to where the tensor lives."""
+        if dotted_name(container) is None or self._facts.kind_of(container) is Kind.TENSOR:
+            return  # `scores[i] = score`: a tensor stays where it was made; the value is copied in
         before = self.placement_of(container)
         now = self.placement_of(value) if value is not None else None
         if before is not None and now is not None and now.place is not before.place:
