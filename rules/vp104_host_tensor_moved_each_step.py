@@ -31,6 +31,7 @@ from verifier.findings import Category, Severity, SeverityByHeat
 from verifier.static.autofix import Fix
 from verifier.static.call_edits import append_argument, holds_comment, keyword_argument
 from verifier.static.guards import GuardedRule
+from verifier.static.heat import Condition, Where
 from verifier.static.implicit_syncs import DeviceValues
 from verifier.static.names import has_star_args, keyword_arg, method_name
 from verifier.static.placement import HostDataRule, Origin
@@ -117,7 +118,9 @@ for x, y in loader:
         else:
             self._indexing[index] = _Indexing(made_here[0], [indexed], where, condition)
 
-    def _report_indexing(self, node, index: str, indexed: list[str], where, condition) -> None:
+    def _report_indexing(
+        self, node: cst.BaseExpression, index: str, indexed: list[str], where: Where, condition: Condition | None
+    ) -> None:
         named = " and ".join(f"`{name}`" for name in dict.fromkeys(indexed))
         self.report(
             node,
@@ -343,8 +346,8 @@ class _Indexing:
 
     node: cst.BaseExpression
     indexed: list[str]
-    where: object
-    condition: object
+    where: Where
+    condition: Condition | None
 
 
 def _plain_destination(move: cst.Call) -> cst.BaseExpression | None:

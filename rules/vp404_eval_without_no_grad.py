@@ -8,9 +8,9 @@ same decorators, after a `torch.set_grad_enabled(False)` statement, in Lightning
 `validation_step`/`test_step`/`predict_step`, and when any call of the function the project shows
 disables it, at the call or further out (a caller decorated `@torch.no_grad()`, in any module).
 Loops that need gradients (`backward()`, `torch.autograd.grad`, `requires_grad_()`) and
-unittest/pytest test functions are not evaluation loops. A model whose parameters this function froze before the loop (`model.requires_grad_(False)`, or `for _, v in
-model.named_parameters(): v.requires_grad = False`) records no graph on inputs that need none, and
-is not reported. One finding per loop, at its first model call.
+unittest/pytest test functions are not evaluation loops. A model whose parameters this function
+froze before the loop (`model.requires_grad_(False)`, or `for _, v in model.named_parameters():
+v.requires_grad = False`) records no graph on inputs that need none, and is not reported. One finding per loop, at its first model call.
 """
 
 from __future__ import annotations

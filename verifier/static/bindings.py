@@ -329,7 +329,7 @@ class Bindings:
         if type(node) is not cst.Attribute or node.attr.value in _COMMON_METHODS:
             return None
         owner = self.term_of(node.value, concrete=False)
-        if owner is None or owner[0] in _FACTS or owner[0] not in _RECEIVER_TERMS:
+        if owner is None or owner[0] not in _RECEIVER_TERMS:
             return None
         return ("method", owner, node.attr.value)
 
@@ -847,7 +847,8 @@ class _Project:
         if tag == "method":
             return self._method_value(term[1], term[2])
         if tag == "callables":
-            return _functions([value for member in term[1] if (value := self.value(member)) is not None] or [None])
+            found = [value for member in term[1] if (value := self.value(member)) is not None]
+            return _functions(found) if found else None
         if tag == "module":
             moved = self.value(term[1])
             if moved is not None and moved[0] in ("instance", "instances"):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from verifier.static.constructor_switches import project_switches
-from verifier.static.names import dotted_name
+from verifier.static.names import code_of, dotted_name
 from verifier.static.python_literals import UNKNOWN, literal, parsed
 from verifier.static.walk import iter_descendants
 
@@ -418,7 +418,7 @@ def _literal(node: cst.BaseExpression) -> object:
         type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus and type(node.expression) in (cst.Integer, cst.Float)
     ):
         try:
-            return ast.literal_eval(cst.Module(body=()).code_for_node(node))
+            return ast.literal_eval(code_of(node))
         except (ValueError, SyntaxError):
             return _UNKNOWN
     if type(node) is cst.Name and node.value in ("True", "False", "None"):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 
 from verifier.config import Settings
-from verifier.findings import Category, Evidence, Finding, Heat, Premise, Severity, SeverityByHeat
+from verifier.findings import Category, Evidence, Finding, Heat, Severity, SeverityByHeat
 from verifier.static.autofix import as_autofix
 from verifier.static.bindings import DEVICE_TENSOR, HOST_TENSOR, NUMBER, SOURCE, TENSOR, Bindings, needs_reanalysis
 from verifier.static.run_lists import run_long_lists
@@ -39,14 +39,14 @@ from verifier.static.local_names import names_bound_in
 from verifier.static.losses import backward_operands, module_backward_operands
 from verifier.static.heat import FunctionFacts, HeatModel, Where, heat_of, heat_trace
 from verifier.static.host_reads import HostReads
-from verifier.static.names import ImportTable, iterated_source
+from verifier.static.names import ImportTable, code_of, iterated_source
 from verifier.static.notebook import in_cell, is_notebook, read_notebook
 from verifier.static.parse import parse_module
 from verifier.static.placement import HostData, Origin
 from verifier.static.places import Place, PlaceFacts, Placement
 from verifier.static.positions import positions as positions_of
 from verifier.static.pytest_files import is_test_code
-from verifier.static.proofs import allowed, premises, worth_reporting
+from verifier.static.proofs import allowed, premises, replacing, worth_reporting
 from verifier.static.rule import Candidate, Proof, Rule
 from verifier.static.syncs import sync_of_call
 from verifier.static.trace_lines import source_lines
@@ -63,9 +63,6 @@ HEAT_TOKENS = ("backward", "loader", ".step(", "zero_grad", "batches", "def", "l
 _MAX_SNIPPET_LINES = 12
 # A name followed by a call's parenthesis (`one_step(`): what a file may call.
 _CALLED_NAME = re.compile(r"(\w+)\(")
-# Prints a node's code without its module (the read a loop's iteration makes).
-_CODE = cst.Module(body=())
-_PREMISE_ORDER = list(Premise)
 
 
 @dataclass
@@ -527,7 +524,7 @@ class _ModuleFacts:
         placement = self.places.placement_of(read.subject)
         if placement is not None and placement.place is Place.HOST:
             return
-        code = _CODE.code_for_node(read.node)
+        code = code_of(read.node)
         for loop in loops:
             if not loop.reads:
                 loop.reads = code
@@ -778,10 +775,7 @@ def _to_findings(
         capped = rule.capped_through(trace) if trace else None
         if capped is not None:
             most, proof = capped
-            proofs = tuple(sorted(
-                (proof, *(p for p in proofs if p.premise is not proof.premise)),
-                key=lambda p: _PREMISE_ORDER.index(p.premise),
-            ))
+            proofs = replacing(proofs, proof)
             severity = min(severity, most)
         severity = allowed(severity, proofs)
         span = positions[candidate.node]

@@ -49,6 +49,7 @@ from verifier.static.framework_hooks import hook_reason, hooks_of_class, ignite_
 from verifier.static.pytest_files import is_test_path
 from verifier.static.names import (
     ImportTable,
+    code_of,
     dotted_name,
     iterated_source,
     keyword_arg,
@@ -183,7 +184,7 @@ class Condition:
         """The test as written, shortened; printed only when a finding or a trace needs it."""
         if self.described or self.node is None:
             return self.described
-        test = " ".join(_BARE_MODULE.code_for_node(self.node).split())
+        test = " ".join(code_of(self.node).split())
         if len(test) > _TEST_TEXT_LIMIT:
             test = test[: _TEST_TEXT_LIMIT - 3] + "..."
         if not self.negated:
@@ -196,7 +197,6 @@ class Condition:
 
 
 # Prints a node outside its module (an expression needs nothing of the module's settings).
-_BARE_MODULE = cst.Module(body=())
 
 
 @dataclass(eq=False)

@@ -22,6 +22,15 @@ CONFIG_ROOTS = frozenset(
 )
 
 
+# Prints a node's code without the module it came from (a test shown in a trace, a read's code).
+_BARE_MODULE = cst.Module(body=())
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """The source text of `node` alone, as the parser read it."""
+    return _BARE_MODULE.code_for_node(node)
+
+
 def dotted_name(node: cst.CSTNode) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None (calls and subscripts break the chain)."""
     kind = type(node)

@@ -18,6 +18,8 @@ from verifier.findings import Heat, Premise, Severity, SeverityByHeat, Status, T
 from verifier.static.heat import Condition, ConditionKind
 from verifier.static.rule import Proof, Rule
 
+# The order readers see premises in: cost, value, frequency, rule.
+_PREMISE_ORDER = list(Premise)
 _WEAKEST_FIRST = (
     ConditionKind.DATA, ConditionKind.ONCE, ConditionKind.EVAL_MODE, ConditionKind.OPT_IN, ConditionKind.THROTTLE,
     ConditionKind.EXIT,
@@ -52,8 +54,13 @@ def premises(
         # A misuse claims no frequency, but code only an opted-in configuration reaches is not
         # what the default run does.
         found.append(frequency(heat, condition, trace))
-    order = list(Premise)
-    return tuple(sorted(found, key=lambda proof: order.index(proof.premise)))
+    return tuple(sorted(found, key=lambda proof: _PREMISE_ORDER.index(proof.premise)))
+
+
+def replacing(proofs: tuple[Proof, ...], proof: Proof) -> tuple[Proof, ...]:
+    """`proofs` with `proof` in place of the one stating the same premise, in the readers' order."""
+    kept = (proof, *(p for p in proofs if p.premise is not proof.premise))
+    return tuple(sorted(kept, key=lambda p: _PREMISE_ORDER.index(p.premise)))
 
 
 def _opt_in(condition: Condition | None, trace: tuple[TraceStep, ...]) -> bool:

@@ -9,7 +9,7 @@ import libcst as cst
 
 from verifier.findings import Premise
 from verifier.static.facts import Kind
-from verifier.static.heat import Condition, Where, is_scaler_name
+from verifier.static.heat import Condition, Where
 from verifier.static.names import dotted_name, method_name, receiver, terminal_name
 from verifier.static.rule import Proof, Rule
 from verifier.static.tracker import Tracker
@@ -127,17 +127,13 @@ def _scaler_absent_branch(node: cst.If, facts: NameFacts) -> cst.CSTNode | None:
         if operator not in (cst.Is, cst.IsNot):
             return None
         test, absent_in_body = test.left, operator is cst.Is
-    if type(test) not in (cst.Name, cst.Attribute) or not _is_a_scaler(test, facts):
+    if type(test) not in (cst.Name, cst.Attribute) or not facts.is_scaler(test):
         return None
     return node.body if absent_in_body else node.orelse
 
 
 def _is_none(node: cst.BaseExpression) -> bool:
     return type(node) is cst.Name and node.value == "None"
-
-
-def _is_a_scaler(node: cst.BaseExpression, facts: NameFacts) -> bool:
-    return facts.kind_of(node) is Kind.SCALER or is_scaler_name(terminal_name(node))
 
 
 @dataclass(eq=False)
